@@ -1,0 +1,60 @@
+"""The one exception tree of dpsql.
+
+Owns: every error dpsql raises. The PEP 249 classes are the roots so that the
+DB-API connector, the CLI and the Python API share one hierarchy: a caller can
+catch ``dpsql.Error`` (which *is* the PEP 249 ``Error``) and get everything.
+Messages say what is wrong, where, and what to do; they never quote values
+from the private data.
+"""
+
+
+class Warning(Exception):  # noqa: A001 - name fixed by PEP 249
+    """PEP 249 warning (not raised for privacy matters; those are errors)."""
+
+
+class Error(Exception):
+    """Base of every dpsql error (PEP 249 ``Error``)."""
+
+
+class InterfaceError(Error):
+    """Misuse of the connector itself (closed cursor, bad parameters)."""
+
+
+class DatabaseError(Error):
+    """Errors related to the database (PEP 249)."""
+
+
+class DataError(DatabaseError):
+    """The data could not be read or does not fit its metadata."""
+
+
+class OperationalError(DatabaseError):
+    """The session cannot proceed (budget, ledger, engine failure)."""
+
+
+class IntegrityError(DatabaseError):
+    """PEP 249 class; dpsql is read-only and never raises it."""
+
+
+class InternalError(DatabaseError):
+    """A bug in dpsql: please report it."""
+
+
+class ProgrammingError(DatabaseError):
+    """The query or the metadata is wrong; fix it and try again."""
+
+
+class NotSupportedError(DatabaseError):
+    """The operation is valid SQL/DB-API but dpsql does not offer it."""
+
+
+class QueryError(ProgrammingError):
+    """The SQL is refused: not parseable, not supported, or not private."""
+
+
+class MetadataError(ProgrammingError):
+    """The metadata is invalid; the message names the path of the problem."""
+
+
+class BudgetExceededError(OperationalError):
+    """The query would exceed the session budget; nothing was run or spent."""

@@ -1,0 +1,95 @@
+"""What an analyst asks for: per-query privacy, session budget, mechanism choice.
+
+Owns: the user-facing privacy parameters (SmartNoise-compatible names). No
+arithmetic on privacy lives here; the mechanisms and the accountant do that.
+"""
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+from .errors import ProgrammingError
+
+DEFAULT_DELTA = 1e-10
+"""Default per-query delta: below 1/(world population), so that an event of
+probability delta is not expected to hit anyone. Spent only by statistics
+that need it (thresholds for unknown keys, Gaussian noise)."""
+
+
+class Stat(enum.Enum):
+    """Kinds of noisy statistic; keys of ``Privacy.mechanisms.map``."""
+
+    count = "count"
+    sum_int = "sum_int"
+    sum_large_int = "sum_large_int"
+    sum_float = "sum_float"
+    threshold = "threshold"
+
+
+class Mechanism(enum.Enum):
+    """Noise mechanisms. All are realised by exact integer samplers."""
+
+    laplace = "laplace"
+    geometric = "geometric"
+    discrete_laplace = "discrete_laplace"
+    gaussian = "gaussian"
+    discrete_gaussian = "discrete_gaussian"
+
+    @property
+    def is_gaussian(self) -> bool:
+        return self in (Mechanism.gaussian, Mechanism.discrete_gaussian)
+
+
+def _default_map() -> dict:
+    # The book's Table 2-1 (SmartNoise defaults), with exact samplers.
+    return {
+        Stat.count: Mechanism.discrete_laplace,
+        Stat.sum_int: Mechanism.discrete_laplace,
+        Stat.sum_large_int: Mechanism.laplace,
+        Stat.sum_float: Mechanism.laplace,
+        Stat.threshold: Mechanism.laplace,
+    }
+
+
+@dataclass
+class Mechanisms:
+    """SmartNoise-style ``privacy.mechanisms.map[Stat.count] = Mechanism.gaussian``."""
+
+    map: dict = field(default_factory=_default_map)
+    large: int = 1000
+    """An integer SUM whose bound exceeds this is a ``sum_large_int``."""
+
+    def for_stat(self, stat: Stat) -> Mechanism:
+        return self.map.get(stat, _default_map()[stat])
+
+
+def _check_eps_delta(epsilon: float, delta: float, what: str) -> None:
+    if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
+        raise ProgrammingError(f"{what}: epsilon must be a finite number > 0, got {epsilon!r}")
+    if not (isinstance(delta, (int, float)) and 0 <= delta < 1):
+        raise ProgrammingError(f"{what}: delta must be in [0, 1), got {delta!r}")
+
+
+@dataclass
+class Privacy:
+    """The most one query may cost, all its noisy statistics together."""
+
+    epsilon: float = 1.0
+    delta: float = DEFAULT_DELTA
+    mechanisms: Mechanisms = field(default_factory=Mechanisms)
+
+    def __post_init__(self) -> None:
+        _check_eps_delta(self.epsilon, self.delta, "Privacy")
+
+
+@dataclass
+class Budget:
+    """The session's total; queries beyond it are refused before running."""
+
+    epsilon: float
+    delta: float = 1e-6
+    """Default: room for 10,000 queries at the default per-query delta."""
+
+    def __post_init__(self) -> None:
+        _check_eps_delta(self.epsilon, self.delta, "Budget")
