@@ -1,0 +1,32 @@
+"""dpsql: differentially private SQL over DuckDB, with SmartNoise-compatible metadata.
+
+The data flow, one module per step: ``parse`` -> ``validate`` -> ``plan``
+(``statistics``, ``rewrite``) -> ``execute`` -> ``release`` (noise, from
+``noise``/``mechanisms``) -> ``accounting`` -> post-processing -> result;
+``reader`` runs them in that order.
+"""
+from .errors import (BudgetExceededError, DatabaseError, DataError, Error, IntegrityError,
+                     InterfaceError, InternalError, MetadataError, NotSupportedError,
+                     OperationalError, ProgrammingError, QueryError, Warning)
+from .metadata import Metadata
+from .privacy import DEFAULT_DELTA, Budget, Mechanism, Mechanisms, Privacy, Stat
+from .reader import Reader, from_connection, from_df
+
+__version__ = "0.1.0"
+
+apilevel = "2.0"
+threadsafety = 1
+paramstyle = "qmark"
+
+
+def connect(*args, **kwargs):
+    """PEP 249 connection (see ``dpsql.dbapi.connect``)."""
+    from .dbapi import connect as _connect
+    return _connect(*args, **kwargs)
+
+
+__all__ = ["Budget", "BudgetExceededError", "DataError", "DatabaseError", "DEFAULT_DELTA", "Error",
+           "IntegrityError", "InterfaceError", "InternalError", "Mechanism", "Mechanisms",
+           "Metadata", "MetadataError", "NotSupportedError", "OperationalError", "Privacy",
+           "ProgrammingError", "QueryError", "Reader", "Stat", "Warning", "connect",
+           "from_connection", "from_df"]

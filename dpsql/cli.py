@@ -1,0 +1,409 @@
+"""The ``dpsql`` command line (also ``python -m dpsql``).
+
+Owns: turning shell arguments into one reader call and its result into text.
+It adds no second path to the engine: ``dpsql query`` builds a reader with
+``dpsql.from_df`` / ``dpsql.from_connection`` exactly as Python code does. A
+session that outlives one invocation is a ledger file (``dpsql.ledger``);
+the engine charges it before it returns a result, so an answer is printed
+only after its cost is on disk.
+
+Every failure is one line on stderr and an exit code per class (see
+``EXIT_CODES``); a traceback is never shown.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+import sys
+import warnings
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
+EXIT_QUERY, EXIT_METADATA, EXIT_BUDGET, EXIT_DATA = 3, 4, 5, 6
+
+EXIT_CODES = f"""\
+exit codes:
+  {EXIT_OK}  success
+  {EXIT_INTERNAL}  internal error (a bug in dpsql: please report it)
+  {EXIT_USAGE}  usage error (bad or missing arguments)
+  {EXIT_QUERY}  query refused (QueryError: not parseable, not supported, or not private)
+  {EXIT_METADATA}  metadata invalid (MetadataError; `metadata check` found problems)
+  {EXIT_BUDGET}  budget or ledger (BudgetExceededError: the query would pass the
+     budget, nothing was run or spent; or the ledger refused the session)
+  {EXIT_DATA}  data or I/O (DataError, OperationalError: a file that cannot be read,
+     the query failed while reading the data)
+"""
+
+
+class UsageError(Exception):
+    """Bad command-line arguments (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr, never the usage block."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# ----------------------------------------------------------------- arguments
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def _delta(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text!r}")
+    return value
+
+
+def _budget(text: str):
+    from .privacy import Budget
+    eps, _, delta = text.partition(",")
+    if delta:
+        return Budget(_positive_float(eps), _delta(delta))
+    return Budget(_positive_float(eps))
+
+
+def _table(text: str) -> tuple:
+    name, sep, path = text.partition("=")
+    if not sep or not path or name.count(".") != 1 or "" in name.split("."):
+        raise argparse.ArgumentTypeError(
+            f"expected schema.table=PATH (e.g. PUMS.PUMS=PUMS.csv), got {text!r}")
+    return name, path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    top = _Parser(prog="dpsql", description="Differentially private SQL over DuckDB.",
+                  epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action="version", version=f"dpsql {_version()}")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    q = sub.add_parser(
+        "query", help="answer one SQL query with differential privacy",
+        description="Answer one SQL aggregate query with differential privacy. Tables come "
+        "from --table files (CSV or Parquet, read by DuckDB) or from a DuckDB database "
+        "file opened read-only.", epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    q.add_argument("--metadata", required=True, metavar="M.yaml",
+                   help="SmartNoise-format metadata of the tables")
+    q.add_argument("--table", action="append", type=_table, default=[],
+                   metavar="SCHEMA.TABLE=PATH", help="bind a table to a .csv/.parquet file "
+                   "(repeatable)")
+    q.add_argument("--database", metavar="FILE.duckdb",
+                   help="a DuckDB database holding the tables (opened read-only)")
+    q.add_argument("--epsilon", required=True, type=_positive_float, metavar="E",
+                   help="the most this query may cost in epsilon, all its statistics together")
+    q.add_argument("--delta", type=_delta, metavar="D",
+                   help="the most this query may cost in delta (default: dpsql.DEFAULT_DELTA)")
+    q.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                   help="output: aligned table (default), CSV with a header, or JSON objects")
+    q.add_argument("--ledger", metavar="FILE",
+                   help="a ledger file keeping this session's spending across invocations")
+    q.add_argument("--budget", type=_budget, metavar="E[,D]",
+                   help="the session's total (with --ledger; fixed when the ledger is "
+                   "created; default delta 1e-6)")
+    q.add_argument("--explain", action="store_true",
+                   help="print the bounded plan and each statistic's mechanism, scale and "
+                   "95%% accuracy; runs nothing and spends nothing")
+    q.add_argument("sql", metavar="SQL", help="the query, or - to read it from stdin")
+
+    led = sub.add_parser("ledger", help="inspect a ledger file")
+    led_sub = led.add_subparsers(dest="ledger_command", metavar="ACTION", parser_class=_Parser)
+    show = led_sub.add_parser("show", help="print a ledger's budget, spent, remaining and "
+                              "releases")
+    show.add_argument("file", metavar="FILE")
+    show.add_argument("--format", choices=("table", "json"), default="table")
+
+    meta = sub.add_parser("metadata", help="write or check a metadata file")
+    meta_sub = meta.add_subparsers(dest="metadata_command", metavar="ACTION",
+                                   parser_class=_Parser)
+    check = meta_sub.add_parser("check", help="validate a metadata file and list every "
+                                "problem with its path")
+    check.add_argument("file", metavar="M.yaml")
+    init = meta_sub.add_parser(
+        "init", help="write a metadata skeleton from the data's schema to stdout",
+        description="Write a SmartNoise-format metadata skeleton from the schema (column "
+        "names and types) of data files. No value of the data is read into it: bounds and "
+        "the privacy unit are left for the data owner.")
+    init.add_argument("--table", action="append", type=_table, required=True,
+                      metavar="SCHEMA.TABLE=PATH", help="a .csv/.parquet file (repeatable)")
+    return top
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("dpsql")
+    except Exception:  # noqa: BLE001 - not installed, e.g. run from a source tree
+        return "(source tree)"
+
+
+# ----------------------------------------------------------------- commands
+
+def _read_sql(text: str) -> str:
+    sql = sys.stdin.read() if text == "-" else text
+    if not sql.strip():
+        raise UsageError("the SQL is empty" + (" (nothing on stdin)" if text == "-" else ""))
+    return sql
+
+
+def _require_file(path: str, what: str) -> None:
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{what} not found: {path}")
+
+
+def cmd_query(args) -> int:
+    import dpsql
+    from .privacy import Privacy
+
+    if args.budget is not None and args.ledger is None:
+        raise UsageError("--budget needs --ledger FILE: one invocation is not a session; the "
+                         "ledger keeps the budget across invocations")
+    if args.database and args.table:
+        raise UsageError("give either --table files or --database, not both")
+    if not args.database and not args.table:
+        raise UsageError("give the data: --table SCHEMA.TABLE=PATH (repeatable) or "
+                         "--database FILE.duckdb")
+    sql = _read_sql(args.sql)
+    _require_file(args.metadata, "metadata file")
+    privacy = Privacy(args.epsilon) if args.delta is None else Privacy(args.epsilon, args.delta)
+    ledger = None
+    if args.ledger is not None:
+        from .ledger import Ledger
+        ledger = Ledger(args.ledger, args.budget)
+    con = None
+    try:
+        if args.database:
+            import duckdb
+            _require_file(args.database, "database file")
+            con = duckdb.connect(args.database, read_only=True)
+            reader = dpsql.from_connection(con, args.metadata, privacy=privacy, ledger=ledger)
+        else:
+            tables = {}
+            for name, path in args.table:
+                if name in tables:
+                    raise UsageError(f"--table {name} is given twice")
+                _require_file(path, f"data file of {name}")
+                tables[name] = path
+            reader = dpsql.from_df(tables, args.metadata, privacy=privacy, ledger=ledger)
+        if args.explain:
+            _write(reader.explain(sql).rstrip("\n") + "\n")
+            return EXIT_OK
+        frame = reader.execute_df(sql)  # charged (and fsynced) before it returns
+    finally:
+        if con is not None:
+            con.close()
+    _write(format_frame(frame, args.format))
+    return EXIT_OK
+
+
+def cmd_ledger_show(args) -> int:
+    from .ledger import Ledger
+    _require_file(args.file, "ledger file")
+    led = Ledger(args.file)
+    budget, spent, remaining, records = led.budget, led.spent(), led.remaining(), led.records()
+    if args.format == "json":
+        doc = {"path": led.path,
+               "budget": None if budget is None else {"epsilon": budget.epsilon,
+                                                      "delta": budget.delta},
+               "spent": {"epsilon": spent[0], "delta": spent[1]},
+               "remaining": None if remaining is None else {"epsilon": remaining[0],
+                                                            "delta": remaining[1]},
+               "releases": [r.__dict__ for r in records]}
+        _write(json.dumps(doc, indent=2) + "\n")
+        return EXIT_OK
+    lines = [f"ledger:    {led.path}",
+             "budget:    " + ("none (spending is recorded, nothing is enforced)"
+                              if budget is None else _pair(budget.epsilon, budget.delta)),
+             f"spent:     {_pair(*spent)}",
+             "remaining: " + ("unlimited" if remaining is None else _pair(*remaining)),
+             f"releases:  {len(records)}"]
+    out = "\n".join(lines) + "\n"
+    if records:
+        rows = [(r.time, _num(r.epsilon), _num(r.delta), " ".join(r.query.split()))
+                for r in records]
+        out += "\n" + render_table(("time (UTC)", "epsilon", "delta", "query"), rows,
+                                   numeric=(False, True, True, False))
+    _write(out)
+    return EXIT_OK
+
+
+def _pair(eps: float, delta: float) -> str:
+    return f"epsilon={eps:.6g}, delta={delta:.3g}"
+
+
+def _num(value: float) -> str:
+    return f"{value:.6g}"
+
+
+# ----------------------------------------------------------------- output
+
+def _cell(value) -> tuple:
+    """(text, is_number) of one result cell for the aligned table."""
+    import pandas as pd
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return "NULL", False
+    if isinstance(value, bool):
+        return str(value), False
+    if hasattr(value, "item") and not isinstance(value, str):
+        value = value.item()  # numpy scalar -> Python
+    if isinstance(value, bool):
+        return str(value), False
+    if isinstance(value, int):
+        return str(value), True
+    if isinstance(value, float):
+        return format(value, ".10g"), True
+    return str(value), False
+
+
+def render_table(header, rows, numeric=None) -> str:
+    """An aligned text table: numbers right-aligned, everything else left."""
+    header = [str(h) for h in header]
+    widths = [len(h) for h in header]
+    for row in rows:
+        for i, text in enumerate(row):
+            widths[i] = max(widths[i], len(text))
+    numeric = numeric or [False] * len(header)
+
+    def line(cells):
+        return "  ".join((c.rjust(w) if num else c.ljust(w))
+                         for c, w, num in zip(cells, widths, numeric)).rstrip()
+
+    out = [line(header), line(["-" * w for w in widths])]
+    out.extend(line(r) for r in rows)
+    return "\n".join(out) + "\n"
+
+
+def format_frame(frame, fmt: str) -> str:
+    """A result DataFrame as text: ``table``, ``csv`` (with header) or ``json``."""
+    columns = [str(c) for c in frame.columns]
+    values = [frame.iloc[:, i].tolist() for i in range(frame.shape[1])]
+    rows = list(zip(*values)) if values else [() for _ in range(len(frame))]
+    if fmt == "json":
+        return json.dumps([dict(zip(columns, map(_json_value, r))) for r in rows],
+                          indent=2) + "\n"
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([["" if v is None else v for v in map(_json_value, r)]
+                          for r in rows])
+        return buf.getvalue()
+    cells = [[_cell(v) for v in r] for r in rows]
+    numeric = [bool(cells) and all(c[i][1] or c[i][0] == "NULL" for c in cells)
+               and any(c[i][1] for c in cells) for i in range(len(columns))]
+    return render_table(columns, [[t for t, _ in r] for r in cells], numeric)
+
+
+def _json_value(value):
+    import pandas as pd
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    if hasattr(value, "item") and not isinstance(value, str):
+        value = value.item()
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)  # dates, decimals: their text
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+# ----------------------------------------------------------------- errors
+
+def classify(exc: BaseException) -> tuple:
+    """(exit code, label) for an exception; the CLI's one error contract."""
+    from . import errors
+    from .ledger import LedgerError
+    try:
+        import duckdb
+        duck = (duckdb.Error,)
+    except ImportError:  # pragma: no cover - duckdb is a dependency
+        duck = ()
+    table = [
+        (UsageError, EXIT_USAGE, "usage error"),
+        (errors.BudgetExceededError, EXIT_BUDGET, "budget exceeded"),
+        (errors.MetadataError, EXIT_METADATA, "metadata error"),
+        (errors.QueryError, EXIT_QUERY, "query refused"),
+        (LedgerError, EXIT_BUDGET, "ledger error"),
+        (errors.DataError, EXIT_DATA, "data error"),
+        (errors.OperationalError, EXIT_DATA, "data error"),
+        (errors.InternalError, EXIT_INTERNAL, "internal error"),
+        (errors.ProgrammingError, EXIT_QUERY, "query refused"),
+        (errors.NotSupportedError, EXIT_QUERY, "not supported"),
+        (OSError, EXIT_DATA, "I/O error"),
+    ]
+    if duck:
+        table.append((duck, EXIT_DATA, "database error"))
+    for kinds, code, label in table:
+        if isinstance(exc, kinds):
+            return code, label
+    return EXIT_INTERNAL, "internal error"
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror and exc.filename:
+        text = f"{exc.strerror}: {exc.filename}"
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    sys.stderr.write(f"dpsql: warning: {' '.join(str(message).split())}\n")
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``dpsql`` console script; returns the exit code."""
+    warnings.showwarning = _show_warning
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "query":
+            return cmd_query(args)
+        if args.command == "ledger" and args.ledger_command == "show":
+            return cmd_ledger_show(args)
+        if args.command == "metadata" and args.metadata_command in ("check", "init"):
+            from . import cli_metadata
+            return cli_metadata.run(args)
+        raise UsageError("give a command: query, ledger show, metadata check or metadata "
+                         "init (see 'dpsql --help')")
+    except SystemExit as exc:  # --help / --version
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    except KeyboardInterrupt:
+        sys.stderr.write("dpsql: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        # The reader of our stdout went away (e.g. `| head`); nothing to report.
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the final flush
+        except OSError:
+            pass
+        return EXIT_OK
+    except BaseException as exc:  # noqa: BLE001 - the CLI never shows a traceback
+        code, label = classify(exc)
+        if code == EXIT_INTERNAL and label == "internal error" and \
+                not isinstance(exc, Exception):
+            raise
+        sys.stderr.write(f"dpsql: {label}: {_one_line(exc)}\n")
+        return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Step 4: run the bounded plan on DuckDB; only exact aggregates come back.
+
+Owns: the DuckDB connections. Private tables are bound as views over the
+caller's DataFrames (scanned in place, never copied) or over CSV/Parquet
+files, or found in the caller's own connection. Post-processing of noisy
+results runs on a second, private in-memory connection that never sees the
+data. Errors raised while binding a query depend only on the query and the
+schema, so their DuckDB messages are passed on; errors while *running* it
+could depend on values, so their text is withheld.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+from sqlglot import exp
+
+from .errors import DataError, OperationalError, ProgrammingError, QueryError
+from .metadata import Metadata, Table
+
+DIALECT = "duckdb"
+
+
+def _table_node(name: str) -> exp.Table:
+    parts = name.split(".")
+    return exp.Table(this=exp.to_identifier(parts[-1], quoted=True),
+                     db=exp.to_identifier(parts[-2], quoted=True) if len(parts) > 1 else None)
+
+
+class Engine:
+    """The private tables of one session, and how to reach them in DuckDB."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, physical: dict) -> None:
+        self.con = con
+        self.physical = physical          # Table.full_name.lower() -> exp.Table
+        self._types: dict = {}
+        self._lock = threading.Lock()
+        self._post = duckdb.connect()
+
+    @classmethod
+    def from_data(cls, data, metadata: Metadata) -> "Engine":
+        con = duckdb.connect()
+        if isinstance(data, (pd.DataFrame, str, Path)):
+            if len(metadata.tables) != 1:
+                raise ProgrammingError(
+                    f"one DataFrame was given but the metadata describes {len(metadata.tables)} "
+                    f"tables ({', '.join(metadata.tables)}); pass a dict {{'schema.table': df}}")
+            data = {next(iter(metadata.tables)): data}
+        if not isinstance(data, dict):
+            raise ProgrammingError("data must be a DataFrame or a dict {'schema.table': "
+                                   "DataFrame or .csv/.parquet path}")
+        physical = {}
+        for i, (name, source) in enumerate(data.items()):
+            table = metadata.find_table(str(name))
+            if table is None:
+                raise ProgrammingError(f"data given for {name!r}, which is not a table of the "
+                                       f"metadata ({', '.join(metadata.tables)})")
+            view = f"_dpsql_t{i}"
+            _bind(con, view, source)
+            physical[table.full_name.lower()] = exp.Table(this=exp.to_identifier(view, quoted=True))
+        return cls(con, physical)
+
+    @classmethod
+    def from_connection(cls, con, metadata: Metadata) -> "Engine":
+        physical = {}
+        for table in metadata.tables.values():
+            for candidate in (table.full_name, table.name):
+                node = _table_node(candidate)
+                try:
+                    con.sql(exp.select(exp.Star()).from_(node).limit(0).sql(DIALECT)).types
+                except duckdb.Error:
+                    continue
+                physical[table.full_name.lower()] = node
+                break
+        return cls(con, physical)
+
+    def table_node(self, table: Table) -> exp.Table:
+        node = self.physical.get(table.full_name.lower())
+        if node is None:
+            raise QueryError(f"table {table.full_name} is in the metadata but no data is bound "
+                             "to it; pass it to from_df or create it in the connection")
+        return node
+
+    def column_types(self, table: Table) -> dict:
+        """Lower-cased column name -> DuckDB type, read from the schema only."""
+        key = table.full_name.lower()
+        if key not in self._types:
+            node = self.table_node(table)
+            with self._lock:
+                rel = self.con.sql(exp.select(exp.Star()).from_(node).limit(0).sql(DIALECT))
+                self._types[key] = {c.lower(): str(t) for c, t in zip(rel.columns, rel.types)}
+        return self._types[key]
+
+    def result_types(self, tree: exp.Select) -> dict:
+        """Bind the query without running it: catches every query-only error."""
+        try:
+            with self._lock:
+                rel = self.con.sql(tree.sql(DIALECT))
+                return dict(zip(rel.columns, (str(t) for t in rel.types)))
+        except duckdb.Error as err:
+            raise QueryError(f"the engine cannot bind the query: {_first_line(err)}") from None
+
+    def run(self, tree: exp.Select) -> pd.DataFrame:
+        try:
+            with self._lock:
+                return self.con.execute(tree.sql(DIALECT)).df()
+        except duckdb.Error:
+            raise OperationalError(
+                "the query failed while reading the data; the engine's message is withheld "
+                "because it could depend on private values") from None
+
+    def post_process(self, post: exp.Select, noisy: pd.DataFrame) -> pd.DataFrame:
+        """Evaluate the user's SELECT list, HAVING, ORDER BY, LIMIT on noisy rows."""
+        from .plan import NOISY_TABLE
+        with self._lock:
+            self._post.register(NOISY_TABLE, noisy)
+            try:
+                return self._post.execute(post.sql(DIALECT)).df()
+            except duckdb.Error as err:
+                raise QueryError(f"post-processing failed: {_first_line(err)}") from None
+            finally:
+                self._post.unregister(NOISY_TABLE)
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def _bind(con, view: str, source) -> None:
+    if isinstance(source, pd.DataFrame):
+        con.register(view, source)
+        return
+    path = Path(source)
+    try:
+        if path.suffix.lower() == ".csv":
+            rel = con.read_csv(str(path))
+        elif path.suffix.lower() in (".parquet", ".pq"):
+            rel = con.read_parquet(str(path))
+        else:
+            raise DataError(f"{path}: unsupported file type; give a .csv or .parquet file")
+        rel.create_view(view)
+    except duckdb.IOException as err:
+        raise DataError(f"cannot read {path}: {_first_line(err)}") from None
+    except duckdb.Error as err:
+        raise DataError(f"cannot read {path}: {_first_line(err)}") from None

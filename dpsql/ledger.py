@@ -1,0 +1,348 @@
+"""A privacy budget ledger that outlives the process.
+
+Owns: the on-disk record of a session's spending. A ``Ledger`` file holds the
+session budget (fixed when the file is created) and every release (UTC time,
+query text, epsilon, delta), one JSON object per line. Several processes may
+share one file: every charge takes an exclusive ``fcntl.flock`` on
+``FILE.lock``, re-reads the file's total, refuses the charge if it would pass
+the budget, and otherwise appends the record and ``fsync``s it, all before it
+returns. The engine calls ``charge`` before it returns a result, so no crash
+can ever release an answer that is not in the ledger.
+
+Budget rule (why): a ledger exists so that a budget cannot be escaped, so its
+budget can never be raised by reopening the file. The budget is written when
+the file is created and is immutable afterwards; reopening with a different
+budget (higher *or* lower) is an error, reopening with none uses the recorded
+one. The only change allowed is setting a budget on a ledger created without
+one, which only tightens what may be spent (everything already spent counts).
+For a fresh budget, start a new ledger file.
+
+File format (JSON lines)::
+
+    {"dpsql_ledger": 1, "created": "...", "budget": {"epsilon": 3.0, "delta": 1e-06}}
+    {"kind": "release", "time": "...", "query": "SELECT ...", "epsilon": 1.0, "delta": 0.0}
+    {"kind": "budget", "time": "...", "budget": {...}}     (only after a null budget)
+
+Deleting or editing the file by hand defeats it; protect it like the data.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import math
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from .accounting import budget_message, exceeds
+from .errors import BudgetExceededError, OperationalError, ProgrammingError
+from .privacy import Budget
+
+FORMAT_VERSION = 1
+
+
+class LedgerError(OperationalError):
+    """The ledger refuses the session: budget conflict, damaged or foreign file.
+
+    (A ``dpsql.OperationalError``; the CLI exits with the budget/ledger code.)"""
+
+
+@dataclass(frozen=True)
+class Release:
+    """One charged release: what was asked, when, and what it cost."""
+
+    time: str
+    query: str
+    epsilon: float
+    delta: float
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _budget_json(budget: Budget | None):
+    return None if budget is None else {"epsilon": budget.epsilon, "delta": budget.delta}
+
+
+def _same_budget(a: Budget, b: Budget) -> bool:
+    # JSON round-trips floats exactly, so equality is exact.
+    return float(a.epsilon) == float(b.epsilon) and float(a.delta) == float(b.delta)
+
+
+def _fmt_budget(b: Budget | None) -> str:
+    return "none" if b is None else f"(epsilon={b.epsilon:.6g}, delta={b.delta:.3g})"
+
+
+class Ledger:
+    """A session's spending in a file shared by processes (see module doc)."""
+
+    def __init__(self, path, budget: Budget | None = None) -> None:
+        if budget is not None and not isinstance(budget, Budget):
+            raise ProgrammingError("Ledger: budget must be a dpsql.Budget or None, "
+                                   f"got {type(budget).__name__}")
+        self.path = os.path.abspath(os.fspath(path))
+        self.lock_path = self.path + ".lock"
+        self._thread_lock = threading.Lock()  # guards this object's cache across threads
+        self._exclusive = False
+        self._reset_cache()
+        with self._locked(exclusive=True):
+            if not os.path.exists(self.path) or os.path.getsize(self.path) == 0:
+                self._create(budget)
+            self._refresh()
+            recorded = self._budget
+            if budget is not None:
+                if recorded is None:
+                    self._append({"kind": "budget", "time": _now(),
+                                  "budget": _budget_json(budget)})
+                    self._refresh()
+                elif not _same_budget(recorded, budget):
+                    raise LedgerError(
+                        f"ledger {self.path} was created with budget {_fmt_budget(recorded)}"
+                        f" but {_fmt_budget(budget)} was given; a ledger's budget is fixed "
+                        "when it is created and can never be changed by reopening it. Open "
+                        "it with the same budget or none, or start a new ledger file.")
+
+    # -- public -----------------------------------------------------------------
+    @property
+    def budget(self) -> Budget | None:
+        """The budget recorded in the file (re-read, so always current)."""
+        with self._locked(exclusive=False):
+            self._refresh()
+            return self._budget
+
+    def spent(self) -> tuple:
+        """Total (epsilon, delta) of every release in the file."""
+        with self._locked(exclusive=False):
+            self._refresh()
+            return self._spent
+
+    def remaining(self) -> tuple | None:
+        """(epsilon, delta) left, never negative; None without a budget."""
+        with self._locked(exclusive=False):
+            self._refresh()
+            if self._budget is None:
+                return None
+            return (max(self._budget.epsilon - self._spent[0], 0.0),
+                    max(self._budget.delta - self._spent[1], 0.0))
+
+    def records(self) -> list:
+        """Every release, oldest first, as ``Release`` tuples."""
+        with self._locked(exclusive=False):
+            self._refresh()
+            return list(self._records)
+
+    def charge(self, epsilon: float, delta: float, query: str) -> None:
+        """Atomically check and record one release.
+
+        Raises ``BudgetExceededError`` and records nothing if the file's
+        current total plus this cost would pass its budget. Returns only once
+        the record is on disk (fsync), so the caller may then release."""
+        cost = (float(epsilon), float(delta))
+        if not all(math.isfinite(c) and c >= 0 for c in cost):
+            # A negative or NaN charge would refund budget: never accept one.
+            raise ProgrammingError(f"ledger charge must be finite and >= 0, got {cost!r}")
+        with self._locked(exclusive=True):
+            self._refresh()
+            if exceeds(self._spent, cost, self._budget):
+                raise BudgetExceededError(budget_message(self._spent, cost, self._budget))
+            self._append({"kind": "release", "time": _now(), "query": str(query),
+                          "epsilon": cost[0], "delta": cost[1]})
+            self._refresh()
+
+    def __repr__(self) -> str:
+        return f"Ledger({self.path!r})"
+
+    # -- locking and file access ---------------------------------------------------
+    @contextlib.contextmanager
+    def _locked(self, exclusive: bool):
+        """Hold the inter-process lock (and the in-process one: threads of one
+        process share nothing through flock on separate descriptors, but
+        share this object's cache)."""
+        with self._thread_lock:
+            try:
+                try:
+                    fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+                except PermissionError:
+                    if exclusive:
+                        raise
+                    fd = os.open(self.lock_path, os.O_RDONLY)  # reading a read-only ledger
+            except OSError as e:
+                raise LedgerError(f"cannot open the ledger lock file {self.lock_path}: "
+                                       f"{e.strerror}; check the directory exists and is "
+                                       "writable") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+                self._exclusive = exclusive
+                yield
+            finally:
+                self._exclusive = False
+                os.close(fd)  # closing releases the flock
+
+    def _create(self, budget: Budget | None) -> None:
+        """Write the header atomically (temp file + rename): never a half header."""
+        header = {"dpsql_ledger": FORMAT_VERSION, "created": _now(),
+                  "budget": _budget_json(budget)}
+        directory = os.path.dirname(self.path)
+        fd, tmp = tempfile.mkstemp(prefix=".dpsql-ledger-", dir=directory)
+        try:
+            os.write(fd, (json.dumps(header) + "\n").encode())
+            os.fsync(fd)
+            os.fchmod(fd, 0o644)
+            os.close(fd)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        self._fsync_dir(directory)
+        self._reset_cache()
+
+    @staticmethod
+    def _fsync_dir(directory: str) -> None:
+        with contextlib.suppress(OSError):
+            dfd = os.open(directory, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+
+    def _append(self, record: dict) -> None:
+        """Append one line and fsync; caller holds the exclusive lock."""
+        assert self._exclusive
+        data = (json.dumps(record) + "\n").encode()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            if self._torn_at is not None:
+                # A writer crashed mid-line: that charge never returned, so its
+                # answer was never released; drop the fragment before appending.
+                os.ftruncate(fd, self._torn_at)
+                self._torn_at = None
+            if self._needs_newline:
+                # A complete record missing only its newline still counts.
+                data = b"\n" + data
+                self._needs_newline = False
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _reset_cache(self) -> None:
+        self._ino = None
+        self._offset = 0          # bytes of complete (newline-terminated) lines read
+        self._line_no = 0
+        self._budget: Budget | None = None
+        self._spent = (0.0, 0.0)
+        self._records: list = []
+        self._header_seen = False
+        self._torn_at = None      # offset of a torn last line, to drop before appending
+        self._needs_newline = False
+        self._committed = self._snapshot()
+
+    def _snapshot(self) -> tuple:
+        return (self._line_no, self._budget, self._spent, len(self._records), self._header_seen)
+
+    def _restore(self) -> None:
+        line_no, self._budget, self._spent, n, self._header_seen = self._committed
+        self._line_no = line_no
+        del self._records[n:]
+
+    def _refresh(self) -> None:
+        """Read what was appended since the last read; caller holds a lock.
+
+        Complete lines are cached (``_committed``). A last line without its
+        newline is re-read every time: if it parses it counts (being
+        conservative costs nothing); if not, it is the fragment of a writer
+        that crashed before its charge returned, so it was never released."""
+        try:
+            f = open(self.path, "rb")
+        except FileNotFoundError:
+            raise LedgerError(f"ledger {self.path} no longer exists; its spending is "
+                                   "lost. Restore it from a backup or start a new "
+                                   "ledger.") from None
+        with f:
+            st = os.fstat(f.fileno())
+            if st.st_ino != self._ino or st.st_size < self._offset:
+                self._reset_cache()  # replaced or truncated: read it all again
+                self._ino = st.st_ino
+            f.seek(self._offset)
+            chunk = f.read()
+        self._restore()  # forget the previous read's uncommitted last line
+        self._torn_at = None
+        self._needs_newline = False
+        lines = chunk.split(b"\n")
+        tail = lines.pop()  # b"" if the chunk ends with a newline
+        for line in lines:
+            self._line_no += 1
+            self._take(self._parse(line, final=False))
+            self._offset += len(line) + 1
+            self._committed = self._snapshot()
+        if tail:
+            record = self._parse(tail, final=True)
+            if record is None:
+                self._torn_at = self._offset
+            else:
+                self._line_no += 1
+                self._take(record)
+                self._needs_newline = True
+        if not self._header_seen:
+            raise self._not_a_ledger()
+
+    def _not_a_ledger(self) -> LedgerError:
+        return LedgerError(f"{self.path} is not a dpsql ledger (it is empty or its first "
+                                f"line is not a version {FORMAT_VERSION} ledger header); "
+                                "give the path of a ledger or of a new file.")
+
+    def _parse(self, line: bytes, final: bool):
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise ValueError("not an object")
+            return record
+        except ValueError:
+            if not self._header_seen:
+                raise self._not_a_ledger() from None
+            if final:
+                return None  # torn last line of a crashed writer: never released
+            raise LedgerError(f"ledger {self.path} is corrupt at line {self._line_no}: not a "
+                            "JSON object; it was edited or damaged. Restore it from a "
+                            "backup; it must not be repaired by deleting lines (that would "
+                            "hide spending).") from None
+
+    def _take(self, record: dict) -> None:
+        where = f"ledger {self.path} line {self._line_no}"
+        try:
+            if not self._header_seen:
+                if record.get("dpsql_ledger") != FORMAT_VERSION:
+                    raise self._not_a_ledger()
+                self._header_seen = True
+                self._budget = self._read_budget(record.get("budget"))
+            elif record.get("kind") == "release":
+                eps, delta = float(record["epsilon"]), float(record["delta"])
+                if not (math.isfinite(eps) and math.isfinite(delta) and eps >= 0 and delta >= 0):
+                    raise ValueError("negative or non-finite cost")
+                self._records.append(Release(str(record["time"]), str(record["query"]),
+                                             eps, delta))
+                self._spent = (self._spent[0] + eps, self._spent[1] + delta)
+            elif record.get("kind") == "budget":
+                if self._budget is not None:
+                    raise ValueError("a second budget record")
+                self._budget = self._read_budget(record["budget"])
+            else:
+                raise ValueError("unknown record kind")
+        except (KeyError, TypeError, ValueError, ProgrammingError) as e:
+            raise LedgerError(f"{where} is not a valid ledger record ({e}); the file was "
+                            "edited or damaged. Restore it from a backup.") from None
+
+    @staticmethod
+    def _read_budget(value) -> Budget | None:
+        if value is None:
+            return None
+        return Budget(float(value["epsilon"]), float(value["delta"]))

@@ -1,0 +1,573 @@
+"""Table metadata in the SmartNoise SQL YAML format.
+
+Owns: reading, validating and writing the metadata that says who a person is
+(``private_id`` / ``row_privacy``), how many rows one person may contribute
+(``max_ids``) and how every column is bounded. Everything the engine trusts
+about the data comes from here, so a file is checked in full before use:
+structure by the JSON Schema in ``metadata_schemas/``, then the rules JSON
+Schema cannot express. Every problem is reported at once, each prefixed by
+its path ``schema.table.column.key`` (the collection name is left out; an
+empty schema name is left out too, as in ``Table.full_name``).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import numbers
+import os
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from .errors import MetadataError
+
+SCHEMA_FILE = "smartnoise_metadata.schema.json"
+COLUMN_TYPES = ("int", "float", "string", "boolean", "datetime")
+NUMERIC_TYPES = ("int", "float")
+TABLE_DEFAULTS = {
+    "max_ids": 1, "row_privacy": False, "sample_max_ids": True, "censor_dims": True,
+    "clamp_counts": False, "clamp_columns": True, "use_dpsu": False, "rows": None,
+    "rows_exact": None,
+}
+COLUMN_KEYS = ("type", "private_id", "lower", "upper", "nullable", "missing_value",
+               "sensitivity", "cardinality", "values", "name")
+
+
+# ----------------------------------------------------------------- data model
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its type, whether it identifies a person, and its bounds."""
+
+    name: str
+    type: str
+    private_id: bool = False
+    lower: float | int | None = None
+    upper: float | int | None = None
+    nullable: bool = True
+    missing_value: object = None
+    sensitivity: float | None = None
+    cardinality: int | None = None
+    values: tuple | None = None
+
+    @property
+    def bounded(self) -> bool:
+        """Both bounds are known, so SUM/AVG/VAR of this column are allowed."""
+        return self.lower is not None and self.upper is not None
+
+    @property
+    def numeric(self) -> bool:
+        return self.type in NUMERIC_TYPES
+
+    def to_dict(self) -> dict:
+        """SmartNoise-shaped column mapping: ``type`` then non-default keys."""
+        out = {"type": self.type}
+        for f in fields(self)[2:]:
+            value = getattr(self, f.name)
+            if value != f.default:
+                out[f.name] = list(value) if f.name == "values" else value
+        return out
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table: its privacy unit, truncation and clamping options, columns."""
+
+    schema: str
+    name: str
+    columns: dict[str, Column]
+    max_ids: int = 1
+    row_privacy: bool = False
+    sample_max_ids: bool = True
+    censor_dims: bool = True
+    clamp_counts: bool = False
+    clamp_columns: bool = True
+    use_dpsu: bool = False
+    rows: int | None = None
+    rows_exact: int | None = None
+    _by_lower: dict = field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_by_lower", {n.lower(): c for n, c in self.columns.items()})
+
+    def __hash__(self):
+        return hash((self.schema, self.name))
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.schema}.{self.name}" if self.schema else self.name
+
+    @property
+    def private_ids(self) -> list[str]:
+        return [n for n, c in self.columns.items() if c.private_id]
+
+    def column(self, name: str) -> Column | None:
+        """Case-insensitive lookup, as unquoted SQL identifiers resolve."""
+        return self._by_lower.get(name.lower())
+
+    @property
+    def privacy_unit_problem(self) -> str | None:
+        """Why this table cannot be queried, or None.
+
+        SmartNoise loads such tables and refuses every query on them; so do we:
+        the engine must raise a QueryError with this text before touching data.
+        """
+        ids = self.private_ids
+        if self.row_privacy and ids:
+            return (f"table {self.full_name} sets row_privacy: true and also marks "
+                    f"{', '.join(ids)} as private_id; keep only one of the two")
+        if not self.row_privacy and not ids:
+            return (f"table {self.full_name} has no private_id column and row_privacy is "
+                    "false, so it is unknown what a person is; mark the column that "
+                    "identifies a person with private_id: true, or set row_privacy: true "
+                    "if every row is a different person")
+        return None
+
+    def to_dict(self) -> dict:
+        """SmartNoise-shaped table mapping: non-default options, then columns."""
+        out = {k: getattr(self, k) for k, d in TABLE_DEFAULTS.items() if getattr(self, k) != d}
+        out.update((n, c.to_dict()) for n, c in self.columns.items())
+        return out
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """A collection of tables, keyed by ``Table.full_name``."""
+
+    collection: str
+    engine: str | None
+    tables: dict[str, Table]
+
+    def __hash__(self):
+        return hash((self.collection, self.engine, tuple(self.tables)))
+
+    @classmethod
+    def load(cls, source) -> "Metadata":
+        """Load a YAML path (str or Path), a dict of the same shape, or a Metadata.
+
+        Raises MetadataError listing every problem, one per line.
+        """
+        if isinstance(source, Metadata):
+            return source
+        doc, problems = _read_and_check(source)
+        if problems:
+            err = MetadataError(
+                f"invalid metadata {_describe(source)}: {len(problems)} problem(s)\n"
+                + "\n".join(problems))
+            err.problems = problems
+            raise err
+        return _build(doc)
+
+    def matching_tables(self, name: str) -> list[Table]:
+        """Every table ``name`` may refer to (see find_table)."""
+        parts = name.split(".")
+        if len(parts) == 3:
+            coll, schema, table = (p.lower() for p in parts)
+            if self.collection and coll != self.collection.lower():
+                return []
+            parts = [schema, table]
+        if len(parts) == 2:
+            schema, table = (p.lower() for p in parts)
+            return [t for t in self.tables.values()
+                    if t.schema.lower() == schema and t.name.lower() == table]
+        if len(parts) == 1:
+            return [t for t in self.tables.values() if t.name.lower() == name.lower()]
+        return []
+
+    def find_table(self, name: str) -> Table | None:
+        """Resolve ``schema.table``, ``collection.schema.table`` or a bare table name.
+
+        Case-insensitive. A bare name resolves only if exactly one table has it;
+        use matching_tables to tell "ambiguous" from "unknown". An empty
+        collection name accepts any collection prefix, as SmartNoise does.
+        """
+        found = self.matching_tables(name)
+        return found[0] if len(found) == 1 else None
+
+    def to_dict(self) -> dict:
+        """SmartNoise-shaped dict; ``Metadata.load(m.to_dict()) == m``."""
+        out = {} if self.engine is None else {"engine": self.engine}
+        schemas = out.setdefault(self.collection, {})
+        for t in self.tables.values():
+            schemas.setdefault(t.schema, {})[t.name] = t.to_dict()
+        return out
+
+
+def check(source) -> list[str]:
+    """Every problem in ``source`` (path, dict or Metadata), each naming its path."""
+    if isinstance(source, Metadata):
+        return []
+    return _read_and_check(source)[1]
+
+
+def json_schema() -> dict:
+    """The JSON Schema (Draft 2020-12) the structure is validated against."""
+    return json.loads(_schema_text())
+
+
+# --------------------------------------------------------------------- reading
+
+def _schema_text() -> str:
+    # Installed: package data of dpsql.metadata_schemas. Source tree: the folder.
+    try:
+        from importlib.resources import files
+        return files("dpsql.metadata_schemas").joinpath(SCHEMA_FILE).read_text("utf-8")
+    except (ImportError, OSError):
+        path = Path(__file__).resolve().parent.parent / "metadata_schemas" / SCHEMA_FILE
+        return path.read_text("utf-8")
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json_schema())
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that records duplicate keys instead of silently keeping the last."""
+
+
+def _construct_mapping(loader, node):
+    seen = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node)
+        line = key_node.start_mark.line + 1
+        if isinstance(key, (str, int, float, bool)) and key in seen:
+            loader.duplicates.append(
+                f"line {line}: key {key!r} repeats the key of line {seen[key]} in the same "
+                "mapping; YAML would silently keep only the last one, remove one of them")
+        seen.setdefault(key, line)
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _parse_yaml(stream) -> tuple[object, list[str]]:
+    loader = _StrictLoader(stream)
+    loader.duplicates = []
+    try:
+        return loader.get_single_data(), loader.duplicates
+    except yaml.YAMLError as exc:
+        return None, [f"not valid YAML: {exc}".replace("\n", " ")]
+    finally:
+        loader.dispose()
+
+
+def _describe(source) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return f"'{os.fspath(source)}'"
+    return "(dict)" if isinstance(source, dict) else f"({type(source).__name__})"
+
+
+def _read_and_check(source) -> tuple[object, list[str]]:
+    """Parse ``source`` and return (document, problems)."""
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.is_file():
+            return None, [f"metadata file not found: {os.fspath(source)}; pass the path of a "
+                          "SmartNoise YAML file, a dict of the same shape, or a Metadata"]
+        with open(path, encoding="utf-8") as stream:
+            doc, problems = _parse_yaml(stream)
+    elif hasattr(source, "read"):
+        doc, problems = _parse_yaml(source)
+    elif isinstance(source, dict):
+        doc, problems = source, []
+    else:
+        return None, [f"metadata must be a YAML path, a dict or a Metadata, not "
+                      f"{type(source).__name__}"]
+    if problems and doc is None:
+        return None, problems
+    doc = _native(doc)
+    return doc, problems + _problems(doc)
+
+
+def _native(value):
+    """Plain Python copy: tuples to lists, numpy-like numbers to int/float."""
+    if isinstance(value, dict):
+        return {_native(k): _native(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_native(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, (str, dt.date, dt.time)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return value
+
+
+def _json_view(value):
+    """What JSON Schema sees: dates and times as ISO strings, keys as strings."""
+    if isinstance(value, dict):
+        return {str(k): _json_view(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_view(v) for v in value]
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    return value
+
+
+# ------------------------------------------------------------------ validation
+
+def _problems(doc) -> list[str]:
+    if not isinstance(doc, dict) or not doc:
+        return ["metadata: expected a mapping with one collection (e.g. PUMS: or \"\":) "
+                "and optionally engine:"]
+    others = [k for k in doc if k != "engine"]
+    if len(others) != 1:
+        return [f"metadata: expected exactly one collection besides 'engine', found "
+                f"{', '.join(map(repr, others)) or 'none'}; write one file per collection"]
+    collection = others[0]
+    found: list[tuple[tuple, str]] = []
+    suppressed: set[tuple] = set()
+    _check_keys(doc, (), found)
+    _semantic(doc, collection, found, suppressed)
+    for err in _validator().iter_errors(_json_view(doc)):
+        path = tuple(err.absolute_path)
+        if any(path[:len(s)] == s for s in suppressed):
+            continue
+        if err.validator == "additionalProperties" and len(path) == 4:
+            for key in sorted(set(err.instance) - set(COLUMN_KEYS)):
+                found.append((path + (key,), "unknown column key; column keys are "
+                              + ", ".join(COLUMN_KEYS)))
+            continue
+        message = err.message if len(err.message) <= 200 else err.message[:197] + "..."
+        found.append((path, message))
+    order = _document_order(doc)
+    found.sort(key=lambda item: order(item[0]))
+    return [f"{_show(path)}: {message}" for path, message in found]
+
+
+def _check_keys(value, path, found):
+    """YAML turns unquoted yes/no/on/1 into non-string keys; names must be strings."""
+    if not isinstance(value, dict) or len(path) > 3:
+        return
+    for key, child in value.items():
+        if not isinstance(key, str):
+            found.append((path + (str(key),), f"name {key!r} is not a string; quote it "
+                          "in the YAML file (YAML reads unquoted yes/no/on/off as booleans)"))
+        _check_keys(child, path + (str(key),), found)
+
+
+def _semantic(doc, collection, found, suppressed):
+    """The rules JSON Schema cannot express, on the parts that are well shaped."""
+    schemas = doc[collection]
+    if not isinstance(schemas, dict):
+        return
+    seen_tables: dict[str, str] = {}
+    for schema_name, tables in schemas.items():
+        if isinstance(schema_name, str) and "." in schema_name:
+            found.append(((collection, schema_name), "a schema name must not contain '.'"))
+        if not isinstance(tables, dict):
+            continue
+        for table_name, table in tables.items():
+            path = (collection, str(schema_name), str(table_name))
+            if isinstance(table_name, str) and "." in table_name:
+                found.append((path, "a table name must not contain '.'"))
+            full = f"{schema_name}.{table_name}".lower()
+            if full in seen_tables:
+                found.append((path, f"differs from table {seen_tables[full]} only in case; "
+                              "SQL names are case-insensitive, rename one"))
+            seen_tables.setdefault(full, _show(path))
+            if isinstance(table, dict):
+                _semantic_table(table, path, found, suppressed)
+
+
+def _semantic_table(table, path, found, suppressed):
+    columns = {}
+    for key, value in table.items():
+        if key in TABLE_DEFAULTS:
+            continue
+        if not isinstance(value, dict):
+            suppressed.add(path + (str(key),))
+            found.append((path + (str(key),), "is neither a table key ("
+                          + ", ".join(TABLE_DEFAULTS) + ") nor a column (a mapping with "
+                          "at least 'type')"))
+            continue
+        columns[key] = value
+    if not columns:
+        found.append((path, "table has no columns; list at least one column with its type"))
+    max_ids = table.get("max_ids", 1)
+    if table.get("row_privacy") is True and _is_number(max_ids) and max_ids != 1:
+        found.append((path + ("max_ids",), "must be 1 (or absent) when row_privacy is true: "
+                      "each row is one person"))
+    lowered: dict[str, str] = {}
+    for name, column in columns.items():
+        cpath = path + (str(name),)
+        if str(name).lower() in lowered:
+            found.append((cpath, f"differs from column {lowered[str(name).lower()]} only in "
+                          "case; SQL names are case-insensitive, rename one"))
+        lowered.setdefault(str(name).lower(), repr(name))
+        _semantic_column(name, column, cpath, table.get("clamp_columns", True), found)
+
+
+def _semantic_column(name, column, path, clamp_columns, found):
+    kind = column.get("type")
+    if "name" in column and column["name"] != name:
+        found.append((path + ("name",), f"{column['name']!r} differs from the column's key "
+                      f"{name!r}; remove it or make them equal"))
+    if kind not in COLUMN_TYPES:
+        return  # reported by the JSON Schema; the rest depends on the type
+    bounds = {}
+    for key in ("lower", "upper"):
+        if key not in column:
+            continue
+        value = column[key]
+        if kind not in NUMERIC_TYPES:
+            found.append((path + (key,), f"bounds are only allowed on int and float columns, "
+                          f"not on a {kind} column"))
+        elif _is_number(value):
+            if not math.isfinite(value):
+                found.append((path + (key,), f"{value!r} is not finite; use a finite bound"))
+            elif kind == "int" and not float(value).is_integer():
+                found.append((path + (key,), f"{value!r} is not an integer, but the column "
+                              "is int; use an integer bound or type: float"))
+            else:
+                bounds[key] = value
+    if len(bounds) == 2 and bounds["lower"] > bounds["upper"]:
+        found.append((path + ("lower",), f"lower {bounds['lower']!r} is greater than upper "
+                      f"{bounds['upper']!r}"))
+    sensitivity = column.get("sensitivity")
+    if sensitivity is not None:
+        if kind not in NUMERIC_TYPES:
+            found.append((path + ("sensitivity",), f"only int and float columns have a "
+                          f"sensitivity, not a {kind} column"))
+        elif _is_number(sensitivity) and not math.isfinite(sensitivity):
+            found.append((path + ("sensitivity",), f"{sensitivity!r} is not finite"))
+        elif clamp_columns is not False and ("lower" not in column or "upper" not in column):
+            found.append((path + ("sensitivity",), "a sensitivity without both bounds needs "
+                          "clamp_columns: false on the table (SmartNoise rule), or add lower "
+                          "and upper"))
+    missing = column.get("missing_value")
+    if missing is not None and _scalar_ok(missing) and not _matches(kind, missing):
+        found.append((path + ("missing_value",), f"{missing!r} is not a value of type {kind}"))
+    values = column.get("values")
+    if isinstance(values, list):
+        if column.get("private_id") is True:
+            found.append((path + ("values",), "a private_id column cannot list public values: "
+                          "person identifiers are not public keys"))
+        for i, value in enumerate(values):
+            if _scalar_ok(value) and not _matches(kind, value):
+                found.append((path + ("values", i), f"{value!r} is not a value of type {kind}; "
+                              "list values of the column's type (quote them for a string "
+                              "column)"))
+        card = column.get("cardinality")
+        if isinstance(card, int) and not isinstance(card, bool) and 0 < card < len(values):
+            found.append((path + ("cardinality",), f"{card} is smaller than the {len(values)} "
+                          "listed values"))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _scalar_ok(value) -> bool:
+    # Non-scalars are reported by the JSON Schema; only judge scalars here.
+    return isinstance(value, (str, int, float, bool, dt.date, dt.time))
+
+
+def _matches(kind: str, value) -> bool:
+    """Whether a scalar is a value of a column of type ``kind``."""
+    if kind == "int":
+        return _is_number(value) and math.isfinite(value) and float(value).is_integer()
+    if kind == "float":
+        return _is_number(value) and math.isfinite(value)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if isinstance(value, (dt.date, dt.time)):
+        return True
+    if isinstance(value, str):
+        for parse in (dt.datetime.fromisoformat, dt.time.fromisoformat):
+            try:
+                parse(value)
+                return True
+            except ValueError:
+                pass
+    return False
+
+
+def _show(path: tuple) -> str:
+    """Path without the collection; an empty schema name is dropped like in full_name."""
+    if not path:
+        return "metadata"
+    rest = list(path[1:])
+    if not rest:
+        return "engine" if path[0] == "engine" else f"collection {path[0]!r}"
+    if rest[0] == "":
+        if len(rest) == 1:
+            return "schema ''"
+        rest = rest[1:]
+    return ".".join(str(p) for p in rest)
+
+
+def _document_order(doc):
+    """Sort key that lists problems in the order their keys appear in the file."""
+    def key(path):
+        node, out = doc, []
+        for part in path:
+            if isinstance(node, dict):
+                by_name = {str(k): v for k, v in node.items()}
+                names = list(by_name)
+                out.append(names.index(part) if part in by_name else len(names))
+                node = by_name.get(part)
+            else:
+                out.append(part if isinstance(part, int) else 0)
+                node = None
+        return out
+    return key
+
+
+# -------------------------------------------------------------------- building
+
+def _as_int(value):
+    return None if value is None else int(value)
+
+
+def _build(doc) -> Metadata:
+    collection = next(k for k in doc if k != "engine")
+    tables: dict[str, Table] = {}
+    for schema_name, schema in doc[collection].items():
+        for table_name, spec in schema.items():
+            table = _build_table(schema_name, table_name, spec)
+            tables[table.full_name] = table
+    return Metadata(collection=collection, engine=doc.get("engine"), tables=tables)
+
+
+def _build_table(schema_name: str, table_name: str, spec: dict) -> Table:
+    options = {k: spec[k] for k in TABLE_DEFAULTS if k in spec}
+    for key in ("max_ids", "rows", "rows_exact"):
+        if key in options:
+            options[key] = _as_int(options[key])
+    columns = {name: _build_column(name, c) for name, c in spec.items()
+               if name not in TABLE_DEFAULTS}
+    return Table(schema=schema_name, name=table_name, columns=columns, **options)
+
+
+def _build_column(name: str, spec: dict) -> Column:
+    kind = spec["type"]
+    convert = int if kind == "int" else float if kind == "float" else (lambda v: v)
+    lower, upper = spec.get("lower"), spec.get("upper")
+    missing = spec.get("missing_value")
+    values = spec.get("values")
+    sensitivity = spec.get("sensitivity")
+    return Column(
+        name=name,
+        type=kind,
+        private_id=spec.get("private_id", False),
+        lower=None if lower is None else convert(lower),
+        upper=None if upper is None else convert(upper),
+        # SmartNoise: a missing_value replaces NULL, so the column is never NULL.
+        nullable=spec.get("nullable", True) and missing is None,
+        missing_value=None if missing is None else convert(missing),
+        sensitivity=None if sensitivity is None else float(sensitivity),
+        cardinality=_as_int(spec.get("cardinality")),
+        values=None if values is None else tuple(convert(v) for v in values),
+    )

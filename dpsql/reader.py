@@ -1,0 +1,150 @@
+"""The session: one place that runs the steps in order.
+
+Owns: orchestration and the public Python API (``from_df``, ``from_connection``,
+``Reader``). Data flows one way: parse -> validate -> plan (with its cost) ->
+budget check -> execute -> noise -> charge -> post-process -> result. The
+budget check comes before any data is touched; the charge comes before the
+result is returned, so an answer is never released uncharged and a refused
+query costs nothing.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import pandas as pd
+
+from .accounting import Accountant
+from .errors import OperationalError
+from .execute import Engine
+from .explain import describe
+from .metadata import Metadata
+from .parse import parse_query
+from .plan import Plan, build_plan
+from .privacy import Budget, Privacy
+from .release import add_noise
+from .validate import validate
+
+_PLAN_CACHE_SIZE = 256
+
+
+class Reader:
+    """A private session over the tables described by ``metadata``."""
+
+    def __init__(self, engine: Engine, metadata: Metadata, privacy: Privacy | None = None,
+                 budget: Budget | None = None, ledger=None) -> None:
+        self.engine = engine
+        self.metadata = metadata
+        self.privacy = privacy if privacy is not None else Privacy()
+        self.accountant = Accountant(budget, ledger)
+        self._plans: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- planning (no data touched) -----------------------------------------
+    def _plan(self, sql: str, params=None) -> Plan:
+        key = (sql, tuple(params) if params is not None else None, self._privacy_key())
+        cached = self._plans.get(key)
+        if cached is not None:
+            return cached
+        query = validate(parse_query(sql, params), self.metadata)
+        table = query.table
+        plan = build_plan(query, self.privacy, self.engine.table_node(table),
+                          self.engine.column_types(table))
+        # Bind both queries now, so that query errors surface before any data is read.
+        types = self.engine.result_types(plan.exact)
+        self.engine.post_process(plan.post, _empty_noisy(plan, types))
+        with self._lock:
+            self._plans[key] = plan
+            if len(self._plans) > _PLAN_CACHE_SIZE:
+                self._plans.popitem(last=False)
+        return plan
+
+    def _privacy_key(self) -> tuple:
+        p = self.privacy
+        return (p.epsilon, p.delta, tuple(sorted((k.value, v.value) for k, v in p.mechanisms.map.items())),
+                p.mechanisms.large)
+
+    def get_privacy_cost(self, sql: str, params=None) -> tuple:
+        """(epsilon, delta) the query would cost; runs nothing, spends nothing."""
+        return self._plan(sql, params).cost
+
+    def explain(self, sql: str, params=None) -> str:
+        """The bounded plan and, per noisy statistic, its sensitivity, noise and budget share."""
+        return describe(self._plan(sql, params))
+
+    @property
+    def spent(self) -> tuple:
+        return self.accountant.spent
+
+    # -- running ------------------------------------------------------------
+    def execute_df(self, sql: str, params=None) -> pd.DataFrame:
+        plan = self._plan(sql, params)
+        self.accountant.check(plan.cost)
+        try:
+            exact = self.engine.run(plan.exact)
+        except OperationalError as err:
+            # Binding succeeded, so the failure depends on the data: charge it.
+            self.accountant.charge(plan.cost, sql)
+            raise OperationalError(f"{err} (its cost was charged, since a failure here could "
+                                   "reveal something about the data)") from None
+        noisy = add_noise(plan, exact)
+        del exact
+        self.accountant.charge(plan.cost, sql)
+        result = self.engine.post_process(plan.post, noisy)
+        result.columns = plan.output_names
+        return result
+
+    def execute(self, sql: str, params=None) -> list:
+        """SmartNoise's shape: a header tuple, then one tuple per row."""
+        df = self.execute_df(sql, params)
+        rows = [tuple(_native(v) for v in row) for row in df.itertuples(index=False, name=None)]
+        return [tuple(df.columns)] + rows
+
+
+def _native(value):
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+_PANDAS_TYPES = {"BIGINT": "int64", "INTEGER": "int32", "SMALLINT": "int16", "TINYINT": "int8",
+                 "HUGEINT": "float64", "DOUBLE": "float64", "FLOAT": "float32", "BOOLEAN": "bool",
+                 "TIMESTAMP": "datetime64[ns]", "DATE": "datetime64[s]"}
+
+
+def _empty_noisy(plan: Plan, types: dict) -> pd.DataFrame:
+    """A zero-row stand-in for the noisy table, typed as the real one will be."""
+    cols = {name: pd.Series([], dtype=_PANDAS_TYPES.get(types.get(name, ""), "object"))
+            for name in plan.key_names}
+    for stat in plan.statistics:
+        integer = stat.integer and stat.mechanism.grid >= 1
+        cols[stat.name] = pd.Series([], dtype="int64" if integer else "float64")
+    return pd.DataFrame(cols)
+
+
+def _load(metadata) -> Metadata:
+    return Metadata.load(metadata)
+
+
+def from_df(data, metadata, privacy: Privacy | None = None, budget: Budget | None = None,
+            ledger=None) -> Reader:
+    """A session over DataFrames (or .csv/.parquet paths), scanned in place by DuckDB."""
+    meta = _load(metadata)
+    return Reader(Engine.from_data(data, meta), meta, privacy, budget, _ledger(ledger, budget))
+
+
+def from_connection(connection, metadata, privacy: Privacy | None = None,
+                    budget: Budget | None = None, ledger=None) -> Reader:
+    """A session over tables that already live in a DuckDB connection."""
+    meta = _load(metadata)
+    return Reader(Engine.from_connection(connection, meta), meta, privacy, budget,
+                  _ledger(ledger, budget))
+
+
+def _ledger(ledger, budget):
+    if ledger is None or hasattr(ledger, "charge"):
+        return ledger
+    from .ledger import Ledger
+    return Ledger(ledger, budget)

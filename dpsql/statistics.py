@@ -1,0 +1,197 @@
+"""Step 3a: from each aggregate of the query to the noisy statistics it needs.
+
+Owns: the stability map of every statistic (its L1 and L2 sensitivity under
+adding or removing one person who contributes at most ``k`` rows) and the
+post-processing expression that rebuilds the user's aggregate from noisy
+statistics. The book's chapter 3 table, tightened where the query allows:
+- COUNT: k per person (L1 = L2 = k, in one group or spread over k groups).
+- COUNT(DISTINCT private_id): 1 per group a person is in: L1 = 1 ungrouped,
+  L1 = k and L2 = sqrt(k) over groups.
+- SUM of x clamped to [L, U]: k * max(|L|, |U|); centred on the midpoint m
+  when the query also releases COUNT(x): k * (U - L) / 2, and
+  SUM = centred sum + m * COUNT (this halves PUMS income's sensitivity).
+- AVG, VAR, STDDEV: post-processed from a centred sum, a centred sum of
+  squares and a count; a statistic needed twice is noised once.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from .errors import QueryError
+from .privacy import Mechanisms, Stat
+from .rewrite import clamp, column, fixed_point, guard_errors, shift
+
+FIXED_POINT_BITS = 30
+"""Float columns are summed as integers of |x| <= 2^30 units (exact in DuckDB)."""
+
+
+@dataclass
+class Statistic:
+    """One noisy number per group: an exact aggregate plus its stability map."""
+
+    name: str                 # column name in the exact result, "_s0", ...
+    label: str                # what it is, for explain
+    aggregate: exp.Expression
+    stat: Stat
+    l1: float
+    l2: float
+    integer: bool
+    unit: float = 1.0         # exact value = engine value * unit
+    mechanism: object = None  # dpsql.mechanisms.Calibrated, set by the planner
+    meta: dict = field(default_factory=dict)
+
+
+class StatisticSet:
+    """The statistics of one query, deduplicated by their exact aggregate."""
+
+    def __init__(self, k: int, grouped: bool, private_id: str | None, mechanisms: Mechanisms):
+        self.k, self.grouped, self.private_id, self.mechanisms = k, grouped, private_id, mechanisms
+        self.items: list[Statistic] = []
+
+    def add(self, label, aggregate, stat, l1, l2, integer, unit=1.0) -> Statistic:
+        for existing in self.items:
+            if existing.aggregate == aggregate and existing.unit == unit:
+                return existing
+        item = Statistic(f"_s{len(self.items)}", label, aggregate, stat, l1, l2, integer, unit)
+        self.items.append(item)
+        return item
+
+    # -- counts -------------------------------------------------------------
+    def count_rows(self) -> Statistic:
+        return self.add("COUNT(*)", exp.Count(this=exp.Star()), Stat.count, self.k, self.k, True)
+
+    def count_distinct_persons(self, stat: Stat = Stat.count) -> Statistic:
+        if self.private_id is None:      # row privacy: a person is a row
+            return self.add("COUNT(*)", exp.Count(this=exp.Star()), stat, 1, 1, True)
+        agg = exp.Count(this=exp.Distinct(expressions=[column(self.private_id)]))
+        if self.grouped:
+            return self.add(f"COUNT(DISTINCT {self.private_id})", agg, stat, self.k,
+                            math.sqrt(self.k), True)
+        return self.add(f"COUNT(DISTINCT {self.private_id})", agg, stat, 1, 1, True)
+
+    def count_of(self, node: exp.Count) -> Statistic:
+        arg = node.this
+        if isinstance(arg, exp.Star):
+            return self.count_rows()
+        if isinstance(arg, exp.Distinct):
+            if len(arg.expressions) != 1:
+                raise QueryError("COUNT(DISTINCT ...) takes one expression")
+            inner = arg.expressions[0]
+            if (self.private_id and isinstance(inner, exp.Column)
+                    and inner.name.lower() == self.private_id.lower()):
+                return self.count_distinct_persons()
+            agg = exp.Count(this=exp.Distinct(expressions=[guard_errors(inner)]))
+            return self.add(node.sql("duckdb"), agg, Stat.count, self.k, self.k, True)
+        return self.add(node.sql("duckdb"), exp.Count(this=guard_errors(arg)), Stat.count,
+                        self.k, self.k, True)
+
+    # -- sums ---------------------------------------------------------------
+    def _sum_stat(self, bound: float, integer: bool) -> Stat:
+        if not integer:
+            return Stat.sum_float
+        return Stat.sum_large_int if bound > self.mechanisms.large else Stat.sum_int
+
+    def sum_of(self, value: exp.Expression, lower, upper, integer: bool, offset=0,
+               square_offset=None, label="") -> Statistic:
+        """SUM of clamp(value) - offset (or of (clamp - offset)^2 - square_offset)."""
+        row = shift(clamp(value, lower, upper), offset)
+        bound = max(abs(upper - offset), abs(lower - offset))
+        if square_offset is not None:
+            row = shift(exp.Pow(this=exp.Paren(this=row), expression=exp.Literal.number(2)),
+                        square_offset)
+            bound = max(square_offset, bound * bound - square_offset)
+        unit = 1.0
+        if not integer:
+            exponent = FIXED_POINT_BITS - max(math.ceil(math.log2(bound)), -60) if bound > 0 else 0
+            row, unit = fixed_point(row, exponent), 2.0 ** -exponent
+            # Rounding each row to the grid moves it by half a unit at most; the
+            # final int->float conversion of a sum of up to 2^40 rows by one ulp.
+            bound += unit / 2 + bound * 2.0 ** -12
+        agg = exp.Sum(this=row)
+        return self.add(label, agg, self._sum_stat(bound, integer), self.k * bound,
+                        self.k * bound, integer, unit)
+
+
+def _bounds(col, node) -> tuple:
+    if col.type == "boolean":
+        return 0, 1, True
+    if col.type not in ("int", "float"):
+        raise QueryError(f"{node.sql('duckdb')}: column {col.name!r} is of type {col.type}; "
+                         "SUM/AVG/VAR/STDDEV need a numeric column (int or float) with bounds")
+    if col.lower is None or col.upper is None:
+        raise QueryError(f"{node.sql('duckdb')}: column {col.name!r} has no lower and upper "
+                         "bound in the metadata, so its sensitivity is unknown; add both bounds "
+                         "(chosen without looking at the data)")
+    integer = col.type == "int" and float(col.lower).is_integer() and float(col.upper).is_integer()
+    return col.lower, col.upper, integer
+
+
+def _value(col) -> exp.Expression:
+    node = column(col.name)
+    if col.type == "boolean":
+        return exp.Cast(this=node, to=exp.DataType.build("INT"))
+    return node
+
+
+def plan_aggregates(aggregates: list, table, stats: StatisticSet) -> list:
+    """Map each aggregate node to its post-processing expression over statistic columns."""
+    counted = set()   # columns whose COUNT is released anyway, so sums can be centred
+    for node in aggregates:
+        if isinstance(node, (exp.Avg, exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevPop,
+                             exp.StddevSamp)) or (isinstance(node, exp.Count)
+                                                  and isinstance(node.this, exp.Column)):
+            counted.add(node.this.name.lower() if isinstance(node.this, exp.Column) else None)
+    return [(node, _post_expression(node, table, stats, counted)) for node in aggregates]
+
+
+def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expression:
+    if isinstance(node, exp.Count):
+        return column(stats.count_of(node).name)
+    arg = node.this
+    if not isinstance(arg, exp.Column):
+        raise QueryError(f"{node.sql('duckdb')}: {node.key.upper()} takes a column of the table, "
+                         "not an expression (its bounds would be unknown); compute with the "
+                         "aggregate instead, e.g. SUM(x) * 2")
+    col = table.column(arg.name)
+    lower, upper, integer = _bounds(col, node)
+    value = _value(col)
+    if isinstance(node, exp.Sum) and col.name.lower() not in counted:
+        return column(stats.sum_of(value, lower, upper, integer, label=node.sql("duckdb")).name)
+    mid = (lower + upper) // 2 if integer else (lower + upper) / 2
+    n = column(stats.count_of(exp.Count(this=arg.copy())).name)
+    s = column(stats.sum_of(value, lower, upper, integer, offset=mid,
+                            label=f"SUM({col.name} - {mid})").name)
+    if isinstance(node, exp.Sum):
+        return exp.Add(this=s, expression=exp.Mul(this=exp.Literal.number(mid), expression=n))
+    safe_n = exp.Greatest(this=n, expressions=[exp.Literal.number(1)])
+    mean = exp.Div(this=exp.Cast(this=s, to=exp.DataType.build("DOUBLE")), expression=safe_n)
+    if isinstance(node, exp.Avg):
+        return _between(exp.Add(this=mean, expression=exp.Literal.number(mid)), lower, upper)
+    half = max(upper - mid, mid - lower)
+    centre2 = (half * half) // 2 if integer else half * half / 2
+    s2 = column(stats.sum_of(value, lower, upper, integer, offset=mid, square_offset=centre2,
+                             label=f"SUM(({col.name} - {mid})^2 - {centre2})").name)
+    second = exp.Add(this=exp.Div(this=exp.Cast(this=s2, to=exp.DataType.build("DOUBLE")),
+                                  expression=safe_n.copy()),
+                     expression=exp.Literal.number(centre2))
+    var_pop = exp.Sub(this=second, expression=exp.Pow(this=mean.copy(), expression=exp.Literal.number(2)))
+    if isinstance(node, (exp.Variance, exp.Stddev, exp.StddevSamp)):
+        n_minus_1 = exp.Greatest(this=exp.Sub(this=n.copy(), expression=exp.Literal.number(1)),
+                                 expressions=[exp.Literal.number(1)])
+        var = exp.Div(this=exp.Mul(this=exp.Paren(this=var_pop), expression=safe_n.copy()),
+                      expression=n_minus_1)
+    else:
+        var = var_pop
+    var = _between(var, 0, half * half * 2)
+    if isinstance(node, (exp.Stddev, exp.StddevPop, exp.StddevSamp)):
+        return exp.Sqrt(this=var)
+    return var
+
+
+def _between(node, lower, upper) -> exp.Expression:
+    """Post-processing: an average can only lie within its bounds."""
+    return exp.Least(this=exp.Greatest(this=node, expressions=[exp.Literal.number(lower)]),
+                     expressions=[exp.Literal.number(upper)])

@@ -1,0 +1,286 @@
+"""Step 2: check a parsed SELECT against the metadata; refuse what is not private.
+
+Owns: every refusal about the query's shape. The output, a ``Query``, is a
+normalised tree (columns unqualified and named as in the metadata, GROUP BY
+ordinals and aliases resolved) plus the pieces the planner needs. Only three
+parts of a query ever touch private rows: WHERE, the GROUP BY keys and the
+arguments of aggregates. They must be row-level (no aggregates, windows or
+subqueries). Everything else is evaluated later on noisy results only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from .errors import QueryError
+from .metadata import Metadata, Table
+
+SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Variance, exp.VariancePop,
+                        exp.Stddev, exp.StddevPop, exp.StddevSamp)
+# SmartNoise spellings that sqlglot leaves as anonymous functions.
+ANONYMOUS_AGGREGATES = {"var": exp.Variance, "std": exp.Stddev, "var_samp": exp.Variance,
+                        "variance_samp": exp.Variance}
+NUMERIC_TYPES = ("int", "float", "boolean")
+
+
+@dataclass
+class Query:
+    """A validated query: what the planner needs, nothing evaluated yet."""
+
+    tree: exp.Select
+    table: Table
+    where: exp.Expression | None
+    keys: list = field(default_factory=list)          # GROUP BY expressions (row-level)
+    aggregates: list = field(default_factory=list)    # distinct aggregate nodes
+    outputs: list = field(default_factory=list)       # (name, expression) per SELECT item
+    having: exp.Expression | None = None
+    order: list = field(default_factory=list)         # exp.Ordered nodes
+    limit: int | None = None
+    offset: int | None = None
+    distinct: bool = False
+
+
+def _pos(node: exp.Expression) -> str:
+    ident = node if isinstance(node, exp.Identifier) else node.find(exp.Identifier)
+    meta = getattr(ident, "meta", None) or {}
+    if "line" in meta:
+        return f" (line {meta['line']}, column {meta['col']})"
+    return ""
+
+
+def _fail(msg: str, node: exp.Expression | None = None) -> None:
+    where = _pos(node) if node is not None else ""
+    raise QueryError(msg.replace("{at}", where))
+
+
+def normalise_aggregates(tree: exp.Expression) -> exp.Expression:
+    """Rewrite rule: SmartNoise's VAR(x)/STD(x) as sqlglot aggregate nodes."""
+    def rule(node):
+        if isinstance(node, exp.Anonymous) and str(node.this).lower() in ANONYMOUS_AGGREGATES:
+            if len(node.expressions) != 1:
+                _fail(f"{node.this}() takes one column{{at}}", node)
+            return ANONYMOUS_AGGREGATES[str(node.this).lower()](this=node.expressions[0])
+        return node
+    return tree.transform(rule)
+
+
+def _table(tree: exp.Select, metadata: Metadata) -> tuple:
+    if tree.args.get("with_") or tree.args.get("with"):
+        _fail("WITH (common table expressions) is not supported; query the table directly")
+    if tree.args.get("joins"):
+        _fail("joins are not supported yet; query one table")
+    source = tree.args.get("from_") or tree.args.get("from")
+    if source is None:
+        _fail("the query has no FROM clause; name a table from the metadata")
+    node = source.this
+    if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
+        _fail("FROM must name one table from the metadata (no subqueries or table functions)")
+    parts = [p for p in (node.catalog, node.db, node.name) if p]
+    name = ".".join(parts)
+    table = metadata.find_table(name)
+    if table is None:
+        known = ", ".join(sorted(metadata.tables)) or "none"
+        _fail(f"unknown table {name!r}{{at}}; tables in the metadata: {known}", node)
+    names = {node.name.lower(), table.full_name.lower()}
+    if node.alias:
+        names = {node.alias.lower()}
+    return table, names
+
+
+def _check_row_level(expr: exp.Expression, clause: str) -> None:
+    for node in expr.walk():
+        if isinstance(node, (exp.AggFunc,) + SUPPORTED_AGGREGATES):
+            _fail(f"aggregate {node.sql('duckdb')} is not allowed in {clause}{{at}}", node)
+        if isinstance(node, exp.Window):
+            _fail(f"window functions are not supported ({clause}){{at}}", node)
+        if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)) and node is not expr:
+            _fail(f"subqueries are not supported ({clause}); they would let one row's "
+                  "answer depend on other rows")
+        if isinstance(node, exp.Star):
+            _fail(f"* is not allowed in {clause}")
+
+
+class _Binder:
+    """Resolves column references of the one table (case-insensitive)."""
+
+    def __init__(self, table: Table, qualifiers: set) -> None:
+        self.table, self.qualifiers = table, qualifiers
+
+    def column(self, node: exp.Column):
+        if node.table and node.table.lower() not in self.qualifiers:
+            _fail(f"unknown table or alias {node.table!r} in {node.sql('duckdb')}{{at}}", node)
+        return self.table.column(node.name)
+
+    def bind(self, expr: exp.Expression, clause: str, aliases: dict | None = None) -> exp.Expression:
+        """Columns of the table first, then (HAVING, ORDER BY) output aliases, as DuckDB."""
+        aliases = aliases or {}
+
+        def rule(node):
+            if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+                col = self.column(node)
+                if col is None:
+                    if not node.table and node.name.lower() in aliases:
+                        return aliases[node.name.lower()].copy()
+                    known = ", ".join(self.table.columns)
+                    _fail(f"unknown column {node.sql('duckdb')} in {clause}{{at}}; "
+                          f"columns of {self.table.full_name}: {known}", node)
+                return exp.column(col.name, quoted=True)
+            return node
+        return expr.transform(rule)
+
+
+def _aggregates_in(expr: exp.Expression) -> list:
+    found = []
+    for node in expr.walk():
+        if isinstance(node, exp.AggFunc):
+            if not isinstance(node, SUPPORTED_AGGREGATES):
+                _fail(f"aggregate {node.sql('duckdb')} is not supported{{at}}; supported: "
+                      "COUNT, SUM, AVG, VAR/VARIANCE, STDDEV/STD", node)
+            inner = [n for n in node.this.walk() if isinstance(n, exp.AggFunc)] if node.this else []
+            if inner:
+                _fail(f"nested aggregates are not allowed: {node.sql('duckdb')}{{at}}", node)
+            _check_row_level(node.this, f"the argument of {node.key.upper()}")
+            found.append(node)
+    return found
+
+
+def _check_row_level_except_aggregates(expr: exp.Expression) -> None:
+    for node in expr.walk():
+        if isinstance(node, exp.Window):
+            _fail("window functions are not supported{at}", node)
+        if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
+            _fail("subqueries are not supported; they would let one row's answer depend on other rows")
+
+
+def _output_name(item: exp.Expression) -> str:
+    if isinstance(item, exp.Alias):
+        return item.alias
+    if isinstance(item, exp.Column):
+        return item.name
+    return item.sql("duckdb")
+
+
+def _uses_only_keys(expr: exp.Expression, keys: list, clause: str) -> None:
+    """Outside aggregates, a row value may appear only inside a GROUP BY key."""
+    def visit(node):
+        if any(node == key for key in keys) or isinstance(node, exp.AggFunc):
+            return
+        if isinstance(node, exp.Column):
+            _fail(f"column {node.sql('duckdb')} in {clause} is neither grouped nor aggregated"
+                  "{at}; dpsql releases aggregates only (add it to GROUP BY or aggregate it)", node)
+        if isinstance(node, exp.Star):
+            _fail("SELECT * would release raw rows; select aggregates such as COUNT(*)")
+        for child in node.iter_expressions():
+            visit(child)
+    visit(expr)
+
+
+def _int_literal(node, what: str):
+    if node is None:
+        return None
+    value = node.expression if isinstance(node, (exp.Limit, exp.Offset)) else node
+    if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
+        _fail(f"{what} must be a non-negative integer literal")
+    return int(value.this)
+
+
+def _resolve_group(tree: exp.Select, binder: _Binder, items: list) -> list:
+    group = tree.args.get("group")
+    if group is None:
+        return []
+    if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets") \
+            or group.args.get("all"):
+        _fail("GROUP BY ROLLUP/CUBE/GROUPING SETS/ALL is not supported; list the keys")
+    keys = []
+    by_alias = {_output_name(i).lower(): i for i in items if isinstance(i, exp.Alias)}
+    for key in group.expressions:
+        if isinstance(key, exp.Literal) and not key.is_string:
+            index = int(key.this)
+            if not 1 <= index <= len(items):
+                _fail(f"GROUP BY {index} is out of range: the SELECT list has {len(items)} items")
+            key = items[index - 1].unalias()
+        elif (isinstance(key, exp.Column) and not key.table and binder.table.column(key.name) is None
+              and key.name.lower() in by_alias):
+            key = by_alias[key.name.lower()].this
+        _check_row_level(key, "GROUP BY")
+        key = binder.bind(key.copy(), "GROUP BY")
+        if key not in keys:
+            keys.append(key)
+    return keys
+
+
+def validate(tree: exp.Select, metadata: Metadata) -> Query:
+    """Check the query and normalise it; raises ``QueryError`` naming the problem."""
+    tree = normalise_aggregates(tree)
+    table, qualifiers = _table(tree, metadata)
+    binder = _Binder(table, qualifiers)
+    if any(isinstance(n, exp.Star) and not isinstance(n.parent, exp.Count) for n in tree.expressions):
+        _fail("SELECT * would release raw rows; select aggregates such as COUNT(*)")
+    items = list(tree.expressions)
+    for item in items:
+        if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
+            _fail("SELECT * would release raw rows; select aggregates such as COUNT(*)")
+    where = tree.args.get("where")
+    if where is not None:
+        _check_row_level(where.this, "WHERE")
+        where = binder.bind(where.this.copy(), "WHERE")
+    keys = _resolve_group(tree, binder, items)
+    aggregates: list = []
+    outputs = []
+    for item in items:
+        name = _output_name(item)
+        expr = binder.bind(item.unalias().copy(), "SELECT")
+        aggregates += _aggregates_in(expr)
+        _uses_only_keys(expr, keys, "SELECT")
+        outputs.append((name, expr))
+    aliases = {name.lower(): expr for name, expr in reversed(outputs)}
+    having = tree.args.get("having")
+    if having is not None:
+        _check_row_level_except_aggregates(having.this)
+        having = binder.bind(having.this.copy(), "HAVING", aliases)
+        aggregates += _aggregates_in(having)
+        _uses_only_keys(having, keys, "HAVING")
+    order = []
+    order_node = tree.args.get("order")
+    for ordered in (order_node.expressions if order_node else []):
+        order.append(_resolve_order(ordered, outputs, binder, aliases))
+    distinct = bool(tree.args.get("distinct"))
+    if distinct and not aggregates and not keys:
+        keys = [expr for _, expr in outputs]   # SELECT DISTINCT a, b == GROUP BY a, b
+        for key in keys:
+            _check_row_level(key, "SELECT DISTINCT")
+        distinct = False
+    if not aggregates and not keys:
+        _fail("the query selects no aggregate; dpsql releases aggregates such as COUNT(*), "
+              "SUM(col) or AVG(col), optionally with GROUP BY")
+    unique = []
+    for agg in aggregates:
+        if agg not in unique:
+            unique.append(agg)
+    return Query(tree=tree, table=table, where=where, keys=keys, aggregates=unique,
+                 outputs=outputs, having=having, order=order,
+                 limit=_int_literal(tree.args.get("limit"), "LIMIT"),
+                 offset=_int_literal(tree.args.get("offset"), "OFFSET"), distinct=distinct)
+
+
+def _resolve_order(ordered: exp.Ordered, outputs: list, binder: _Binder, aliases: set) -> exp.Ordered:
+    """ORDER BY binds output aliases first, then output expressions (as DuckDB does)."""
+    key = ordered.this
+    target = None
+    if isinstance(key, exp.Literal) and not key.is_string:
+        index = int(key.this)
+        if not 1 <= index <= len(outputs):
+            _fail(f"ORDER BY {index} is out of range: the SELECT list has {len(outputs)} items")
+        target = index - 1
+    elif isinstance(key, exp.Column) and not key.table and key.name.lower() in aliases:
+        target = [n.lower() for n, _ in outputs].index(key.name.lower())
+    else:
+        bound = binder.bind(key.copy(), "ORDER BY", aliases)
+        matches = [i for i, (_, expr) in enumerate(outputs) if expr == bound]
+        if not matches:
+            _fail(f"ORDER BY {key.sql('duckdb')} is not in the output{{at}}; order by a "
+                  "selected column, alias or position", key)
+        target = matches[0]
+    return exp.Ordered(this=exp.column(f"_o{target}", quoted=True),
+                       desc=ordered.args.get("desc"), nulls_first=ordered.args.get("nulls_first"))
