@@ -367,7 +367,9 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
-    sys.stderr.write(f"dpsql: warning: {' '.join(str(message).split())}\n")
+    text = " ".join(str(message).split())
+    text = text[len("dpsql: "):] if text.startswith("dpsql: ") else text
+    sys.stderr.write(f"dpsql: warning: {text}\n")
 
 
 def main(argv=None) -> int:

@@ -218,9 +218,11 @@ class Connection:
                                 "budget is never refunded")
 
     def close(self) -> None:
-        """Close the session; its DuckDB connection too if connect() opened it."""
-        if self._closed:
-            return
+        """Close the session; its DuckDB connection too if connect() opened it.
+
+        Closing twice raises ``InterfaceError``, as the DB-API compliance suite
+        expects (the ``with`` statement closes only an open connection)."""
+        self._check_open()
         self._closed = True
         if self._duckdb is not None:
             self._duckdb.close()
@@ -231,7 +233,8 @@ class Connection:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.close()
+        if not self._closed:
+            self.close()
 
     def _check_open(self) -> None:
         if self._closed:

@@ -88,9 +88,13 @@ class Engine:
         key = table.full_name.lower()
         if key not in self._types:
             node = self.table_node(table)
-            with self._lock:
-                rel = self.con.sql(exp.select(exp.Star()).from_(node).limit(0).sql(DIALECT))
-                self._types[key] = {c.lower(): str(t) for c, t in zip(rel.columns, rel.types)}
+            try:
+                with self._lock:
+                    rel = self.con.sql(exp.select(exp.Star()).from_(node).limit(0).sql(DIALECT))
+                    self._types[key] = {c.lower(): str(t) for c, t in zip(rel.columns, rel.types)}
+            except duckdb.Error as err:
+                raise DataError(f"cannot read the schema of {table.full_name}: "
+                                f"{_first_line(err)}") from None
         return self._types[key]
 
     def result_types(self, tree: exp.Select) -> dict:

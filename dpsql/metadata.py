@@ -155,28 +155,25 @@ class Metadata:
             return source
         doc, problems = _read_and_check(source)
         if problems:
-            err = MetadataError(
-                f"invalid metadata {_describe(source)}: {len(problems)} problem(s)\n"
-                + "\n".join(problems))
+            where = (f"'{os.fspath(source)}'" if isinstance(source, (str, os.PathLike))
+                     else f"({type(source).__name__})")
+            err = MetadataError(f"invalid metadata {where}: {len(problems)} problem(s)\n"
+                                + "\n".join(problems))
             err.problems = problems
             raise err
         return _build(doc)
 
     def matching_tables(self, name: str) -> list[Table]:
         """Every table ``name`` may refer to (see find_table)."""
-        parts = name.split(".")
+        parts = name.lower().split(".")
         if len(parts) == 3:
-            coll, schema, table = (p.lower() for p in parts)
-            if self.collection and coll != self.collection.lower():
+            if self.collection and parts[0] != self.collection.lower():
                 return []
-            parts = [schema, table]
-        if len(parts) == 2:
-            schema, table = (p.lower() for p in parts)
-            return [t for t in self.tables.values()
-                    if t.schema.lower() == schema and t.name.lower() == table]
-        if len(parts) == 1:
-            return [t for t in self.tables.values() if t.name.lower() == name.lower()]
-        return []
+            parts = parts[1:]
+        if len(parts) > 2:
+            return []
+        return [t for t in self.tables.values() if t.name.lower() == parts[-1]
+                and (len(parts) == 1 or t.schema.lower() == parts[0])]
 
     def find_table(self, name: str) -> Table | None:
         """Resolve ``schema.table``, ``collection.schema.table`` or a bare table name.
@@ -259,12 +256,6 @@ def _parse_yaml(stream) -> tuple[object, list[str]]:
         loader.dispose()
 
 
-def _describe(source) -> str:
-    if isinstance(source, (str, os.PathLike)):
-        return f"'{os.fspath(source)}'"
-    return "(dict)" if isinstance(source, dict) else f"({type(source).__name__})"
-
-
 def _read_and_check(source) -> tuple[object, list[str]]:
     """Parse ``source`` and return (document, problems)."""
     if isinstance(source, (str, os.PathLike)):
@@ -288,7 +279,9 @@ def _read_and_check(source) -> tuple[object, list[str]]:
 
 
 def _native(value):
-    """Plain Python copy: tuples to lists, numpy-like numbers to int/float."""
+    """Plain Python copy: tuples to lists, numpy-like numbers to int/float/bool."""
+    if hasattr(value, "dtype") and hasattr(value, "item"):
+        value = value.item()
     if isinstance(value, dict):
         return {_native(k): _native(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -315,6 +308,18 @@ def _json_view(value):
 
 # ------------------------------------------------------------------ validation
 
+NOT_A_KEY = ("is neither a table key (" + ", ".join(TABLE_DEFAULTS)
+             + ") nor a column (a mapping with at least 'type')")
+CASE_CLASH = "only in case; SQL names are case-insensitive, rename one"
+
+
+class _Found(list):
+    """Problems as (path, message); paths are tuples of keys from the top."""
+
+    def add(self, path: tuple, message: str) -> None:
+        self.append((path, message))
+
+
 def _problems(doc) -> list[str]:
     if not isinstance(doc, dict) or not doc:
         return ["metadata: expected a mapping with one collection (e.g. PUMS: or \"\":) "
@@ -323,22 +328,19 @@ def _problems(doc) -> list[str]:
     if len(others) != 1:
         return [f"metadata: expected exactly one collection besides 'engine', found "
                 f"{', '.join(map(repr, others)) or 'none'}; write one file per collection"]
-    collection = others[0]
-    found: list[tuple[tuple, str]] = []
-    suppressed: set[tuple] = set()
+    found, suppressed = _Found(), set()
     _check_keys(doc, (), found)
-    _semantic(doc, collection, found, suppressed)
+    _semantic(doc, others[0], found, suppressed)
     for err in _validator().iter_errors(_json_view(doc)):
         path = tuple(err.absolute_path)
         if any(path[:len(s)] == s for s in suppressed):
             continue
         if err.validator == "additionalProperties" and len(path) == 4:
             for key in sorted(set(err.instance) - set(COLUMN_KEYS)):
-                found.append((path + (key,), "unknown column key; column keys are "
-                              + ", ".join(COLUMN_KEYS)))
-            continue
-        message = err.message if len(err.message) <= 200 else err.message[:197] + "..."
-        found.append((path, message))
+                found.add(path + (key,), "unknown column key; column keys are "
+                          + ", ".join(COLUMN_KEYS))
+        else:
+            found.add(path, err.message if len(err.message) <= 200 else err.message[:197] + "...")
     order = _document_order(doc)
     found.sort(key=lambda item: order(item[0]))
     return [f"{_show(path)}: {message}" for path, message in found]
@@ -346,35 +348,29 @@ def _problems(doc) -> list[str]:
 
 def _check_keys(value, path, found):
     """YAML turns unquoted yes/no/on/1 into non-string keys; names must be strings."""
-    if not isinstance(value, dict) or len(path) > 3:
-        return
-    for key, child in value.items():
-        if not isinstance(key, str):
-            found.append((path + (str(key),), f"name {key!r} is not a string; quote it "
-                          "in the YAML file (YAML reads unquoted yes/no/on/off as booleans)"))
-        _check_keys(child, path + (str(key),), found)
+    if isinstance(value, dict) and len(path) <= 3:
+        for key, child in value.items():
+            if not isinstance(key, str):
+                found.add(path + (str(key),), f"name {key!r} is not a string; quote it in the "
+                          "YAML file (YAML reads unquoted yes/no/on/off as booleans)")
+            _check_keys(child, path + (str(key),), found)
 
 
 def _semantic(doc, collection, found, suppressed):
     """The rules JSON Schema cannot express, on the parts that are well shaped."""
     schemas = doc[collection]
-    if not isinstance(schemas, dict):
-        return
-    seen_tables: dict[str, str] = {}
-    for schema_name, tables in schemas.items():
+    seen: dict[str, str] = {}
+    for schema_name, tables in schemas.items() if isinstance(schemas, dict) else ():
         if isinstance(schema_name, str) and "." in schema_name:
-            found.append(((collection, schema_name), "a schema name must not contain '.'"))
-        if not isinstance(tables, dict):
-            continue
-        for table_name, table in tables.items():
+            found.add((collection, schema_name), "a schema name must not contain '.'")
+        for table_name, table in tables.items() if isinstance(tables, dict) else ():
             path = (collection, str(schema_name), str(table_name))
             if isinstance(table_name, str) and "." in table_name:
-                found.append((path, "a table name must not contain '.'"))
+                found.add(path, "a table name must not contain '.'")
             full = f"{schema_name}.{table_name}".lower()
-            if full in seen_tables:
-                found.append((path, f"differs from table {seen_tables[full]} only in case; "
-                              "SQL names are case-insensitive, rename one"))
-            seen_tables.setdefault(full, _show(path))
+            if full in seen:
+                found.add(path, f"differs from table {seen[full]} {CASE_CLASH}")
+            seen.setdefault(full, _show(path))
             if isinstance(table, dict):
                 _semantic_table(table, path, found, suppressed)
 
@@ -384,25 +380,22 @@ def _semantic_table(table, path, found, suppressed):
     for key, value in table.items():
         if key in TABLE_DEFAULTS:
             continue
-        if not isinstance(value, dict):
+        if isinstance(value, dict):
+            columns[key] = value
+        else:  # the JSON Schema would only say "not of type 'object'"
             suppressed.add(path + (str(key),))
-            found.append((path + (str(key),), "is neither a table key ("
-                          + ", ".join(TABLE_DEFAULTS) + ") nor a column (a mapping with "
-                          "at least 'type')"))
-            continue
-        columns[key] = value
+            found.add(path + (str(key),), NOT_A_KEY)
     if not columns:
-        found.append((path, "table has no columns; list at least one column with its type"))
+        found.add(path, "table has no columns; list at least one column with its type")
     max_ids = table.get("max_ids", 1)
     if table.get("row_privacy") is True and _is_number(max_ids) and max_ids != 1:
-        found.append((path + ("max_ids",), "must be 1 (or absent) when row_privacy is true: "
-                      "each row is one person"))
+        found.add(path + ("max_ids",), "must be 1 (or absent) when row_privacy is true: "
+                  "each row is one person")
     lowered: dict[str, str] = {}
     for name, column in columns.items():
         cpath = path + (str(name),)
         if str(name).lower() in lowered:
-            found.append((cpath, f"differs from column {lowered[str(name).lower()]} only in "
-                          "case; SQL names are case-insensitive, rename one"))
+            found.add(cpath, f"differs from column {lowered[str(name).lower()]} {CASE_CLASH}")
         lowered.setdefault(str(name).lower(), repr(name))
         _semantic_column(name, column, cpath, table.get("clamp_columns", True), found)
 
@@ -410,61 +403,69 @@ def _semantic_table(table, path, found, suppressed):
 def _semantic_column(name, column, path, clamp_columns, found):
     kind = column.get("type")
     if "name" in column and column["name"] != name:
-        found.append((path + ("name",), f"{column['name']!r} differs from the column's key "
-                      f"{name!r}; remove it or make them equal"))
+        found.add(path + ("name",), f"{column['name']!r} differs from the column's key "
+                  f"{name!r}; remove it or make them equal")
     if kind not in COLUMN_TYPES:
         return  # reported by the JSON Schema; the rest depends on the type
+    numeric = kind in NUMERIC_TYPES
     bounds = {}
     for key in ("lower", "upper"):
-        if key not in column:
-            continue
-        value = column[key]
-        if kind not in NUMERIC_TYPES:
-            found.append((path + (key,), f"bounds are only allowed on int and float columns, "
-                          f"not on a {kind} column"))
+        value = column.get(key)
+        if key in column and not numeric:
+            found.add(path + (key,), f"bounds are only allowed on int and float columns, "
+                      f"not on a {kind} column")
+        elif _is_number(value) and not _finite(value):
+            found.add(path + (key,), f"{value!r} is not a finite float; use a finite bound")
+        elif _is_number(value) and kind == "int" and not _integral(value):
+            found.add(path + (key,), f"{value!r} is not an integer, but the column is int; "
+                      "use an integer bound or type: float")
         elif _is_number(value):
-            if not math.isfinite(value):
-                found.append((path + (key,), f"{value!r} is not finite; use a finite bound"))
-            elif kind == "int" and not float(value).is_integer():
-                found.append((path + (key,), f"{value!r} is not an integer, but the column "
-                              "is int; use an integer bound or type: float"))
-            else:
-                bounds[key] = value
+            bounds[key] = value
     if len(bounds) == 2 and bounds["lower"] > bounds["upper"]:
-        found.append((path + ("lower",), f"lower {bounds['lower']!r} is greater than upper "
-                      f"{bounds['upper']!r}"))
+        found.add(path + ("lower",), f"lower {bounds['lower']!r} is greater than upper "
+                  f"{bounds['upper']!r}")
     sensitivity = column.get("sensitivity")
-    if sensitivity is not None:
-        if kind not in NUMERIC_TYPES:
-            found.append((path + ("sensitivity",), f"only int and float columns have a "
-                          f"sensitivity, not a {kind} column"))
-        elif _is_number(sensitivity) and not math.isfinite(sensitivity):
-            found.append((path + ("sensitivity",), f"{sensitivity!r} is not finite"))
-        elif clamp_columns is not False and ("lower" not in column or "upper" not in column):
-            found.append((path + ("sensitivity",), "a sensitivity without both bounds needs "
-                          "clamp_columns: false on the table (SmartNoise rule), or add lower "
-                          "and upper"))
+    if sensitivity is not None and not numeric:
+        found.add(path + ("sensitivity",), f"only int and float columns have a sensitivity, "
+                  f"not a {kind} column")
+    elif _is_number(sensitivity) and not _finite(sensitivity):
+        found.add(path + ("sensitivity",), f"{sensitivity!r} is not finite")
+    elif (sensitivity is not None and clamp_columns is not False
+          and ("lower" not in column or "upper" not in column)):
+        found.add(path + ("sensitivity",), "a sensitivity without both bounds needs "
+                  "clamp_columns: false on the table (SmartNoise rule), or add lower and upper")
     missing = column.get("missing_value")
     if missing is not None and _scalar_ok(missing) and not _matches(kind, missing):
-        found.append((path + ("missing_value",), f"{missing!r} is not a value of type {kind}"))
+        found.add(path + ("missing_value",), f"{missing!r} is not a value of type {kind}")
     values = column.get("values")
-    if isinstance(values, list):
-        if column.get("private_id") is True:
-            found.append((path + ("values",), "a private_id column cannot list public values: "
-                          "person identifiers are not public keys"))
-        for i, value in enumerate(values):
-            if _scalar_ok(value) and not _matches(kind, value):
-                found.append((path + ("values", i), f"{value!r} is not a value of type {kind}; "
-                              "list values of the column's type (quote them for a string "
-                              "column)"))
-        card = column.get("cardinality")
-        if isinstance(card, int) and not isinstance(card, bool) and 0 < card < len(values):
-            found.append((path + ("cardinality",), f"{card} is smaller than the {len(values)} "
-                          "listed values"))
+    if not isinstance(values, list):
+        return
+    if column.get("private_id") is True:
+        found.add(path + ("values",), "a private_id column cannot list public values: "
+                  "person identifiers are not public keys")
+    for i, value in enumerate(values):
+        if _scalar_ok(value) and not _matches(kind, value):
+            found.add(path + ("values", i), f"{value!r} is not a value of type {kind}; list "
+                      "values of the column's type (quote them for a string column)")
+    card = column.get("cardinality")
+    if isinstance(card, int) and not isinstance(card, bool) and 0 < card < len(values):
+        found.add(path + ("cardinality",), f"{card} is smaller than the {len(values)} "
+                  "listed values")
 
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond the float range
+        return False
+
+
+def _integral(value) -> bool:
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 
 def _scalar_ok(value) -> bool:
@@ -474,10 +475,8 @@ def _scalar_ok(value) -> bool:
 
 def _matches(kind: str, value) -> bool:
     """Whether a scalar is a value of a column of type ``kind``."""
-    if kind == "int":
-        return _is_number(value) and math.isfinite(value) and float(value).is_integer()
-    if kind == "float":
-        return _is_number(value) and math.isfinite(value)
+    if kind in NUMERIC_TYPES:
+        return _is_number(value) and _finite(value) and (kind == "float" or _integral(value))
     if kind == "string":
         return isinstance(value, str)
     if kind == "boolean":
@@ -527,47 +526,35 @@ def _document_order(doc):
 
 # -------------------------------------------------------------------- building
 
-def _as_int(value):
-    return None if value is None else int(value)
-
-
 def _build(doc) -> Metadata:
+    """Objects from a document that passed every check."""
     collection = next(k for k in doc if k != "engine")
-    tables: dict[str, Table] = {}
-    for schema_name, schema in doc[collection].items():
-        for table_name, spec in schema.items():
-            table = _build_table(schema_name, table_name, spec)
-            tables[table.full_name] = table
-    return Metadata(collection=collection, engine=doc.get("engine"), tables=tables)
+    tables = [_build_table(schema_name, table_name, spec)
+              for schema_name, schema in doc[collection].items()
+              for table_name, spec in schema.items()]
+    return Metadata(collection, doc.get("engine"), {t.full_name: t for t in tables})
 
 
 def _build_table(schema_name: str, table_name: str, spec: dict) -> Table:
-    options = {k: spec[k] for k in TABLE_DEFAULTS if k in spec}
-    for key in ("max_ids", "rows", "rows_exact"):
-        if key in options:
-            options[key] = _as_int(options[key])
+    options = {k: int(v) if k in ("max_ids", "rows", "rows_exact") else v
+               for k, v in spec.items() if k in TABLE_DEFAULTS}
     columns = {name: _build_column(name, c) for name, c in spec.items()
                if name not in TABLE_DEFAULTS}
-    return Table(schema=schema_name, name=table_name, columns=columns, **options)
+    return Table(schema_name, table_name, columns, **options)
 
 
 def _build_column(name: str, spec: dict) -> Column:
     kind = spec["type"]
-    convert = int if kind == "int" else float if kind == "float" else (lambda v: v)
-    lower, upper = spec.get("lower"), spec.get("upper")
-    missing = spec.get("missing_value")
-    values = spec.get("values")
-    sensitivity = spec.get("sensitivity")
-    return Column(
-        name=name,
-        type=kind,
-        private_id=spec.get("private_id", False),
-        lower=None if lower is None else convert(lower),
-        upper=None if upper is None else convert(upper),
-        # SmartNoise: a missing_value replaces NULL, so the column is never NULL.
-        nullable=spec.get("nullable", True) and missing is None,
-        missing_value=None if missing is None else convert(missing),
-        sensitivity=None if sensitivity is None else float(sensitivity),
-        cardinality=_as_int(spec.get("cardinality")),
-        values=None if values is None else tuple(convert(v) for v in values),
-    )
+    convert = {"int": int, "float": float}.get(kind, lambda v: v)
+    typed = {k: convert(spec[k]) for k in ("lower", "upper", "missing_value")
+             if spec.get(k) is not None}
+    if spec.get("values") is not None:
+        typed["values"] = tuple(convert(v) for v in spec["values"])
+    if spec.get("sensitivity") is not None:
+        typed["sensitivity"] = float(spec["sensitivity"])
+    if spec.get("cardinality") is not None:
+        typed["cardinality"] = int(spec["cardinality"])
+    # SmartNoise: a missing_value replaces NULL, so such a column is never NULL.
+    nullable = spec.get("nullable", True) and "missing_value" not in typed
+    return Column(name, kind, private_id=spec.get("private_id", False), nullable=nullable,
+                  **typed)

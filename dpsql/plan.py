@@ -21,7 +21,7 @@ from sqlglot import exp
 from .errors import QueryError
 from .mechanisms import calibrate
 from .privacy import Privacy, Stat
-from .rewrite import column, guard_errors, substitute, typed_column
+from .rewrite import column, guard_errors, substitute, typed_column, typed_type
 from .statistics import Statistic, StatisticSet, plan_aggregates
 from .validate import Query
 
@@ -45,7 +45,8 @@ class Plan:
 
 
 def _contribution_bound(table) -> int:
-    return 1 if table.row_privacy or not table.private_ids else int(table.max_ids)
+    # validate() refused tables with no privacy unit, so no private_id means row privacy.
+    return 1 if table.row_privacy else int(table.max_ids)
 
 
 def _public_key_columns(query: Query) -> list | None:
@@ -117,7 +118,7 @@ def _grid(domains: list, engine_types: dict) -> exp.Select:
     from .parse import literal
     grid = None
     for i, col in enumerate(domains):
-        target = engine_types.get(col.name.lower()) or "VARCHAR"
+        target = typed_type(col, engine_types.get(col.name.lower(), ""))
         values = exp.Values(expressions=[
             exp.Tuple(expressions=[exp.TryCast(this=literal(v), to=exp.DataType.build(target))])
             for v in col.values], alias=exp.TableAlias(this=exp.to_identifier(f"_g{i}"),

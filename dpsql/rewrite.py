@@ -15,7 +15,8 @@ from .metadata import Column
 INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                  "UINTEGER", "UBIGINT", "UHUGEINT"}
 FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL"} | INTEGER_TYPES
-_TARGET = {"int": ("BIGINT", INTEGER_TYPES), "float": ("DOUBLE", FLOAT_TYPES),
+_TARGET = {"string": ("VARCHAR", {"VARCHAR"}),
+           "int": ("BIGINT", INTEGER_TYPES), "float": ("DOUBLE", FLOAT_TYPES),
            "boolean": ("BOOLEAN", {"BOOLEAN"}),
            "datetime": ("TIMESTAMP", {"TIMESTAMP", "DATE", "TIMESTAMP WITH TIME ZONE"})}
 
@@ -31,18 +32,31 @@ _SAFE = (exp.Column, exp.Literal, exp.Boolean, exp.Null, exp.Identifier, exp.Par
 def typed_column(col: Column, engine_type: str) -> exp.Expression:
     """The column as its metadata type; TRY_CAST so bad cells become NULL, never errors.
 
-    String columns keep the engine's type: the PUMS files declare integer codes
-    as ``string`` and SmartNoise still answers ``sex = 1`` and ``sex = '1'``.
+    The PUMS files declare integer codes as ``string``: such a column is read as
+    VARCHAR, so ``sex = '1'`` and ``sex = 1`` both work (DuckDB casts the number
+    literal) and a literal that is not a number can never raise a conversion
+    error whose occurrence would depend on the data.
     """
     node: exp.Expression = exp.column(col.name, quoted=True)
-    target = _TARGET.get(col.type)
-    base = (engine_type or "").upper().split("(")[0]
-    if target and base not in target[1]:
-        node = exp.TryCast(this=node, to=exp.DataType.build(target[0]))
+    if typed_type(col, engine_type) != _base(engine_type):
+        node = exp.TryCast(this=node, to=exp.DataType.build(_TARGET[col.type][0]))
     if col.missing_value is not None:
         from .parse import literal
         node = exp.Coalesce(this=node, expressions=[literal(col.missing_value)])
     return node
+
+
+def _base(engine_type: str) -> str:
+    return (engine_type or "").upper().split("(")[0]
+
+
+def typed_type(col: Column, engine_type: str) -> str:
+    """The DuckDB type the bounded plan sees for ``col``."""
+    target = _TARGET.get(col.type)
+    base = _base(engine_type)
+    if target is None or base in target[1]:
+        return base or "VARCHAR"
+    return target[0]
 
 
 def guard_errors(tree: exp.Expression) -> exp.Expression:

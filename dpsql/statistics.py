@@ -161,12 +161,14 @@ def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expr
     if isinstance(node, exp.Sum) and col.name.lower() not in counted:
         return column(stats.sum_of(value, lower, upper, integer, label=node.sql("duckdb")).name)
     mid = (lower + upper) // 2 if integer else (lower + upper) / 2
-    n = column(stats.count_of(exp.Count(this=arg.copy())).name)
+    # A column declared non-nullable has COUNT(x) = COUNT(*): one statistic fewer.
+    counter = stats.count_rows() if col.nullable is False else stats.count_of(exp.Count(this=arg.copy()))
+    n = column(counter.name)
     s = column(stats.sum_of(value, lower, upper, integer, offset=mid,
                             label=f"SUM({col.name} - {mid})").name)
     if isinstance(node, exp.Sum):
         return exp.Add(this=s, expression=exp.Mul(this=exp.Literal.number(mid), expression=n))
-    safe_n = exp.Greatest(this=n, expressions=[exp.Literal.number(1)])
+    safe_n = _greatest(n, exp.Literal.number(1))
     mean = exp.Div(this=exp.Cast(this=s, to=exp.DataType.build("DOUBLE")), expression=safe_n)
     if isinstance(node, exp.Avg):
         return _between(exp.Add(this=mean, expression=exp.Literal.number(mid)), lower, upper)
@@ -179,19 +181,24 @@ def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expr
                      expression=exp.Literal.number(centre2))
     var_pop = exp.Sub(this=second, expression=exp.Pow(this=mean.copy(), expression=exp.Literal.number(2)))
     if isinstance(node, (exp.Variance, exp.Stddev, exp.StddevSamp)):
-        n_minus_1 = exp.Greatest(this=exp.Sub(this=n.copy(), expression=exp.Literal.number(1)),
-                                 expressions=[exp.Literal.number(1)])
+        n_minus_1 = _greatest(exp.Sub(this=n.copy(), expression=exp.Literal.number(1)),
+                              exp.Literal.number(1))
         var = exp.Div(this=exp.Mul(this=exp.Paren(this=var_pop), expression=safe_n.copy()),
                       expression=n_minus_1)
     else:
         var = var_pop
-    var = _between(var, 0, half * half * 2)
+    var = _between(var, 0, half * half * (2 if var is not var_pop else 1))
     if isinstance(node, (exp.Stddev, exp.StddevPop, exp.StddevSamp)):
         return exp.Sqrt(this=var)
     return var
 
 
+def _greatest(*args) -> exp.Expression:
+    # Anonymous: sqlglot would expand exp.Greatest into NULL-guarding CASEs.
+    return exp.Anonymous(this="GREATEST", expressions=list(args))
+
+
 def _between(node, lower, upper) -> exp.Expression:
     """Post-processing: an average can only lie within its bounds."""
-    return exp.Least(this=exp.Greatest(this=node, expressions=[exp.Literal.number(lower)]),
-                     expressions=[exp.Literal.number(upper)])
+    return exp.Anonymous(this="LEAST", expressions=[
+        _greatest(node, exp.Literal.number(lower)), exp.Literal.number(upper)])

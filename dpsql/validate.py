@@ -78,10 +78,17 @@ def _table(tree: exp.Select, metadata: Metadata) -> tuple:
         _fail("FROM must name one table from the metadata (no subqueries or table functions)")
     parts = [p for p in (node.catalog, node.db, node.name) if p]
     name = ".".join(parts)
-    table = metadata.find_table(name)
+    matches = metadata.matching_tables(name)
+    if len(matches) > 1:
+        _fail(f"table name {name!r} is ambiguous{{at}}: it matches "
+              f"{', '.join(t.full_name for t in matches)}; write schema.table", node)
+    table = matches[0] if matches else None
     if table is None:
         known = ", ".join(sorted(metadata.tables)) or "none"
         _fail(f"unknown table {name!r}{{at}}; tables in the metadata: {known}", node)
+    problem = table.privacy_unit_problem()
+    if problem:
+        _fail(problem)
     names = {node.name.lower(), table.full_name.lower()}
     if node.alias:
         names = {node.alias.lower()}
@@ -140,7 +147,8 @@ def _aggregates_in(expr: exp.Expression) -> list:
             inner = [n for n in node.this.walk() if isinstance(n, exp.AggFunc)] if node.this else []
             if inner:
                 _fail(f"nested aggregates are not allowed: {node.sql('duckdb')}{{at}}", node)
-            _check_row_level(node.this, f"the argument of {node.key.upper()}")
+            if not (isinstance(node, exp.Count) and isinstance(node.this, exp.Star)):
+                _check_row_level(node.this, f"the argument of {node.key.upper()}")
             found.append(node)
     return found
 
@@ -213,6 +221,9 @@ def _resolve_group(tree: exp.Select, binder: _Binder, items: list) -> list:
 def validate(tree: exp.Select, metadata: Metadata) -> Query:
     """Check the query and normalise it; raises ``QueryError`` naming the problem."""
     tree = normalise_aggregates(tree)
+    window = tree.find(exp.Window)
+    if window is not None:
+        _fail("window functions (OVER) are not supported{at}", window)
     table, qualifiers = _table(tree, metadata)
     binder = _Binder(table, qualifiers)
     if any(isinstance(n, exp.Star) and not isinstance(n.parent, exp.Count) for n in tree.expressions):

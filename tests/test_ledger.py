@@ -143,33 +143,29 @@ def test_two_ledger_objects_and_threads_share_one_total(tmp_path):
     assert a.spent()[0] <= 1.0 * (1 + 1e-12)
 
 
-def _hammer(path, barrier, via_accountant, queue):
-    """Charge 0.01 until refused; report how many charges succeeded."""
-    led = Ledger(path)
-    acc = Accountant(ledger=led)
+def _hammer(path, barrier, queue):
+    """Charge 0.01 until refused, as the engine does (check, run, charge);
+    report how many charges succeeded."""
+    acc = Accountant(ledger=Ledger(path))
     barrier.wait()
     n = 0
     while True:
         try:
-            if via_accountant:  # what the engine does: check, run, then charge
-                acc.check((0.01, 1e-9))
-                acc.charge((0.01, 1e-9), f"q{n}")
-            else:
-                led.charge(0.01, 1e-9, f"q{n}")
+            acc.check((0.01, 1e-9))
+            acc.charge((0.01, 1e-9), f"q{n}")
         except BudgetExceededError:
             break
         n += 1
     queue.put(n)
 
 
-@pytest.mark.parametrize("via_accountant", [False, True])
-def test_processes_hammering_one_ledger_never_overspend(tmp_path, via_accountant):
+def test_processes_hammering_one_ledger_never_overspend(tmp_path):
     path = tmp_path / "shared.ledger"
     led = Ledger(path, Budget(1.0, 1e-6))  # room for exactly 100 charges of 0.01
     ctx = multiprocessing.get_context("spawn")
     nproc = 4
     barrier, queue = ctx.Barrier(nproc), ctx.Queue()
-    procs = [ctx.Process(target=_hammer, args=(str(path), barrier, via_accountant, queue))
+    procs = [ctx.Process(target=_hammer, args=(str(path), barrier, queue))
              for _ in range(nproc)]
     for p in procs:
         p.start()

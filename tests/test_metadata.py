@@ -163,6 +163,17 @@ def test_values_extension_and_type_coercions():
     assert t.columns["when"].values[0] == dt.date(2020, 1, 1)
 
 
+def test_numpy_scalars_in_a_dict_are_plain_python_after_loading():
+    np = pytest.importorskip("numpy")
+    doc = {"c": {"s": {"t": {"row_privacy": np.bool_(True), "rows": np.int64(7),
+                             "a": {"type": "float", "lower": np.float32(1.5),
+                                   "upper": np.int64(3), "values": (np.int64(2),)}}}}}
+    t = Metadata.load(doc).tables["s.t"]
+    assert t.row_privacy is True and type(t.rows) is int
+    a = t.columns["a"]
+    assert (type(a.lower), type(a.upper), a.values) == (float, float, (2.0,))
+
+
 def test_rows_may_be_any_int_and_sensitivity_needs_no_bounds_without_clamping():
     doc = pums_dict()
     table = doc["PUMS"]["PUMS"]["PUMS"]
@@ -230,7 +241,9 @@ ERROR_CASES = [
     ("non-integer bound on int", lambda t: t["age"].update(upper=99.5),
      "PUMS.PUMS.age.upper: 99.5 is not an integer"),
     ("infinite bound", lambda t: t["age"].update(upper=float("inf")),
-     "PUMS.PUMS.age.upper: inf is not finite"),
+     "PUMS.PUMS.age.upper: inf is not a finite float"),
+    ("bound beyond float range", lambda t: t["age"].update(upper=10**400),
+     "PUMS.PUMS.age.upper: 1000"),
     ("bound is text", lambda t: t["age"].update(upper="100"),
      "PUMS.PUMS.age.upper: '100' is not of type 'number'"),
     ("max_ids zero", lambda t: t.update(row_privacy=False, max_ids=0),

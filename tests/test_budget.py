@@ -1,0 +1,99 @@
+"""Per-query privacy, its split, and the session budget."""
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpsql
+
+
+def test_cost_is_known_before_running_and_free(pums, data_dir):
+    r = dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=0.7),
+                      budget=dpsql.Budget(1.0))
+    cost = r.get_privacy_cost("SELECT sex, COUNT(*), AVG(age) FROM PUMS.PUMS GROUP BY sex")
+    assert math.isclose(cost[0], 0.7) and 0 < cost[1] <= dpsql.DEFAULT_DELTA
+    assert r.spent == (0.0, 0.0)
+    text = r.explain("SELECT sex, COUNT(*), AVG(age) FROM PUMS.PUMS GROUP BY sex")
+    assert "sensitivity" in text and "scale" in text and "threshold" in text and "% of the query" in text
+    assert r.spent == (0.0, 0.0)
+
+
+def test_laplace_only_query_spends_no_delta(pums, data_dir):
+    r = dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=0.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r.execute_df("SELECT COUNT(*) AS n, AVG(age) AS a FROM PUMS.PUMS")
+    assert math.isclose(r.spent[0], 0.5) and r.spent[1] == 0.0
+
+
+def test_over_budget_refused_before_running(pums, data_dir):
+    r = dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=1.0),
+                      budget=dpsql.Budget(2.5))
+    r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    with pytest.raises(dpsql.BudgetExceededError, match="nothing was run or spent"):
+        r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert math.isclose(r.spent[0], 2.0)
+    r.privacy = dpsql.Privacy(epsilon=0.5)
+    r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")     # exactly what remains
+    assert math.isclose(r.spent[0], 2.5)
+
+
+def test_over_budget_does_not_touch_data(data_dir):
+    """The budget check comes first: a query that would fail on the data is refused for budget."""
+    con = __import__("duckdb").connect()
+    con.execute("CREATE SCHEMA PUMS")
+    con.read_csv(str(data_dir / "PUMS.csv")).to_table("PUMS.PUMS")
+    r = dpsql.from_connection(con, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=1.0),
+                              budget=dpsql.Budget(0.5))
+    r.get_privacy_cost("SELECT COUNT(*) AS n FROM PUMS.PUMS")     # planned (schema only)
+    con.execute("DROP TABLE PUMS.PUMS")       # any read would now fail
+    with pytest.raises(dpsql.BudgetExceededError):
+        r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+
+
+def test_no_budget_warns_once(pums, data_dir):
+    r = dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=1.0))
+    with pytest.warns(UserWarning, match="nothing is enforced"):
+        r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert math.isclose(r.spent[0], 2.0)
+
+
+def test_split_is_equal_and_sums_to_query_epsilon(pums, data_dir):
+    r = dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=0.9))
+    plan = r._plan("SELECT COUNT(*), SUM(age), AVG(income) FROM PUMS.PUMS")
+    shares = [s.mechanism.epsilon for s in plan.statistics]
+    assert len(shares) == 4 and all(math.isclose(x, 0.9 / 4) for x in shares)
+    assert math.isclose(sum(shares), plan.cost[0])
+
+
+def test_mechanism_choice_smartnoise_style(pums, data_dir):
+    privacy = dpsql.Privacy(epsilon=1.0, delta=1e-6)
+    privacy.mechanisms.map[dpsql.Stat.count] = dpsql.Mechanism.gaussian
+    r = dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=privacy)
+    plan = r._plan("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert plan.statistics[0].mechanism.mechanism == dpsql.Mechanism.gaussian
+    assert 0 < plan.cost[1] <= 1e-6
+
+
+def test_noise_has_the_documented_scale(data_dir):
+    """One query over 101 public keys gives 101 independent draws; repeat to get 2,020."""
+    df = pd.DataFrame({"age": np.arange(101).repeat(3)})
+    meta = {"": {"S": {"T": {"row_privacy": True,
+                             "age": {"type": "int", "lower": 0, "upper": 100,
+                                     "values": list(range(101))}}}}}
+    eps = 0.5
+    r = dpsql.from_df(df, meta, privacy=dpsql.Privacy(epsilon=eps, delta=0.0))
+    draws = np.concatenate([r.execute_df("SELECT age, COUNT(*) AS n FROM S.T GROUP BY age").n - 3
+                            for _ in range(20)])
+    assert len(draws) == 2020
+    p = math.exp(-eps)             # discrete Laplace, scale 1/eps
+    variance = 2 * p / (1 - p) ** 2
+    # sample variance of 2,020 draws: relative sd ~ sqrt((kurtosis - 1)/n) ~ 0.05; 7 sd bound
+    assert abs(draws.var() / variance - 1) < 0.35
+    assert abs(draws.mean()) < 7 * math.sqrt(variance / len(draws))

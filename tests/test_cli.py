@@ -1,0 +1,225 @@
+"""The `dpsql` command line, run as a real subprocess (`python -m dpsql`) on tests/data."""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+from dpsql import cli
+
+DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).parent.parent
+PUMS = ["--metadata", str(DATA / "PUMS.yaml"), "--table", f"PUMS.PUMS={DATA / 'PUMS.csv'}"]
+PUMS_AGE_SUM, PUMS_ROWS = 44797, 1000
+
+
+def run(*args, stdin=None):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "dpsql", *map(str, args)], input=stdin,
+                          capture_output=True, text=True, env=env, timeout=120)
+    return proc
+
+
+def assert_one_line_error(proc, code, *words):
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    errors = [x for x in proc.stderr.splitlines() if not x.startswith("dpsql: warning:")]
+    assert len(errors) == 1 and errors[0].startswith("dpsql: "), proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    for word in words:
+        assert word in errors[0], errors[0]
+    return errors[0]
+
+
+# ----------------------------------------------------------------- query
+
+def test_query_prints_an_aligned_table_by_default():
+    proc = run("query", *PUMS, "--epsilon", "1",
+               "SELECT COUNT(*) AS n, SUM(age) AS total_age FROM PUMS.PUMS")
+    assert proc.returncode == 0, proc.stderr
+    header, rule, row, *rest = proc.stdout.splitlines()
+    assert header.split() == ["n", "total_age"] and set(rule) <= {"-", " "} and rest == []
+    n, total = map(float, row.split())
+    # Count: discrete Laplace, scale <= 1/(eps/2); |noise| > 40 has p < 1e-8.
+    assert abs(n - PUMS_ROWS) < 40
+    assert abs(total - PUMS_AGE_SUM) < 4000
+    assert len(header) == len(row)  # aligned: numbers right-aligned under their header
+
+
+def test_query_csv_from_stdin_with_group_by():
+    sql = "SELECT married, COUNT(*) AS n FROM PUMS.PUMS GROUP BY married ORDER BY married"
+    proc = run("query", *PUMS, "--epsilon", "2", "--format", "csv", "-", stdin=sql)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.reader(io.StringIO(proc.stdout)))
+    assert rows[0] == ["married", "n"]
+    got = {int(float(k)): float(v) for k, v in rows[1:]}
+    assert set(got) == {0, 1}  # both groups clear the threshold by far
+    assert abs(got[0] - 451) < 60 and abs(got[1] - 549) < 60
+
+
+def test_query_json_is_a_list_of_objects_from_a_duckdb_database(tmp_path):
+    db = tmp_path / "pums.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE SCHEMA PUMS")
+    con.execute("CREATE TABLE PUMS.PUMS AS SELECT * FROM read_csv(?)", [str(DATA / "PUMS.csv")])
+    con.close()
+    proc = run("query", "--metadata", DATA / "PUMS.yaml", "--database", db, "--epsilon", "1",
+               "--format", "json", "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age >= 0")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert isinstance(result, list) and len(result) == 1 and list(result[0]) == ["n"]
+    assert abs(result[0]["n"] - PUMS_ROWS) < 40
+    assert duckdb.connect(str(db)).execute("SELECT COUNT(*) FROM PUMS.PUMS").fetchone() == (
+        PUMS_ROWS,)  # opened read-only and left as it was
+
+
+def test_query_reads_parquet_tables(tmp_path):
+    parquet = tmp_path / "student.parquet"
+    duckdb.read_csv(str(DATA / "student.csv")).write_parquet(str(parquet))
+    proc = run("query", "--metadata", DATA / "student.yaml", "--table",
+               f"MySchema.MyTable={parquet}", "--epsilon", "1", "--format", "json",
+               "SELECT COUNT(*) AS n FROM MySchema.MyTable")
+    assert proc.returncode == 0, proc.stderr
+    assert abs(json.loads(proc.stdout)[0]["n"] - 649) < 40
+
+
+def test_explain_runs_nothing_and_spends_nothing(tmp_path):
+    ledger = tmp_path / "s.ledger"
+    proc = run("query", *PUMS, "--epsilon", "1", "--ledger", ledger, "--budget", "1",
+               "--explain", "SELECT COUNT(*) AS n, AVG(income) AS inc FROM PUMS.PUMS")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.lower()
+    assert "laplace" in text and "scale" in text and "95" in text
+    show = run("ledger", "show", ledger, "--format", "json")
+    doc = json.loads(show.stdout)
+    assert doc["releases"] == [] and doc["spent"] == {"epsilon": 0.0, "delta": 0.0}
+
+
+# ----------------------------------------------------------------- ledger
+
+def test_ledger_keeps_spending_across_invocations_and_refuses_overspending(tmp_path):
+    ledger = tmp_path / "s.ledger"
+    opts = ["--ledger", ledger, "--budget", "1.0,1e-6"]
+    sql = "SELECT COUNT(*) AS n FROM PUMS.PUMS"
+    first = run("query", *PUMS, "--epsilon", "0.6", *opts, "--format", "csv", sql)
+    assert first.returncode == 0, first.stderr
+    # The budget is in the ledger; a later invocation need not repeat it.
+    second = run("query", *PUMS, "--epsilon", "0.6", "--ledger", ledger, sql)
+    assert_one_line_error(second, cli.EXIT_BUDGET, "budget exceeded", "nothing was run")
+    show = run("ledger", "show", ledger)
+    assert show.returncode == 0, show.stderr
+    assert "spent:     epsilon=0.6," in show.stdout
+    assert "remaining: epsilon=0.4," in show.stdout
+    assert "releases:  1" in show.stdout and sql in show.stdout
+    doc = json.loads(run("ledger", "show", ledger, "--format", "json").stdout)
+    assert doc["budget"] == {"epsilon": 1.0, "delta": 1e-6}
+    assert [r["query"] for r in doc["releases"]] == [sql]
+    assert doc["releases"][0]["epsilon"] == pytest.approx(0.6)
+
+
+def test_a_ledger_budget_cannot_be_raised_by_reopening(tmp_path):
+    ledger = tmp_path / "s.ledger"
+    ok = run("query", *PUMS, "--epsilon", "0.5", "--ledger", ledger, "--budget", "0.5",
+             "SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert ok.returncode == 0, ok.stderr
+    raised = run("query", *PUMS, "--epsilon", "0.5", "--ledger", ledger, "--budget", "100",
+                 "SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert_one_line_error(raised, cli.EXIT_BUDGET, "ledger error", "fixed when it is created")
+
+
+# ----------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("args, code, words", [
+    (["query", *PUMS, "SELECT 1"], cli.EXIT_USAGE, ["--epsilon"]),
+    (["query", *PUMS, "--epsilon", "1", "--budget", "3", "SELECT 1"], cli.EXIT_USAGE,
+     ["--budget needs --ledger"]),
+    (["query", *PUMS, "--epsilon", "1", "SELECT * FROM PUMS.PUMS"], cli.EXIT_QUERY,
+     ["query refused"]),
+    (["query", "--metadata", DATA / "PUMS.yaml", "--table", "PUMS.PUMS=/no/such.csv",
+      "--epsilon", "1", "SELECT COUNT(*) FROM PUMS.PUMS"], cli.EXIT_DATA, ["/no/such.csv"]),
+])
+def test_errors_are_one_line_with_a_distinct_exit_code(args, code, words):
+    assert_one_line_error(run(*args), code, *words)
+
+
+def test_invalid_metadata_gives_the_metadata_exit_code(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((DATA / "PUMS.yaml").read_text().replace("type: int", "type: integerish", 1))
+    proc = run("query", "--metadata", bad, "--table", f"PUMS.PUMS={DATA / 'PUMS.csv'}",
+               "--epsilon", "1", "SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert_one_line_error(proc, cli.EXIT_METADATA, "metadata error", "integerish")
+    check = run("metadata", "check", bad)
+    assert check.returncode == cli.EXIT_METADATA
+    assert "PUMS.PUMS.age.type" in check.stdout and "integerish" in check.stdout
+    assert_one_line_error(subprocess.CompletedProcess([], check.returncode, "",
+                                                      check.stderr), cli.EXIT_METADATA)
+
+
+def test_help_documents_the_exit_codes():
+    proc = run("query", "--help")
+    assert proc.returncode == 0
+    for code in (cli.EXIT_QUERY, cli.EXIT_METADATA, cli.EXIT_BUDGET, cli.EXIT_DATA):
+        assert f"\n  {code}  " in proc.stdout
+
+
+# ----------------------------------------------------------------- metadata
+
+def test_metadata_check_accepts_the_shared_files():
+    proc = run("metadata", "check", DATA / "PUMS_two_table.yaml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().endswith(": OK")
+
+
+def test_metadata_init_writes_a_schema_only_skeleton_that_then_answers_counts(tmp_path):
+    proc = run("metadata", "init", "--table", f"PUMS.PUMS={DATA / 'PUMS_pid.csv'}",
+               "--table", f"MySchema.MyTable={DATA / 'student.csv'}")
+    assert proc.returncode == 0, proc.stderr
+    doc = yaml.safe_load(proc.stdout)
+    pums = doc["Database"]["PUMS"]["PUMS"]
+    student = doc["Database"]["MySchema"]["MyTable"]
+    assert pums["pid"] == {"type": "int", "private_id": True} and pums["max_ids"] == 1
+    assert pums["age"] == {"type": "int"} and student["school"] == {"type": "string"}
+    # No bounds were read from the data; they are commented placeholders.
+    assert not any("lower" in c for t in (pums, student) for c in t.values()
+                   if isinstance(c, dict))
+    assert "# lower:" in proc.stdout and "never from" in proc.stdout
+    # Student has no id-like column: the privacy unit is left as a commented choice.
+    assert "row_privacy" not in student and "# row_privacy: true" in proc.stdout
+    meta = tmp_path / "m.yaml"
+    meta.write_text(proc.stdout)
+    count = run("query", "--metadata", meta, "--table", f"PUMS.PUMS={DATA / 'PUMS_pid.csv'}",
+                "--epsilon", "1", "--format", "json", "SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert count.returncode == 0, count.stderr
+    assert abs(json.loads(count.stdout)[0]["n"] - PUMS_ROWS) < 40
+
+
+# ----------------------------------------------------------------- in process
+
+def test_classify_maps_every_error_class_to_its_code():
+    import dpsql
+    from dpsql.ledger import LedgerError
+    cases = [(dpsql.QueryError("x"), cli.EXIT_QUERY), (dpsql.MetadataError("x"),
+             cli.EXIT_METADATA), (dpsql.BudgetExceededError("x"), cli.EXIT_BUDGET),
+             (LedgerError("x"), cli.EXIT_BUDGET), (dpsql.DataError("x"), cli.EXIT_DATA),
+             (dpsql.OperationalError("x"), cli.EXIT_DATA), (FileNotFoundError(), cli.EXIT_DATA),
+             (duckdb.IOException("x"), cli.EXIT_DATA), (cli.UsageError("x"), cli.EXIT_USAGE),
+             (KeyError("x"), cli.EXIT_INTERNAL), (dpsql.InternalError("x"), cli.EXIT_INTERNAL)]
+    assert [cli.classify(e)[0] for e, _ in cases] == [c for _, c in cases]
+    assert len({cli.EXIT_QUERY, cli.EXIT_METADATA, cli.EXIT_BUDGET, cli.EXIT_DATA,
+                cli.EXIT_USAGE, cli.EXIT_INTERNAL}) == 6
+
+
+def test_format_frame_renders_nulls_numbers_and_text():
+    import pandas as pd
+    frame = pd.DataFrame({"k": ["a", None], "n": [1.5, float("nan")], "c": [3, 4]})
+    table = cli.format_frame(frame, "table").splitlines()
+    assert table[0].split() == ["k", "n", "c"] and table[3].split() == ["NULL", "NULL", "4"]
+    assert table[2].endswith("  3") and table[2].index("1.5") > table[0].index("n") - 3
+    assert cli.format_frame(frame, "csv") == "k,n,c\na,1.5,3\n,,4\n"
+    assert json.loads(cli.format_frame(frame, "json")) == [
+        {"k": "a", "n": 1.5, "c": 3}, {"k": None, "n": None, "c": 4}]
