@@ -23,12 +23,6 @@ from .metadata import Metadata, Table
 DIALECT = "duckdb"
 
 
-def _table_node(name: str) -> exp.Table:
-    parts = name.split(".")
-    return exp.Table(this=exp.to_identifier(parts[-1], quoted=True),
-                     db=exp.to_identifier(parts[-2], quoted=True) if len(parts) > 1 else None)
-
-
 class Engine:
     """The private tables of one session, and how to reach them in DuckDB."""
 
@@ -64,16 +58,27 @@ class Engine:
 
     @classmethod
     def from_connection(cls, con, metadata: Metadata) -> "Engine":
+        """Find each metadata table in the connection, fully qualified (catalog.schema.name)."""
+        listing = exp.union(
+            exp.select("database_name", "schema_name", "table_name").from_(
+                exp.Anonymous(this="duckdb_tables")),
+            exp.select("database_name", "schema_name", "view_name").from_(
+                exp.Anonymous(this="duckdb_views")).where("NOT internal"), distinct=False)
+        try:
+            found = con.execute(listing.sql(DIALECT)).fetchall()
+        except duckdb.Error as err:
+            raise DataError(f"cannot list the connection's tables: {_first_line(err)}") from None
         physical = {}
         for table in metadata.tables.values():
-            for candidate in (table.full_name, table.name):
-                node = _table_node(candidate)
-                try:
-                    con.sql(exp.select(exp.Star()).from_(node).limit(0).sql(DIALECT)).types
-                except duckdb.Error:
-                    continue
-                physical[table.full_name.lower()] = node
-                break
+            same_name = [f for f in found if f[2].lower() == table.name.lower()]
+            exact = [f for f in same_name if f[1].lower() == (table.schema or "main").lower()]
+            fallback = [f for f in same_name if f[1].lower() == "main"]
+            hit = (exact or fallback or [None])[0]
+            if hit is not None:
+                physical[table.full_name.lower()] = exp.Table(
+                    this=exp.to_identifier(hit[2], quoted=True),
+                    db=exp.to_identifier(hit[1], quoted=True),
+                    catalog=exp.to_identifier(hit[0], quoted=True))
         return cls(con, physical)
 
     def table_node(self, table: Table) -> exp.Table:

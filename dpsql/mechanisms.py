@@ -174,34 +174,32 @@ class Calibrated:
         return noise._chunked(lambda k: noise._discrete_gaussian_pq(a, b, k), n)
 
     def _units(self, values) -> np.ndarray:
-        """Exact values -> integers in grid units (rounded to nearest if needed)."""
+        """Exact values -> integers in grid units, rounded to the nearest grid
+        point when the grid is coarser than the values (charged in calibrate)."""
         arr = np.asarray(values)
         if arr.dtype.kind not in "iubf":
             try:
                 arr = arr.astype(np.float64)
             except (TypeError, ValueError):
                 raise InternalError("release: exact values must be numbers") from None
-        g = self.grid
         if arr.dtype.kind == "f":
             if not np.isfinite(arr).all():
                 raise DataError(f"a {self.mechanism.value} statistic has a missing or infinite "
                                 "exact value; the engine must replace NULL aggregates first")
-            bound = _LIMIT * min(g, 1.0)
-            if np.abs(arr).max(initial=0) / g >= _LIMIT or (self.integer and np.abs(arr).max(
-                    initial=0) >= bound):
+            if np.abs(arr).max(initial=0) >= _LIMIT * min(self.grid, 1.0):
                 raise DataError("a statistic's exact value is too large to release exactly")
             if not self.integer:
-                return np.rint(arr / g).astype(np.int64)   # arr / g: exact (power of two)
+                return np.rint(arr / self.grid).astype(np.int64)  # / 2^e is exact
             if not (arr == np.rint(arr)).all():
                 raise InternalError("release: a statistic declared integer has a fractional value")
         arr = arr.astype(np.int64)
-        if g >= 1:
-            step = int(g)
-            return arr if step == 1 else (arr + step // 2) // step
-        scale = int(1 / g)
-        if np.abs(arr).max(initial=0) >= _LIMIT // scale:
+        if self.grid >= 1:
+            step = int(self.grid)
+            return arr if step == 1 else (arr + step // 2) // step    # round half up
+        per_unit = int(1 / self.grid)
+        if np.abs(arr).max(initial=0) >= _LIMIT // per_unit:
             raise DataError("a statistic's exact value is too large to release exactly")
-        return arr * scale
+        return arr * per_unit
 
     def release(self, values) -> np.ndarray:
         """Noisy values, one independent draw per entry, on the grid.

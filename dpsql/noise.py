@@ -73,7 +73,8 @@ def uniform_below(m: int, n: int) -> np.ndarray:
     if m & (m - 1) == 0:
         w, dt = next((w, dt) for w, dt in _WIDTHS if w >= bits)
         u = _words(n, dt)
-        return u & dt(m - 1) if bits < w else u
+        u = u & dt(m - 1) if bits < w else u
+        return u.view(np.int64) if w == 64 else u      # < 2**63: int64 compares exactly
     w, dt = next(((w, dt) for w, dt in _WIDTHS if w >= bits + 6), _WIDTHS[-1])
     limit = (2 ** w // m) * m
     out = np.empty(n, dt)
@@ -330,7 +331,7 @@ def _gamma_parts(d: np.ndarray, mult: int, den: int) -> tuple[np.ndarray, np.nda
     whole[safe], part[safe] = np.divmod(d[safe] * d[safe] * mult, den)
     for i in np.flatnonzero(~safe):  # only for |d| beyond 3e9 / sqrt(mult)
         w, r = divmod(int(d[i]) ** 2 * mult, den)
-        # exp(-w) with w >= 2**62 is below exp(-4e18): treated as rejection
+        # capping w at 2**62 changes an acceptance probability below exp(-2**62)
         whole[i], part[i] = min(w, 2 ** 62), r
     return whole, part
 

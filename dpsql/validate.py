@@ -86,7 +86,7 @@ def _table(tree: exp.Select, metadata: Metadata) -> tuple:
     if table is None:
         known = ", ".join(sorted(metadata.tables)) or "none"
         _fail(f"unknown table {name!r}{{at}}; tables in the metadata: {known}", node)
-    problem = table.privacy_unit_problem()
+    problem = table.privacy_unit_problem
     if problem:
         _fail(problem)
     names = {node.name.lower(), table.full_name.lower()}

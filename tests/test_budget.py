@@ -9,11 +9,16 @@ import pytest
 import dpsql
 
 
+def close_below(value, target):
+    """Scales are rounded up to exact rationals, so a cost may be a hair under its target."""
+    return target * (1 - 1e-6) <= value <= target
+
+
 def test_cost_is_known_before_running_and_free(pums, data_dir):
     r = dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=0.7),
                       budget=dpsql.Budget(1.0))
     cost = r.get_privacy_cost("SELECT sex, COUNT(*), AVG(age) FROM PUMS.PUMS GROUP BY sex")
-    assert math.isclose(cost[0], 0.7) and 0 < cost[1] <= dpsql.DEFAULT_DELTA
+    assert close_below(cost[0], 0.7) and 0 < cost[1] <= dpsql.DEFAULT_DELTA
     assert r.spent == (0.0, 0.0)
     text = r.explain("SELECT sex, COUNT(*), AVG(age) FROM PUMS.PUMS GROUP BY sex")
     assert "sensitivity" in text and "scale" in text and "threshold" in text and "% of the query" in text
@@ -25,7 +30,7 @@ def test_laplace_only_query_spends_no_delta(pums, data_dir):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r.execute_df("SELECT COUNT(*) AS n, AVG(age) AS a FROM PUMS.PUMS")
-    assert math.isclose(r.spent[0], 0.5) and r.spent[1] == 0.0
+    assert close_below(r.spent[0], 0.5) and r.spent[1] == 0.0
 
 
 def test_over_budget_refused_before_running(pums, data_dir):
@@ -35,10 +40,10 @@ def test_over_budget_refused_before_running(pums, data_dir):
     r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
     with pytest.raises(dpsql.BudgetExceededError, match="nothing was run or spent"):
         r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
-    assert math.isclose(r.spent[0], 2.0)
+    assert close_below(r.spent[0], 2.0)
     r.privacy = dpsql.Privacy(epsilon=0.5)
     r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")     # exactly what remains
-    assert math.isclose(r.spent[0], 2.5)
+    assert close_below(r.spent[0], 2.5)
 
 
 def test_over_budget_does_not_touch_data(data_dir):
@@ -61,14 +66,14 @@ def test_no_budget_warns_once(pums, data_dir):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
-    assert math.isclose(r.spent[0], 2.0)
+    assert close_below(r.spent[0], 2.0)
 
 
 def test_split_is_equal_and_sums_to_query_epsilon(pums, data_dir):
     r = dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=0.9))
     plan = r._plan("SELECT COUNT(*), SUM(age), AVG(income) FROM PUMS.PUMS")
     shares = [s.mechanism.epsilon for s in plan.statistics]
-    assert len(shares) == 4 and all(math.isclose(x, 0.9 / 4) for x in shares)
+    assert len(shares) == 4 and all(close_below(x, 0.9 / 4) for x in shares)
     assert math.isclose(sum(shares), plan.cost[0])
 
 
