@@ -21,6 +21,8 @@ import os
 import sys
 import warnings
 
+from .privacy import DEFAULT_DELTA
+
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 EXIT_QUERY, EXIT_METADATA, EXIT_BUDGET, EXIT_DATA = 3, 4, 5, 6
 
@@ -109,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--epsilon", required=True, type=_positive_float, metavar="E",
                    help="the most this query may cost in epsilon, all its statistics together")
     q.add_argument("--delta", type=_delta, metavar="D",
-                   help="the most this query may cost in delta (default: dpsql.DEFAULT_DELTA)")
+                   help=f"the most this query may cost in delta (default {DEFAULT_DELTA:g}; "
+                   "spent only by statistics that need it)")
     q.add_argument("--format", choices=("table", "csv", "json"), default="table",
                    help="output: aligned table (default), CSV with a header, or JSON objects")
     q.add_argument("--ledger", metavar="FILE",
@@ -188,6 +191,9 @@ def cmd_query(args) -> int:
         ledger = Ledger(args.ledger, args.budget)
     con = None
     try:
+        # The engine warns that a session without a budget enforces nothing; the
+        # CLI says it in its own terms, once a release has been made.
+        warnings.filterwarnings("ignore", message="dpsql: no budget set")
         if args.database:
             import duckdb
             _require_file(args.database, "database file")
@@ -209,7 +215,17 @@ def cmd_query(args) -> int:
         if con is not None:
             con.close()
     _write(format_frame(frame, args.format))
+    if ledger is None:
+        _warn("without --ledger this release is not recorded and nothing limits what "
+              "repeated queries spend; use --ledger FILE --budget E")
+    elif ledger.budget is None:
+        _warn(f"ledger {args.ledger} has no budget: spending is recorded but nothing is "
+              "enforced; give --budget E to set one")
     return EXIT_OK
+
+
+def _warn(text: str) -> None:
+    sys.stderr.write(f"dpsql: warning: {text}\n")
 
 
 def cmd_ledger_show(args) -> int:

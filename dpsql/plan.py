@@ -43,6 +43,11 @@ class Plan:
     cost: tuple = (0.0, 0.0)
     notes: list = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # Generated once: a cached plan is re-run without touching sqlglot.
+        self.exact_sql = self.exact.sql("duckdb")
+        self.post_sql = self.post.sql("duckdb")
+
 
 def _contribution_bound(table) -> int:
     # validate() refused tables with no privacy unit, so no private_id means row privacy.
@@ -156,11 +161,12 @@ def build_plan(query: Query, privacy: Privacy, physical: exp.Table, engine_types
     aggregate_outputs = plan_aggregates(query.aggregates, table, stats)
     threshold = None
     if needs_threshold:
+        # The threshold is applied to the noisy row count: reused if the query
+        # releases COUNT(*), else a statistic of its own. A person holds at most
+        # k rows of a key, so tau is raised by k - 1 (cheaper in budget and time
+        # than a COUNT(DISTINCT id), whose tau would be k - 1 lower).
         reuse = [s for s in stats.items if s.aggregate == exp.Count(this=exp.Star())]
-        if reuse and k == 1:
-            threshold = reuse[0]       # one row per person: COUNT(*) counts persons
-        else:
-            threshold = stats.count_distinct_persons(Stat.threshold)
+        threshold = reuse[0] if reuse else stats.count_rows(Stat.threshold)
     delta_t = _split_budget(stats, privacy, threshold, needs_threshold)
 
     # The exact query: typed source -> filtered rows -> truncated -> grouped aggregates.
@@ -187,7 +193,7 @@ def build_plan(query: Query, privacy: Privacy, physical: exp.Table, engine_types
                 output_names=[name for name, _ in query.outputs], public_keys=bool(domains),
                 threshold=threshold, threshold_delta=delta_t)
     if threshold is not None:
-        plan.tau = threshold.mechanism.threshold(max_groups=k, delta=delta_t)
+        plan.tau = threshold.mechanism.threshold(max_groups=k, delta=delta_t) + (k - 1)
     eps = sum(s.mechanism.epsilon for s in stats.items)
     delta = sum(s.mechanism.delta for s in stats.items) + delta_t
     plan.cost = (eps, delta)

@@ -52,7 +52,7 @@ class Reader:
                           self.engine.column_types(table))
         # Bind both queries now, so that query errors surface before any data is read.
         types = self.engine.result_types(plan.exact)
-        self.engine.post_process(plan.post, _empty_noisy(plan, types))
+        self.engine.post_process(plan.post_sql, _empty_noisy(plan, types))
         with self._lock:
             self._plans[key] = plan
             if len(self._plans) > _PLAN_CACHE_SIZE:
@@ -81,7 +81,7 @@ class Reader:
         plan = self._plan(sql, params)
         self.accountant.check(plan.cost)
         try:
-            exact = self.engine.run(plan.exact)
+            exact = self.engine.run(plan.exact_sql)
         except OperationalError as err:
             # Binding succeeded, so the failure depends on the data: charge it.
             self.accountant.charge(plan.cost, sql)
@@ -90,7 +90,7 @@ class Reader:
         noisy = add_noise(plan, exact)
         del exact
         self.accountant.charge(plan.cost, sql)
-        result = self.engine.post_process(plan.post, noisy)
+        result = self.engine.post_process(plan.post_sql, noisy)
         result.columns = plan.output_names
         return result
 

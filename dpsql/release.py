@@ -13,11 +13,23 @@ import pandas as pd
 from .privacy import Stat
 
 
-def add_noise(plan, exact: pd.DataFrame) -> pd.DataFrame:
-    columns = {name: exact[name].to_numpy() for name in plan.key_names}
+def _keys(values: np.ndarray) -> np.ndarray:
+    if isinstance(values, np.ma.MaskedArray):
+        if values.mask.any():       # NULL is a key like any other
+            out = values.data.astype(object)
+            out[values.mask] = None
+            return out
+        return values.data
+    return values
+
+
+def add_noise(plan, exact: dict) -> pd.DataFrame:
+    """``exact``: column name -> numpy array (masked where NULL), as the engine returns."""
+    columns = {name: _keys(exact[name]) for name in plan.key_names}
     clamp_counts = plan.query.table.clamp_counts
+    rows = len(next(iter(exact.values()))) if exact else 0
     for stat in plan.statistics:
-        values = pd.to_numeric(exact[stat.name]).to_numpy(dtype=np.float64, na_value=0.0)
+        values = np.ma.filled(np.ma.asarray(exact[stat.name], dtype=np.float64), 0.0)
         if stat.unit != 1.0:
             values = values * stat.unit
         if stat.integer:
@@ -26,7 +38,7 @@ def add_noise(plan, exact: pd.DataFrame) -> pd.DataFrame:
         if clamp_counts and stat.stat in (Stat.count, Stat.threshold):
             noisy = np.maximum(noisy, 0)
         columns[stat.name] = noisy
-    noisy = pd.DataFrame(columns, index=range(len(exact)))
+    noisy = pd.DataFrame(columns, index=range(rows))
     if plan.threshold is not None:
         noisy = noisy[noisy[plan.threshold.name].to_numpy() >= plan.tau].reset_index(drop=True)
     return noisy

@@ -60,8 +60,8 @@ class StatisticSet:
         return item
 
     # -- counts -------------------------------------------------------------
-    def count_rows(self) -> Statistic:
-        return self.add("COUNT(*)", exp.Count(this=exp.Star()), Stat.count, self.k, self.k, True)
+    def count_rows(self, stat: Stat = Stat.count) -> Statistic:
+        return self.add("COUNT(*)", exp.Count(this=exp.Star()), stat, self.k, self.k, True)
 
     def count_distinct_persons(self, stat: Stat = Stat.count) -> Statistic:
         if self.private_id is None:      # row privacy: a person is a row

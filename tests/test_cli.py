@@ -63,7 +63,7 @@ def test_query_csv_from_stdin_with_group_by():
 
 
 def test_query_json_is_a_list_of_objects_from_a_duckdb_database(tmp_path):
-    db = tmp_path / "pums.duckdb"
+    db = tmp_path / "data.duckdb"
     con = duckdb.connect(str(db))
     con.execute("CREATE SCHEMA PUMS")
     con.execute("CREATE TABLE PUMS.PUMS AS SELECT * FROM read_csv(?)", [str(DATA / "PUMS.csv")])

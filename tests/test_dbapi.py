@@ -225,7 +225,7 @@ def test_a_ledger_keeps_the_budget_across_connections(tmp_path):
 
 
 def test_connect_to_a_duckdb_file_read_only_and_close_releases_it(tmp_path):
-    db = str(tmp_path / "pums.duckdb")
+    db = str(tmp_path / "data.duckdb")
     setup = duckdb.connect(db)
     setup.execute("CREATE SCHEMA PUMS")
     setup.execute("CREATE TABLE PUMS.PUMS AS SELECT * FROM read_csv(?)", [PUMS_CSV])

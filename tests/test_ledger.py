@@ -162,7 +162,7 @@ def _hammer(path, barrier, queue):
 def test_processes_hammering_one_ledger_never_overspend(tmp_path):
     path = tmp_path / "shared.ledger"
     led = Ledger(path, Budget(1.0, 1e-6))  # room for exactly 100 charges of 0.01
-    ctx = multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("fork")
     nproc = 4
     barrier, queue = ctx.Barrier(nproc), ctx.Queue()
     procs = [ctx.Process(target=_hammer, args=(str(path), barrier, queue))
@@ -184,11 +184,14 @@ def test_processes_hammering_one_ledger_never_overspend(tmp_path):
 def _contend(paths, barrier, queue):
     """In each round, try once to take 0.6 of a 1.0 budget, all at the same time."""
     wins = []
+    # A long query text takes milliseconds to encode and write: it widens the
+    # gap between reading the total and appending, so a missing lock shows.
+    query = "SELECT COUNT(*) AS n FROM t -- " + "x" * 2_000_000
     for path in paths:
         led = Ledger(path)
         barrier.wait()
         try:
-            led.charge(0.6, 0, "contested")
+            led.charge(0.6, 0, query)
             wins.append(1)
         except BudgetExceededError:
             wins.append(0)
@@ -197,12 +200,13 @@ def _contend(paths, barrier, queue):
 
 def test_simultaneous_charges_that_do_not_fit_together_let_exactly_one_through(tmp_path):
     # Without the inter-process lock several processes read the same total
-    # and all append; this test then fails in nearly every round.
-    rounds, nproc = 15, 4
+    # and all append; this test then fails in every round (checked by
+    # replacing the flock with a no-op: 4 winners per round).
+    rounds, nproc = 8, 4
     paths = [str(tmp_path / f"r{i}.ledger") for i in range(rounds)]
     for path in paths:
         Ledger(path, Budget(1.0))
-    ctx = multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("fork")
     barrier, queue = ctx.Barrier(nproc), ctx.Queue()
     procs = [ctx.Process(target=_contend, args=(paths, barrier, queue)) for _ in range(nproc)]
     for p in procs:

@@ -1,0 +1,113 @@
+"""Engine benchmark: dpsql time / non-private DuckDB time, measured in the same run.
+
+Usage: python tests/benchmarks/bench_engine.py [--rows 1000000 10000000] [--repeat 5]
+
+Synthetic PUMS-like tables are generated inside DuckDB. Each query runs
+through dpsql (plan cached after the first call, as in a session) and as the
+same SQL without privacy on the same connection; the best of ``repeat`` runs
+of each is compared. The user-level query is compared with its floor: the
+same query grouped additionally by the person id (the work any per-person
+bound needs), its result consumed inside DuckDB. Not part of the test suite.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import duckdb
+
+import dpsql
+
+QUERIES = [
+    ("count", "SELECT COUNT(*) AS n FROM bench.pums"),
+    ("avg", "SELECT AVG(income) AS a FROM bench.pums"),
+    ("sex group", "SELECT sex, COUNT(*) AS n, AVG(age) AS a FROM bench.pums GROUP BY sex"),
+    ("educ,race group", "SELECT educ, race, COUNT(*) AS n, SUM(income) AS s FROM bench.pums "
+                        "GROUP BY educ, race"),
+]
+USER_QUERY = "SELECT married, COUNT(*) AS n, AVG(income) AS a FROM bench.pums_pid GROUP BY married"
+FLOOR_QUERY = ("SELECT COUNT(*) FROM (SELECT married, COUNT(*) AS n, AVG(income) AS a "
+               "FROM bench.pums_pid GROUP BY married, pid)")
+
+COLUMNS = {
+    "age": {"type": "int", "lower": 0, "upper": 100},
+    "sex": {"type": "int"}, "educ": {"type": "int"}, "race": {"type": "int"},
+    "income": {"type": "int", "lower": 0, "upper": 500000},
+    "married": {"type": "int"},
+}
+
+
+def metadata() -> dict:
+    pums = {"row_privacy": True, **COLUMNS}
+    pums_pid = {"max_ids": 2, "pid": {"type": "int", "private_id": True}, **COLUMNS}
+    return {"": {"bench": {"pums": pums, "pums_pid": pums_pid}}}
+
+
+def make_tables(con, rows: int) -> None:
+    con.execute("CREATE SCHEMA IF NOT EXISTS bench")
+    body = (" (random() * 100)::BIGINT AS age, (random() < 0.5)::BIGINT AS sex,"
+            " (1 + random() * 15)::BIGINT AS educ, (1 + random() * 5)::BIGINT AS race,"
+            " (random() * random() * 300000)::BIGINT AS income, (random() < 0.55)::BIGINT AS married")
+    con.execute(f"CREATE OR REPLACE TABLE bench.pums AS SELECT {body} FROM range({rows})")
+    con.execute(f"CREATE OR REPLACE TABLE bench.pums_pid AS SELECT {body}, "
+                f"(range // 2 + (random() < 0.1)::BIGINT)::BIGINT AS pid FROM range({rows})")
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def run(rows: int, repeat: int) -> None:
+    con = duckdb.connect()
+    make_tables(con, rows)
+    reader = dpsql.from_connection(con, metadata(), privacy=dpsql.Privacy(epsilon=1.0))
+    print(f"\n{rows:,} rows (best of {repeat})")
+    print(f"{'query':18} {'duckdb ms':>10} {'dpsql ms':>10} {'ratio':>7}")
+    for name, sql in QUERIES:
+        reader.execute_df(sql)                       # plan once, as a session would
+        plain = best(lambda: con.execute(sql).df(), repeat)
+        private = best(lambda: reader.execute_df(sql), repeat)
+        print(f"{name:18} {plain * 1e3:10.1f} {private * 1e3:10.1f} {private / plain:7.2f}")
+    reader.execute_df(USER_QUERY)
+    floor = best(lambda: con.execute(FLOOR_QUERY).fetchall(), repeat)
+    plain = best(lambda: con.execute(USER_QUERY).df(), repeat)
+    private = best(lambda: reader.execute_df(USER_QUERY), repeat)
+    print(f"{'user-level':18} {plain * 1e3:10.1f} {private * 1e3:10.1f} {private / plain:7.2f}"
+          f"   floor {floor * 1e3:.1f} ms, dpsql/floor {private / floor:.2f}")
+
+
+def overhead(repeat: int) -> None:
+    """Fixed cost per query on a 1,000-row table: dpsql time minus DuckDB time."""
+    con = duckdb.connect()
+    make_tables(con, 1000)
+    reader = dpsql.from_connection(con, metadata(), privacy=dpsql.Privacy(epsilon=1.0))
+    print(f"\nfixed overhead on 1,000 rows (best of {repeat}, plan cached)")
+    for name, sql in QUERIES + [("user-level", USER_QUERY)]:
+        reader.execute_df(sql)
+        plain = best(lambda: con.execute(sql).df(), repeat)
+        private = best(lambda: reader.execute_df(sql), repeat)
+        fresh = best(lambda: dpsql.from_connection(con, metadata(), privacy=dpsql.Privacy(
+            epsilon=1.0)).execute_df(sql), max(2, repeat // 5))
+        print(f"{name:18} overhead {1e3 * (private - plain):6.2f} ms"
+              f"   (first run in a new session: {1e3 * (fresh - plain):6.2f} ms)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    overhead(max(args.repeat, 20))
+    for rows in args.rows:
+        run(rows, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
