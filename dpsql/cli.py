@@ -208,7 +208,7 @@ def cmd_query(args) -> int:
                 tables[name] = path
             reader = dpsql.from_df(tables, args.metadata, privacy=privacy, ledger=ledger)
         if args.explain:
-            _write(reader.explain(sql).rstrip("\n") + "\n")
+            _write(reader.explain(sql).rstrip("\n") + "\n" + _ledger_note(args.ledger, ledger, reader, sql))
             return EXIT_OK
         frame = reader.execute_df(sql)  # charged (and fsynced) before it returns
     finally:
@@ -222,6 +222,21 @@ def cmd_query(args) -> int:
         _warn(f"ledger {args.ledger} has no budget: spending is recorded but nothing is "
               "enforced; give --budget E to set one")
     return EXIT_OK
+
+
+def _ledger_note(path: str, ledger, reader, sql: str) -> str:
+    """For --explain with a ledger: would the query fit what remains?"""
+    if ledger is None:
+        return ""
+    from .accounting import exceeds
+    budget, spent = ledger.budget, ledger.spent()
+    if budget is None:
+        return f"\nledger {path}: spent {_pair(*spent)}; no budget\n"
+    cost = reader.get_privacy_cost(sql)
+    verdict = "would be refused" if exceeds(spent, cost, budget) else "fits"
+    remaining = ledger.remaining()
+    return (f"\nledger {path}: remaining {_pair(*remaining)}; "
+            f"this query {verdict}\n")
 
 
 def _warn(text: str) -> None:

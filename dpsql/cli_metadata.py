@@ -165,8 +165,7 @@ def _table_lines(columns: list, table_keys) -> list:
                  f"{pad}# column that is, or, if every row is a different person, remove it",
                  f"{pad}# and use instead:",
                  f"{pad}# row_privacy: true",
-                 f"{pad}max_ids: 1   # the most rows one person may contribute; raise it "
-                 "only if persons really have more rows"]
+                 f"{pad}max_ids: 1   # the most rows one person may contribute"]
     else:
         lines = [f"{pad}# PRIVACY UNIT: choose one before use (queries are refused until you do):",
                  f"{pad}# - if every row is a different person, uncomment:",
@@ -178,7 +177,7 @@ def _table_lines(columns: list, table_keys) -> list:
         kind, note = metadata_type(duck_type)
         if name in table_keys:
             lines.append(f"{pad}# column {name!r} ({duck_type}) is not listed: its name is a "
-                         "table option of the metadata format; rename it in a view")
+                         "table option of the metadata format; rename the column")
             continue
         lines.append(f"{pad}{_key(name)}:" + (f"   # {note}" if note else ""))
         lines.append(f"{pad}  type: {kind}")

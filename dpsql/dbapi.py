@@ -139,17 +139,17 @@ def connect(database=None, *, metadata, tables=None, privacy=None, budget=None,
     if (database is None) == (tables is None):
         raise InterfaceError("connect: give either database= (a DuckDB file) or tables= "
                              "(DataFrames or .csv/.parquet paths), not both and not neither")
-    if ledger is not None and not isinstance(ledger, Ledger):
-        ledger = Ledger(ledger, budget)
-    elif isinstance(ledger, Ledger) and budget is not None and ledger.budget != budget:
-        raise OperationalError(f"connect: budget {budget} differs from the budget recorded "
-                               f"in {ledger.path}; a ledger's budget is fixed when it is "
-                               "created")
     owned = None
     try:
+        if ledger is not None and not isinstance(ledger, Ledger):
+            ledger = Ledger(ledger, budget)
+        elif isinstance(ledger, Ledger) and budget is not None and ledger.budget != budget:
+            raise OperationalError(f"connect: budget {budget} differs from the budget "
+                                   f"recorded in {ledger.path}; a ledger's budget is fixed "
+                                   "when it is created")
         if tables is not None:
             reader = dpsql.from_df(tables, metadata, privacy=privacy,
-                                   budget=None if ledger else budget, ledger=ledger)
+                                   budget=budget if ledger is None else None, ledger=ledger)
         else:
             if isinstance(database, duckdb.DuckDBPyConnection):
                 con = database
@@ -159,11 +159,11 @@ def connect(database=None, *, metadata, tables=None, privacy=None, budget=None,
                     raise OperationalError(f"connect: database file not found: {path}")
                 con = owned = duckdb.connect(path, read_only=True)
             reader = dpsql.from_connection(con, metadata, privacy=privacy,
-                                           budget=None if ledger else budget, ledger=ledger)
-    except duckdb.Error as exc:
+                                           budget=budget if ledger is None else None, ledger=ledger)
+    except (duckdb.Error, OSError) as exc:
         if owned is not None:
             owned.close()
-        raise OperationalError(f"connect: DuckDB could not open the data: {exc}") from None
+        raise OperationalError(f"connect: could not open the data: {exc}") from None
     except BaseException:
         if owned is not None:
             owned.close()
@@ -283,7 +283,15 @@ class Cursor:
         if not isinstance(operation, str):
             raise ProgrammingError(f"the query must be a str, not {type(operation).__name__}")
         params = self._params(parameters)
-        frame = self.connection._reader.execute_df(operation, params)
+        try:
+            frame = self.connection._reader.execute_df(operation, params)
+        except Error:
+            raise
+        except OSError as exc:  # the ledger file could not be read or written
+            raise OperationalError(f"the session's ledger failed: {exc}") from exc
+        except Exception as exc:  # PEP 249: every error is a dpsql.Error
+            raise InternalError(f"dpsql failed unexpectedly ({type(exc).__name__}); "
+                                "please report it") from exc
         self._load(frame)
         return self
 

@@ -84,7 +84,8 @@ class Ledger:
         if budget is not None and not isinstance(budget, Budget):
             raise ProgrammingError("Ledger: budget must be a dpsql.Budget or None, "
                                    f"got {type(budget).__name__}")
-        self.path = os.path.abspath(os.fspath(path))
+        # realpath: two names of one file (a symlink) must share one lock file.
+        self.path = os.path.realpath(os.fspath(path))
         self.lock_path = self.path + ".lock"
         self._thread_lock = threading.Lock()  # guards this object's cache across threads
         self._exclusive = False
@@ -159,9 +160,8 @@ class Ledger:
     # -- locking and file access ---------------------------------------------------
     @contextlib.contextmanager
     def _locked(self, exclusive: bool):
-        """Hold the inter-process lock (and the in-process one: threads of one
-        process share nothing through flock on separate descriptors, but
-        share this object's cache)."""
+        """Hold the inter-process lock ``FILE.lock`` (flock; use a local file
+        system) and this object's thread lock, which guards its cache."""
         with self._thread_lock:
             try:
                 try:
@@ -172,8 +172,8 @@ class Ledger:
                     fd = os.open(self.lock_path, os.O_RDONLY)  # reading a read-only ledger
             except OSError as e:
                 raise LedgerError(f"cannot open the ledger lock file {self.lock_path}: "
-                                       f"{e.strerror}; check the directory exists and is "
-                                       "writable") from None
+                                  f"{e.strerror}; check the directory exists and is "
+                                  "writable") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
                 self._exclusive = exclusive
@@ -214,7 +214,8 @@ class Ledger:
 
     def _append(self, record: dict) -> None:
         """Append one line and fsync; caller holds the exclusive lock."""
-        assert self._exclusive
+        if not self._exclusive:  # an invariant, kept under python -O too
+            raise RuntimeError("ledger append without the exclusive lock")
         data = (json.dumps(record) + "\n").encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         try:

@@ -237,6 +237,13 @@ def validate(tree: exp.Select, metadata: Metadata) -> Query:
         _check_row_level(where.this, "WHERE")
         where = binder.bind(where.this.copy(), "WHERE")
     keys = _resolve_group(tree, binder, items)
+    distinct = bool(tree.args.get("distinct"))
+    if distinct and not keys and not any(i.find(exp.AggFunc) for i in items):
+        # SELECT DISTINCT a, b is GROUP BY a, b (and then releases keys only).
+        for item in items:
+            _check_row_level(item.unalias(), "SELECT DISTINCT")
+        keys = [binder.bind(item.unalias().copy(), "SELECT DISTINCT") for item in items]
+        distinct = False
     aggregates: list = []
     outputs = []
     for item in items:
@@ -256,12 +263,6 @@ def validate(tree: exp.Select, metadata: Metadata) -> Query:
     order_node = tree.args.get("order")
     for ordered in (order_node.expressions if order_node else []):
         order.append(_resolve_order(ordered, outputs, binder, aliases))
-    distinct = bool(tree.args.get("distinct"))
-    if distinct and not aggregates and not keys:
-        keys = [expr for _, expr in outputs]   # SELECT DISTINCT a, b == GROUP BY a, b
-        for key in keys:
-            _check_row_level(key, "SELECT DISTINCT")
-        distinct = False
     if not aggregates and not keys:
         _fail("the query selects no aggregate; dpsql releases aggregates such as COUNT(*), "
               "SUM(col) or AVG(col), optionally with GROUP BY")

@@ -95,6 +95,7 @@ def test_explain_runs_nothing_and_spends_nothing(tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout.lower()
     assert "laplace" in text and "scale" in text and "95" in text
+    assert f"ledger {ledger}: remaining epsilon=1, delta=1e-06; this query fits" in proc.stdout
     show = run("ledger", "show", ledger, "--format", "json")
     doc = json.loads(show.stdout)
     assert doc["releases"] == [] and doc["spent"] == {"epsilon": 0.0, "delta": 0.0}
@@ -223,3 +224,12 @@ def test_format_frame_renders_nulls_numbers_and_text():
     assert cli.format_frame(frame, "csv") == "k,n,c\na,1.5,3\n,,4\n"
     assert json.loads(cli.format_frame(frame, "json")) == [
         {"k": "a", "n": 1.5, "c": 3}, {"k": None, "n": None, "c": 4}]
+
+
+def test_main_returns_the_exit_code_for_the_console_script(capsys):
+    # The `dpsql` console script calls sys.exit(dpsql.cli:main()).
+    assert cli.main(["query"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("dpsql: usage error: ")
+    assert cli.main(["--version"]) == 0
+    assert "dpsql" in capsys.readouterr().out

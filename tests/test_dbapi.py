@@ -239,6 +239,12 @@ def test_connect_to_a_duckdb_file_read_only_and_close_releases_it(tmp_path):
     writer = duckdb.connect(db)  # possible only once dpsql let go of the file
     assert writer.execute("SELECT COUNT(*) FROM PUMS.PUMS").fetchone() == (1000,)
     writer.close()
+    # An open DuckDB connection is used as is, and left open by close().
+    mine = duckdb.connect(db, read_only=True)
+    with dpsql.connect(mine, metadata=PUMS_META, budget=dpsql.Budget(10.0)) as con:
+        assert abs(con.cursor().execute(COUNT).fetchone()[0] - 1000) < 40
+    assert mine.execute("SELECT COUNT(*) FROM PUMS.PUMS").fetchone() == (1000,)
+    mine.close()
     with pytest.raises(dpsql.OperationalError, match="not found"):
         dpsql.connect(str(tmp_path / "missing.duckdb"), metadata=PUMS_META)
     with pytest.raises(dpsql.InterfaceError, match="either"):

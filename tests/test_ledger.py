@@ -109,6 +109,8 @@ def test_damaged_or_foreign_files_are_refused_not_repaired(tmp_path):
     path.write_text(text + json.dumps(negative) + "\n")
     with pytest.raises(OperationalError, match="line 3 is not a valid ledger record"):
         Ledger(path)
+    with pytest.raises(OperationalError, match="lock file"):
+        Ledger(tmp_path / "no" / "such" / "dir.ledger", Budget(1.0))
     other = tmp_path / "data.csv"
     other.write_text("a,b\n1,2")
     with pytest.raises(OperationalError, match="not a dpsql ledger"):
@@ -118,7 +120,9 @@ def test_damaged_or_foreign_files_are_refused_not_repaired(tmp_path):
 
 def test_two_ledger_objects_and_threads_share_one_total(tmp_path):
     path = tmp_path / "s.ledger"
-    a, b = Ledger(path, Budget(1.0)), Ledger(path)
+    (tmp_path / "link.ledger").symlink_to(path)
+    a, b = Ledger(path, Budget(1.0)), Ledger(tmp_path / "link.ledger")
+    assert a.lock_path == b.lock_path  # two names of one file share one lock
     a.charge(0.3, 0, "a")
     b.charge(0.3, 0, "b")
     assert a.spent() == b.spent() == (0.6, 0.0)
