@@ -184,6 +184,14 @@ def cmd_query(args) -> int:
                          "--database FILE.duckdb")
     sql = _read_sql(args.sql)
     _require_file(args.metadata, "metadata file")
+    tables = {}
+    for name, path in args.table:
+        if name in tables:
+            raise UsageError(f"--table {name} is given twice")
+        _require_file(path, f"data file of {name}")
+        tables[name] = path
+    if args.database:
+        _require_file(args.database, "database file")
     privacy = Privacy(args.epsilon) if args.delta is None else Privacy(args.epsilon, args.delta)
     ledger = None
     if args.ledger is not None:
@@ -196,19 +204,13 @@ def cmd_query(args) -> int:
         warnings.filterwarnings("ignore", message="dpsql: no budget set")
         if args.database:
             import duckdb
-            _require_file(args.database, "database file")
             con = duckdb.connect(args.database, read_only=True)
             reader = dpsql.from_connection(con, args.metadata, privacy=privacy, ledger=ledger)
         else:
-            tables = {}
-            for name, path in args.table:
-                if name in tables:
-                    raise UsageError(f"--table {name} is given twice")
-                _require_file(path, f"data file of {name}")
-                tables[name] = path
             reader = dpsql.from_df(tables, args.metadata, privacy=privacy, ledger=ledger)
         if args.explain:
-            _write(reader.explain(sql).rstrip("\n") + "\n" + _ledger_note(args.ledger, ledger, reader, sql))
+            note = _ledger_note(args.ledger, ledger, reader, sql)
+            _write(reader.explain(sql).rstrip("\n") + "\n" + note)
             return EXIT_OK
         frame = reader.execute_df(sql)  # charged (and fsynced) before it returns
     finally:
