@@ -5,8 +5,10 @@ The data flow, one module per step: ``parse`` -> ``validate`` -> ``plan``
 ``noise``/``mechanisms``) -> ``accounting`` -> post-processing -> result;
 ``reader`` runs them in that order.
 """
+from .dbapi import (BINARY, DATETIME, NUMBER, ROWID, STRING, Binary, Date, DateFromTicks, Time,
+                    TimeFromTicks, Timestamp, TimestampFromTicks, connect)
 from .errors import (BudgetExceededError, DatabaseError, DataError, Error, IntegrityError,
-                     InterfaceError, InternalError, MetadataError, NotSupportedError,
+                     InterfaceError, InternalError, LedgerError, MetadataError, NotSupportedError,
                      OperationalError, ProgrammingError, QueryError, Warning)
 from .metadata import Metadata
 from .privacy import DEFAULT_DELTA, Budget, Mechanism, Mechanisms, Privacy, Stat
@@ -19,14 +21,10 @@ threadsafety = 1
 paramstyle = "qmark"
 
 
-def connect(*args, **kwargs):
-    """PEP 249 connection (see ``dpsql.dbapi.connect``)."""
-    from .dbapi import connect as _connect
-    return _connect(*args, **kwargs)
-
-
 __all__ = ["Budget", "BudgetExceededError", "DataError", "DatabaseError", "DEFAULT_DELTA", "Error",
-           "IntegrityError", "InterfaceError", "InternalError", "Mechanism", "Mechanisms",
+           "IntegrityError", "InterfaceError", "InternalError", "LedgerError", "Mechanism", "Mechanisms",
            "Metadata", "MetadataError", "NotSupportedError", "OperationalError", "Privacy",
            "ProgrammingError", "QueryError", "Reader", "Stat", "Warning", "connect",
-           "from_connection", "from_df"]
+           "from_connection", "from_df", "BINARY", "DATETIME", "NUMBER", "ROWID", "STRING",
+           "Binary", "Date", "DateFromTicks", "Time", "TimeFromTicks", "Timestamp",
+           "TimestampFromTicks"]

@@ -29,7 +29,7 @@ def budget_message(spent: tuple, cost: tuple, budget: Budget) -> str:
     return (f"query would cost (epsilon={cost[0]:.6g}, delta={cost[1]:.3g}) but only "
             f"(epsilon={max(budget.epsilon - spent[0], 0):.6g}, "
             f"delta={max(budget.delta - spent[1], 0):.3g}) of the session budget remains; "
-            "nothing was run or spent. Lower the query's epsilon/delta or start a new budget.")
+            "nothing was run or spent. Lower the query's epsilon/delta to fit what remains.")
 
 
 class Accountant:

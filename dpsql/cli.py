@@ -13,6 +13,7 @@ Every failure is one line on stderr and an exit code per class (see
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -21,6 +22,7 @@ import os
 import sys
 import warnings
 
+from .errors import Error
 from .privacy import DEFAULT_DELTA
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
@@ -200,7 +202,8 @@ def cmd_query(args) -> int:
     con = None
     try:
         # The engine warns that a session without a budget enforces nothing; the
-        # CLI says it in its own terms, once a release has been made.
+        # CLI says it in its own terms, once a release has been made (main()
+        # scopes this filter with catch_warnings).
         warnings.filterwarnings("ignore", message="dpsql: no budget set")
         if args.database:
             import duckdb
@@ -407,37 +410,41 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 def main(argv=None) -> int:
     """Entry point of the ``dpsql`` console script; returns the exit code."""
-    warnings.showwarning = _show_warning
-    try:
-        args = build_parser().parse_args(argv)
-        if args.command == "query":
-            return cmd_query(args)
-        if args.command == "ledger" and args.ledger_command == "show":
-            return cmd_ledger_show(args)
-        if args.command == "metadata" and args.metadata_command in ("check", "init"):
-            from . import cli_metadata
-            return cli_metadata.run(args)
-        raise UsageError("give a command: query, ledger show, metadata check or metadata "
-                         "init (see 'dpsql --help')")
-    except SystemExit as exc:  # --help / --version
-        return exc.code if isinstance(exc.code, int) else EXIT_OK
-    except KeyboardInterrupt:
-        sys.stderr.write("dpsql: interrupted\n")
-        return 130
-    except BrokenPipeError:
-        # The reader of our stdout went away (e.g. `| head`); nothing to report.
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning  # one line on stderr, no source line
         try:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the final flush
-        except OSError:
-            pass
-        return EXIT_OK
-    except BaseException as exc:  # noqa: BLE001 - the CLI never shows a traceback
-        code, label = classify(exc)
-        if code == EXIT_INTERNAL and label == "internal error" and \
-                not isinstance(exc, Exception):
-            raise
-        sys.stderr.write(f"dpsql: {label}: {_one_line(exc)}\n")
-        return code
+            return _dispatch(argv)
+        except SystemExit as exc:  # --help / --version
+            return exc.code if isinstance(exc.code, int) else EXIT_OK
+        except KeyboardInterrupt:
+            sys.stderr.write("dpsql: interrupted\n")
+            return 130
+        except BrokenPipeError:
+            # Whoever read our stdout went away (e.g. `| head`): nothing to report.
+            # Point stdout at /dev/null so the interpreter's final flush is quiet.
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_OK
+        except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback
+            code, label = classify(exc)
+            text = _one_line(exc)
+            if code == EXIT_INTERNAL and not isinstance(exc, Error):
+                text = f"{type(exc).__name__}: {text}"
+            sys.stderr.write(f"dpsql: {label}: {text}\n")
+            return code
+
+
+def _dispatch(argv) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "query":
+        return cmd_query(args)
+    if args.command == "ledger" and args.ledger_command == "show":
+        return cmd_ledger_show(args)
+    if args.command == "metadata" and args.metadata_command in ("check", "init"):
+        from . import cli_metadata
+        return cli_metadata.run(args)
+    raise UsageError("give a command: query, ledger show, metadata check or metadata init "
+                     "(see 'dpsql --help')")
 
 
 if __name__ == "__main__":  # pragma: no cover

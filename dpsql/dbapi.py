@@ -13,10 +13,11 @@ Deliberate differences from a read-write driver, all for privacy:
   writes, and looping SELECTs would spend budget on results nobody can fetch.
 * ``rollback`` raises ``NotSupportedError``: a released answer cannot be
   taken back, so spent budget is never refunded. ``commit`` does nothing.
-* ``threadsafety = 1``: threads may share the module, not connections. A
-  connection holds one DuckDB connection, and a DuckDB connection must not be
-  used by several threads at once; open one connection per thread (they may
-  share a ledger file, which is safe across threads and processes).
+* ``threadsafety = 1`` (conservative): threads may share the module, not
+  connections or cursors. A connection is one session over one DuckDB
+  connection, and its cursors keep results in unsynchronised state; give each
+  thread its own connection. Connections in several threads or processes may
+  share one ledger file, which is locked.
 """
 from __future__ import annotations
 

@@ -58,3 +58,10 @@ class MetadataError(ProgrammingError):
 
 class BudgetExceededError(OperationalError):
     """The query would exceed the session budget; nothing was run or spent."""
+
+
+class LedgerError(OperationalError):
+    """The ledger refuses the session: budget conflict, damaged or foreign file.
+
+    A ``dpsql.OperationalError``; the CLI exits with the budget/ledger code.
+    """

@@ -38,16 +38,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from .accounting import budget_message, exceeds
-from .errors import BudgetExceededError, OperationalError, ProgrammingError
+from .errors import BudgetExceededError, LedgerError, OperationalError, ProgrammingError
 from .privacy import Budget
 
 FORMAT_VERSION = 1
-
-
-class LedgerError(OperationalError):
-    """The ledger refuses the session: budget conflict, damaged or foreign file.
-
-    (A ``dpsql.OperationalError``; the CLI exits with the budget/ledger code.)"""
 
 
 @dataclass(frozen=True)

@@ -170,8 +170,8 @@ class Calibrated:
     def _noise(self, n: int) -> np.ndarray:
         kind, a, b = self.params
         if kind == "laplace":
-            return noise._chunked(lambda k: noise._discrete_laplace_ts(a, b, k), n)
-        return noise._chunked(lambda k: noise._discrete_gaussian_pq(a, b, k), n)
+            return noise.discrete_laplace_rational(a, b, n)
+        return noise.discrete_gaussian_rational(a, b, n)
 
     def _units(self, values) -> np.ndarray:
         """Exact values -> integers in grid units, rounded to the nearest grid
@@ -321,8 +321,7 @@ def _calibrate(mechanism, l1, l2, epsilon, delta, integer, groups) -> Calibrated
     try:
         if gaussian:
             sens = Fraction(l2) / grid + (_sqrt_up(k) if rounding else 0)
-            p, q = noise._round_up_significant(sens * sens / (2 * Fraction(rho_target)))
-            noise.gaussian_params(math.sqrt(p / q))          # range check
+            p, q = noise.gaussian_variance_params(sens * sens / (2 * Fraction(rho_target)))
             rho = _round_up(sens * sens * q / (2 * p))
             eps = min(zcdp.epsilon_for(rho, delta), zcdp.epsilon_at(rho, delta, alpha), epsilon)
             params, scale = ("gaussian", p, q), math.sqrt(p / q) * float(grid)

@@ -35,8 +35,8 @@ import numpy as np
 
 from .errors import InternalError
 
-MAX_LAPLACE_SCALE = 2 ** 50
-MAX_GAUSSIAN_SIGMA = 2 ** 30
+MIN_LAPLACE_SCALE, MAX_LAPLACE_SCALE = 2.0 ** -20, 2.0 ** 50
+MIN_GAUSSIAN_SIGMA, MAX_GAUSSIAN_SIGMA = 2.0 ** -10, 2.0 ** 30
 _SIG_BITS = 24          # significant bits kept from a scale (rounded up)
 _CHUNK = 1 << 18        # draws per vectorised batch: bounds memory, stays in cache
 _INT63 = 2 ** 63
@@ -196,30 +196,37 @@ def _round_up_significant(x: Fraction) -> tuple[int, int]:
     return num, den
 
 
-def _positive_fraction(x, what: str, limit: float) -> Fraction:
+def _bounded_fraction(x, what: str, low: float, high: float) -> Fraction:
     try:
         f = Fraction(x)
     except (TypeError, ValueError, OverflowError):
         raise InternalError(f"noise: {what} must be a finite number, got {x!r}") from None
-    if not 0 < f <= limit:
-        raise InternalError(f"noise: {what} must be in (0, {limit:g}], got {float(f):g}; "
-                            "a larger scale means the statistic's bounds or epsilon are unusable")
+    if not low <= f <= high:
+        raise InternalError(f"noise: {what} must be in [{low:g}, {high:g}], got {float(f):g}")
     return f
 
 
 @functools.lru_cache(maxsize=4096)
 def laplace_params(scale) -> tuple[int, int]:
     """(T, S): the discrete Laplace scale used for ``scale`` is exactly T/S >= scale."""
-    return _round_up_significant(_positive_fraction(scale, "discrete Laplace scale",
-                                                    MAX_LAPLACE_SCALE))
+    return _round_up_significant(_bounded_fraction(scale, "discrete Laplace scale",
+                                                   MIN_LAPLACE_SCALE, MAX_LAPLACE_SCALE))
 
 
 @functools.lru_cache(maxsize=4096)
+def gaussian_variance_params(variance) -> tuple[int, int]:
+    """(P, Q): the discrete Gaussian variance used is exactly P/Q >= variance."""
+    v = _bounded_fraction(variance, "discrete Gaussian variance", MIN_GAUSSIAN_SIGMA ** 2,
+                          MAX_GAUSSIAN_SIGMA ** 2)
+    return _round_up_significant(v)
+
+
 def gaussian_params(sigma) -> tuple[int, int]:
     """(P, Q): the discrete Gaussian variance used for ``sigma`` is exactly
-    P/Q >= sigma**2 (P/Q kept exact as a rational, never a float)."""
-    s = _positive_fraction(sigma, "discrete Gaussian sigma", MAX_GAUSSIAN_SIGMA)
-    return _round_up_significant(s * s)
+    P/Q >= sigma**2 (kept as a rational, never a float)."""
+    s = _bounded_fraction(sigma, "discrete Gaussian sigma", MIN_GAUSSIAN_SIGMA,
+                          MAX_GAUSSIAN_SIGMA)
+    return gaussian_variance_params(s * s)
 
 
 # ----------------------------------------------------------------------------
@@ -298,8 +305,12 @@ def discrete_laplace(scale: float, size: int) -> np.ndarray:
     """``size`` int64 draws with P(x) proportional to exp(-|x| / scale).
 
     The scale used is ``T/S`` from ``laplace_params(scale)`` (>= scale)."""
-    t, s = laplace_params(scale)
-    return _chunked(lambda n: _discrete_laplace_ts(t, s, n), size)
+    return discrete_laplace_rational(*laplace_params(scale), size)
+
+
+def discrete_laplace_rational(t: int, s: int, size: int) -> np.ndarray:
+    """``size`` int64 draws with P(x) proportional to exp(-|x| s / t) (integers t, s)."""
+    return _chunked(lambda n: _discrete_laplace_ts(int(t), int(s), n), size)
 
 
 # ----------------------------------------------------------------------------
@@ -308,29 +319,41 @@ def discrete_laplace(scale: float, size: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=4096)
 def _gaussian_plan(p: int, q: int) -> tuple:
-    """Constants of the rejection step for variance p/q.
+    """Proposal and acceptance of the rejection step for variance v = p/q.
 
-    Proposal: discrete Laplace with scale p/(q c), c = floor(sigma) + 1.
-    Acceptance: exp(-(|y| - c)^2 / (2 sigma^2)) = exp(-d^2 q' / den).
+    For v > 1 (CKS Algorithm 3, centred on an integer): c = floor(sigma) + 1,
+    proposal discrete Laplace of scale v/c, acceptance exp(-(|y| - c)^2 / 2v):
+    the product is proportional to exp(-y^2 / 2v).
+    For v <= 1: proposal discrete Laplace of scale 2v, acceptance
+    exp(-|y| (|y| - 1) / 2v), since y^2 = |y| + |y| (|y| - 1); it accepts every
+    |y| <= 1, which is nearly all mass when sigma is small.
+    Returns (c, t, s, mult, den): y ~ DLap(t/s); gamma = a * b * mult / den with
+    (a, b) = (|y| - c, |y| - c), or (|y|, |y| - 1) when c == 0.
     """
-    c = math.isqrt(p // q) + 1
-    g = math.gcd(p, q * c)
-    t, s = p // g, q * c // g
+    if p > q:
+        c = math.isqrt(p // q) + 1
+        t, s = p, q * c
+    else:
+        c, t, s = 0, 2 * p, q
+    g = math.gcd(t, s)
     g2 = math.gcd(q, 2 * p)
-    return c, t, s, q // g2, 2 * p // g2
+    return c, t // g, s // g, q // g2, 2 * p // g2
 
 
-def _gamma_parts(d: np.ndarray, mult: int, den: int) -> tuple[np.ndarray, np.ndarray]:
-    """whole, part with d^2 mult / den = whole + part/den, exactly."""
-    safe = np.abs(d) <= math.isqrt((_INT63 - 1) // mult)
+def _gamma_parts(a: np.ndarray, b: np.ndarray, mult: int, den: int) -> tuple:
+    """(whole, part) with a * b * mult / den = whole + part / den, exactly
+    (a, b >= 0; Python integers for the rare entries that would overflow int64)."""
+    small = math.isqrt(_INT63 - 1)
+    safe = (a <= small) & (b <= small)
+    prod = np.where(safe, a, 0) * np.where(safe, b, 0)
+    safe &= prod <= (_INT63 - 1) // mult
     if safe.all():
-        num = d * d * mult
-        return num // den, num % den
-    whole = np.empty(d.size, np.int64)
-    part = np.empty(d.size, np.int64)
-    whole[safe], part[safe] = np.divmod(d[safe] * d[safe] * mult, den)
-    for i in np.flatnonzero(~safe):  # only for |d| beyond 3e9 / sqrt(mult)
-        w, r = divmod(int(d[i]) ** 2 * mult, den)
+        return np.divmod(prod * mult, den)
+    whole = np.empty(a.size, np.int64)
+    part = np.empty(a.size, np.int64)
+    whole[safe], part[safe] = np.divmod(prod[safe] * mult, den)
+    for i in np.flatnonzero(~safe):
+        w, r = divmod(int(a[i]) * int(b[i]) * mult, den)
         # capping w at 2**62 changes an acceptance probability below exp(-2**62)
         whole[i], part[i] = min(w, 2 ** 62), r
     return whole, part
@@ -341,9 +364,14 @@ def _discrete_gaussian_pq(p: int, q: int, n: int) -> np.ndarray:
     parts, have = [], 0
     while have < n:
         k = n - have
-        m = int(k * 1.45) + 16
+        m = int(k * 1.6) + 16
         y = _discrete_laplace_ts(t, s, m)
-        whole, part = _gamma_parts(np.abs(y) - c, mult, den)
+        a = np.abs(y)
+        if c:
+            a = np.abs(a - c)
+            whole, part = _gamma_parts(a, a, mult, den)
+        else:
+            whole, part = _gamma_parts(a, np.maximum(a - 1, 0), mult, den)
         y = y[bernoulli_exp(whole, part, den)]
         parts.append(y[:k])
         have += min(y.size, k)
@@ -354,5 +382,10 @@ def discrete_gaussian(sigma: float, size: int) -> np.ndarray:
     """``size`` int64 draws with P(x) proportional to exp(-x^2 / (2 sigma^2)).
 
     The variance used is ``P/Q`` from ``gaussian_params(sigma)`` (>= sigma^2)."""
-    p, q = gaussian_params(sigma)
-    return _chunked(lambda n: _discrete_gaussian_pq(p, q, n), size)
+    return discrete_gaussian_rational(*gaussian_params(sigma), size)
+
+
+def discrete_gaussian_rational(p: int, q: int, size: int) -> np.ndarray:
+    """``size`` int64 draws with P(x) proportional to exp(-x^2 q / (2 p)) (variance
+    parameter p/q, integers)."""
+    return _chunked(lambda n: _discrete_gaussian_pq(int(p), int(q), n), size)

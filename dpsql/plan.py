@@ -47,6 +47,7 @@ class Plan:
         # Generated once: a cached plan is re-run without touching sqlglot.
         self.exact_sql = self.exact.sql("duckdb")
         self.post_sql = self.post.sql("duckdb")
+        self.bound_sql = self.query.tree.sql("duckdb")   # parameters bound: for the ledger
 
 
 def _contribution_bound(table) -> int:

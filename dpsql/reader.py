@@ -84,12 +84,12 @@ class Reader:
             exact = self.engine.run(plan.exact_sql)
         except OperationalError as err:
             # Binding succeeded, so the failure depends on the data: charge it.
-            self.accountant.charge(plan.cost, sql)
+            self.accountant.charge(plan.cost, plan.bound_sql)
             raise OperationalError(f"{err} (its cost was charged, since a failure here could "
                                    "reveal something about the data)") from None
         noisy = add_noise(plan, exact)
         del exact
-        self.accountant.charge(plan.cost, sql)
+        self.accountant.charge(plan.cost, plan.bound_sql)
         result = self.engine.post_process(plan.post_sql, noisy)
         result.columns = plan.output_names
         return result

@@ -120,6 +120,20 @@ def test_fetch_methods_mix_and_honour_arraysize(con):
         cur.fetchmany(-1)
 
 
+def test_sql_null_is_returned_as_none():
+    con = dpsql.connect(metadata=str(DATA / "PUMS_dup.yaml"),
+                        tables={"PUMS.PUMS": str(DATA / "PUMS_null.csv")},
+                        privacy=dpsql.Privacy(10.0, 1e-6), budget=dpsql.Budget(30.0))
+    cur = con.cursor()
+    cur.execute("SELECT NULLIF(COUNT(*), COUNT(*)) AS x FROM PUMS.PUMS")
+    assert cur.fetchall() == [(None,)]
+    # PUMS_null has persons whose `married` is NULL: their group's key is None.
+    cur.execute("SELECT married, COUNT(*) AS n FROM PUMS.PUMS GROUP BY married")
+    keys = [row[0] for row in cur.fetchall()]
+    assert None in keys and {str(k) for k in keys if k is not None} == {"0", "1"}
+    con.close()
+
+
 def test_a_failed_query_clears_the_previous_result_and_costs_nothing(con):
     cur = con.cursor()
     cur.execute(COUNT)
