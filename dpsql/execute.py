@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pandas as pd
 from sqlglot import exp
 
@@ -31,7 +32,10 @@ class Engine:
         self.physical = physical          # Table.full_name.lower() -> exp.Table
         self._types: dict = {}
         self._lock = threading.Lock()
-        self._post = duckdb.connect()
+        # Post-processing sees noisy values only, and can reach nothing else: no files,
+        # no extensions, no settings changes.
+        self._post = duckdb.connect(config={"enable_external_access": False,
+                                            "lock_configuration": True})
 
     @classmethod
     def from_data(cls, data, metadata: Metadata) -> "Engine":
@@ -121,18 +125,35 @@ class Engine:
                 "the query failed while reading the data; the engine's message is withheld "
                 "because it could depend on private values") from None
 
-    def post_process(self, sql: str, noisy: pd.DataFrame) -> pd.DataFrame:
+    def post_process(self, sql: str, noisy: dict) -> dict:
         """Evaluate the user's SELECT list, HAVING, ORDER BY, LIMIT on noisy rows.
 
-        The noisy frame reaches DuckDB by a replacement scan of the local name
-        ``_noisy`` (the plan's NOISY_TABLE): 1 ms cheaper than register().
+        ``noisy``: column name -> numpy array. Registering a dict of arrays costs
+        about a third of registering a DataFrame; results come back as arrays too.
         """
-        _noisy = noisy  # noqa: F841 - read by DuckDB's replacement scan
+        from .plan import NOISY_TABLE
         with self._lock:
+            self._post.register(NOISY_TABLE, noisy)
             try:
-                return self._post.execute(sql).df()
+                return {name: _plain(values) for name, values in
+                        self._post.execute(sql).fetchnumpy().items()}
             except duckdb.Error as err:
                 raise QueryError(f"post-processing failed: {_first_line(err)}") from None
+            finally:
+                self._post.unregister(NOISY_TABLE)
+
+
+def _plain(values):
+    """A masked array (DuckDB's NULLs) as a plain one: NaN for floats, None otherwise."""
+    if isinstance(values, np.ma.MaskedArray):
+        if not values.mask.any():
+            return values.data
+        if values.dtype.kind == "f":
+            return values.filled(np.nan)
+        out = values.data.astype(object)
+        out[values.mask] = None
+        return out
+    return values
 
 
 def _first_line(err: Exception) -> str:

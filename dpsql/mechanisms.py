@@ -30,7 +30,6 @@ from . import noise, zcdp
 from .errors import DataError, InternalError, QueryError
 from .privacy import Mechanism
 
-_LAPLACE = (Mechanism.laplace, Mechanism.geometric, Mechanism.discrete_laplace)
 _DISCRETE = (Mechanism.geometric, Mechanism.discrete_laplace, Mechanism.discrete_gaussian)
 _GRID_BITS = 10              # grid = scale / 2^10 or finer: invisible next to the noise
 _MAX_UNITS_LAPLACE = 2 ** 40   # largest noise scale in grid units before the grid widens
@@ -234,7 +233,8 @@ class Calibrated:
         A key held by one person (true count 1) is then released with
         probability <= delta even if that person is in max_groups keys."""
         if not (isinstance(max_groups, (int, np.integer)) and max_groups >= 1):
-            raise InternalError(f"threshold: max_groups must be an integer >= 1, got {max_groups!r}")
+            raise InternalError(f"threshold: max_groups must be an integer >= 1, "
+                                f"got {max_groups!r}")
         if not 0 < delta < 1:
             raise QueryError("a threshold for unknown group keys needs 0 < delta < 1; set "
                              "Privacy(delta=...) or list the keys' public values in the metadata")
@@ -266,13 +266,15 @@ def _check(mechanism, l1, l2, epsilon, delta, groups) -> None:
         if not (isinstance(v, (int, float, np.number)) and math.isfinite(v) and v > 0):
             raise QueryError(f"the statistic's {name} sensitivity must be a finite number > 0, "
                              f"got {v!r}; check the column's lower/upper bounds in the metadata")
-    if not (isinstance(epsilon, (int, float, np.number)) and math.isfinite(epsilon) and epsilon > 0):
+    if not (isinstance(epsilon, (int, float, np.number)) and math.isfinite(epsilon)
+            and epsilon > 0):
         raise QueryError(f"epsilon for a statistic must be a finite number > 0, got {epsilon!r}")
     if not (isinstance(delta, (int, float, np.number)) and 0 <= delta < 1):
         raise QueryError(f"delta for a statistic must be in [0, 1), got {delta!r}")
     if mechanism.is_gaussian and delta == 0:
         raise QueryError(f"the {mechanism.value} mechanism needs delta > 0 (a Gaussian mechanism "
-                         "is not pure epsilon-DP); set Privacy(delta=...) or pick a Laplace mechanism")
+                         "is not pure epsilon-DP); set Privacy(delta=...) or pick a Laplace "
+                         "mechanism")
     if groups is not None and not (isinstance(groups, (int, np.integer)) and groups >= 1):
         raise InternalError(f"calibrate: groups must be an integer >= 1, got {groups!r}")
 
@@ -311,6 +313,9 @@ def _calibrate(mechanism, l1, l2, epsilon, delta, integer, groups) -> Calibrated
     else:
         scale0, per_group = l1 / epsilon, l1 / k
     e = _grid_exponent(mechanism, integer, scale0, per_group, gaussian)
+    if not -1000 <= e <= 60:
+        raise QueryError(f"the {mechanism.value} noise for this statistic would be out of range "
+                         f"(scale {scale0:.3g}); check epsilon and the column bounds")
     grid = Fraction(2) ** e
     rounding = not (integer and e <= 0)
     if rounding and groups is None:
@@ -332,7 +337,7 @@ def _calibrate(mechanism, l1, l2, epsilon, delta, integer, groups) -> Calibrated
             params, scale, delta = ("laplace", t, s), float(Fraction(t, s) * grid), 0.0
     except InternalError as err:
         raise QueryError(f"the {mechanism.value} noise for this statistic would be out of range "
-                         f"({err}); raise epsilon or narrow the column bounds") from None
+                         f"({err}); check epsilon and the column bounds") from None
     return Calibrated(mechanism=mechanism, l1=l1, l2=l2, integer=integer, groups=groups,
                       grid=float(grid), rounding=rounding, sensitivity=float(sens * grid),
                       scale=scale, epsilon=eps, delta=delta, rho=rho, params=params)

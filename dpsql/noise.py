@@ -62,7 +62,7 @@ def uniform_below(m: int, n: int) -> np.ndarray:
 
     Powers of two are masked bits; other ranges reject words at or above the
     largest multiple of m that fits, so every residue is equally likely. The
-    word width is chosen so that rejection stays below 1/64.
+    word width is the narrowest whose rejection rate (2^w mod m) / 2^w is <= 1/64.
     """
     m = int(m)
     if not 1 <= m <= _INT63:
@@ -75,7 +75,8 @@ def uniform_below(m: int, n: int) -> np.ndarray:
         u = _words(n, dt)
         u = u & dt(m - 1) if bits < w else u
         return u.view(np.int64) if w == 64 else u      # < 2**63: int64 compares exactly
-    w, dt = next(((w, dt) for w, dt in _WIDTHS if w >= bits + 6), _WIDTHS[-1])
+    w, dt = next(((w, dt) for w, dt in _WIDTHS if w >= bits and (2 ** w % m) * 64 <= 2 ** w),
+                 _WIDTHS[-1])
     limit = (2 ** w // m) * m
     out = np.empty(n, dt)
     filled = 0

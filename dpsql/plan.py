@@ -50,6 +50,10 @@ class Plan:
         self.bound_sql = self.query.tree.sql("duckdb")   # parameters bound: for the ledger
 
 
+def metadata_types(table) -> dict:
+    return {c.name.lower(): c.type for c in table.columns.values()}
+
+
 def _contribution_bound(table) -> int:
     # validate() refused tables with no privacy unit, so no private_id means row privacy.
     return 1 if table.row_privacy else int(table.max_ids)
@@ -71,7 +75,9 @@ def _source(query: Query, physical: exp.Table, engine_types: dict, needed: set) 
     projections = []
     for col in table.columns.values():
         if col.name.lower() in needed:
-            typed = typed_column(col, engine_types.get(col.name.lower(), ""))
+            # The person id is used as stored: a cast or a default could merge two persons.
+            typed = (column(col.name) if col.private_id
+                     else typed_column(col, engine_types.get(col.name.lower(), "")))
             projections.append(exp.alias_(typed, col.name, quoted=True))
     if not projections:
         projections.append(exp.alias_(exp.Literal.number(1), "_one", quoted=True))
@@ -82,7 +88,7 @@ def _rows(query: Query, source: exp.Select, pid: str | None, domains: list | Non
     """Row-level filtering, before truncation so the kept rows are ones the query uses."""
     conditions = []
     if query.where is not None:
-        conditions.append(guard_errors(query.where))
+        conditions.append(guard_errors(query.where, metadata_types(query.table), predicate=True))
     if pid is not None:
         conditions.append(exp.Not(this=exp.Is(this=column(pid), expression=exp.Null())))
     for col in domains or []:
@@ -135,8 +141,11 @@ def _grid(domains: list, engine_types: dict) -> exp.Select:
 
 def _split_budget(stats: StatisticSet, privacy: Privacy, threshold, needs_threshold: bool) -> float:
     """Equal shares of epsilon per statistic; delta shared by those that need it."""
+    groups = stats.k if stats.grouped else 1     # entries of a statistic one person moves
     mechs = privacy.mechanisms
     chosen = {s.name: mechs.for_stat(s.stat) for s in stats.items}
+    if not stats.items:
+        return 0.0               # public keys only: nothing noisy, nothing spent
     delta_users = sum(1 for m in chosen.values() if m.is_gaussian) + (1 if needs_threshold else 0)
     if delta_users and privacy.delta <= 0:
         why = ("GROUP BY keys that are not public are released only above a threshold, which "
@@ -148,7 +157,8 @@ def _split_budget(stats: StatisticSet, privacy: Privacy, threshold, needs_thresh
     for s in stats.items:
         mech = chosen[s.name]
         s.mechanism = calibrate(mech, l1=s.l1, l2=s.l2, epsilon=eps,
-                                delta=delta if mech.is_gaussian else 0.0, integer=s.integer)
+                                delta=delta if mech.is_gaussian else 0.0, integer=s.integer,
+                                groups=groups)
     return delta if needs_threshold else 0.0
 
 
@@ -158,7 +168,7 @@ def build_plan(query: Query, privacy: Privacy, physical: exp.Table, engine_types
     pid = None if (table.row_privacy or not table.private_ids) else table.private_ids[0]
     domains = _public_key_columns(query) if query.keys else None
     needs_threshold = bool(query.keys) and domains is None and table.censor_dims
-    stats = StatisticSet(k, bool(query.keys), pid, privacy.mechanisms)
+    stats = StatisticSet(k, bool(query.keys), pid, privacy.mechanisms, metadata_types(table))
     aggregate_outputs = plan_aggregates(query.aggregates, table, stats)
     threshold = None
     if needs_threshold:
@@ -166,8 +176,9 @@ def build_plan(query: Query, privacy: Privacy, physical: exp.Table, engine_types
         # releases COUNT(*), else a statistic of its own. A person holds at most
         # k rows of a key, so tau is raised by k - 1 (cheaper in budget and time
         # than a COUNT(DISTINCT id), whose tau would be k - 1 lower).
-        reuse = [s for s in stats.items if s.aggregate == exp.Count(this=exp.Star())]
-        threshold = reuse[0] if reuse else stats.count_rows(Stat.threshold)
+        persons = [s for s in stats.items if s.meta.get("persons")]
+        rows = [s for s in stats.items if s.aggregate == exp.Count(this=exp.Star())]
+        threshold = (persons or rows or [stats.count_rows(Stat.threshold)])[0]
     delta_t = _split_budget(stats, privacy, threshold, needs_threshold)
 
     # The exact query: typed source -> filtered rows -> truncated -> grouped aggregates.
@@ -180,7 +191,8 @@ def build_plan(query: Query, privacy: Privacy, physical: exp.Table, engine_types
                          for c in e.find_all(exp.Column)}, key=str.lower)
         rows = _truncated(rows, pid, k, [table.column(f).name if table.column(f) else f for f in fields])
     key_names = [f"_k{i}" for i in range(len(query.keys))]
-    exact = exp.select(*[exp.alias_(guard_errors(key), name, quoted=True)
+    types = metadata_types(table)
+    exact = exp.select(*[exp.alias_(guard_errors(key, types), name, quoted=True)
                          for key, name in zip(query.keys, key_names)],
                        *[exp.alias_(s.aggregate, s.name, quoted=True) for s in stats.items]
                        ).from_(exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier("_bounded"))))
@@ -194,7 +206,8 @@ def build_plan(query: Query, privacy: Privacy, physical: exp.Table, engine_types
                 output_names=[name for name, _ in query.outputs], public_keys=bool(domains),
                 threshold=threshold, threshold_delta=delta_t)
     if threshold is not None:
-        plan.tau = threshold.mechanism.threshold(max_groups=k, delta=delta_t) + (k - 1)
+        shift = 0 if threshold.meta.get("persons") else k - 1   # rows of one person in a key
+        plan.tau = threshold.mechanism.threshold(max_groups=k, delta=delta_t) + shift
     eps = sum(s.mechanism.epsilon for s in stats.items)
     delta = sum(s.mechanism.delta for s in stats.items) + delta_t
     plan.cost = (eps, delta)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+import numpy as np
 import pandas as pd
 
 from .accounting import Accountant
-from .errors import OperationalError
+from .errors import OperationalError, QueryError
 from .execute import Engine
 from .explain import describe
 from .metadata import Metadata
@@ -42,7 +43,9 @@ class Reader:
 
     # -- planning (no data touched) -----------------------------------------
     def _plan(self, sql: str, params=None) -> Plan:
-        key = (sql, tuple(params) if params is not None else None, self._privacy_key())
+        # Parameters keyed with their types: 1, 1.0 and True are equal in Python.
+        typed = tuple((type(p).__name__, p) for p in params) if params is not None else None
+        key = (sql, typed, self._privacy_key())
         cached = self._plans.get(key)
         if cached is not None:
             return cached
@@ -87,10 +90,17 @@ class Reader:
             self.accountant.charge(plan.cost, plan.bound_sql)
             raise OperationalError(f"{err} (its cost was charged, since a failure here could "
                                    "reveal something about the data)") from None
+        # Charged once the data has been read: whatever happens next (noise, a
+        # post-processing failure on noisy values) is paid for, and no result
+        # is ever shown uncharged.
+        self.accountant.charge(plan.cost, plan.bound_sql)
         noisy = add_noise(plan, exact)
         del exact
-        self.accountant.charge(plan.cost, plan.bound_sql)
-        result = self.engine.post_process(plan.post_sql, noisy)
+        try:
+            columns = self.engine.post_process(plan.post_sql, noisy)
+        except QueryError as err:
+            raise OperationalError(f"{err} (on noisy values; the query's cost was charged)") from None
+        result = pd.DataFrame({f"_o{i}": columns[f"_o{i}"] for i in range(len(plan.output_names))})
         result.columns = plan.output_names
         return result
 
@@ -109,19 +119,21 @@ def _native(value):
     return value
 
 
-_PANDAS_TYPES = {"BIGINT": "int64", "INTEGER": "int32", "SMALLINT": "int16", "TINYINT": "int8",
-                 "HUGEINT": "float64", "DOUBLE": "float64", "FLOAT": "float32", "BOOLEAN": "bool",
-                 "TIMESTAMP": "datetime64[ns]", "DATE": "datetime64[s]"}
+_NUMPY_TYPES = {"BIGINT": np.int64, "INTEGER": np.int32, "SMALLINT": np.int16, "TINYINT": np.int8,
+                "HUGEINT": np.float64, "DOUBLE": np.float64, "FLOAT": np.float32,
+                "BOOLEAN": np.bool_, "TIMESTAMP": "datetime64[us]", "DATE": "datetime64[D]"}
 
 
-def _empty_noisy(plan: Plan, types: dict) -> pd.DataFrame:
+def _empty_noisy(plan: Plan, types: dict) -> dict:
     """A zero-row stand-in for the noisy table, typed as the real one will be."""
-    cols = {name: pd.Series([], dtype=_PANDAS_TYPES.get(types.get(name, ""), "object"))
+    cols = {name: np.array([], dtype=_NUMPY_TYPES.get(types.get(name, ""), object))
             for name in plan.key_names}
     for stat in plan.statistics:
         integer = stat.integer and stat.mechanism.grid >= 1
-        cols[stat.name] = pd.Series([], dtype="int64" if integer else "float64")
-    return pd.DataFrame(cols)
+        cols[stat.name] = np.array([], dtype=np.int64 if integer else np.float64)
+    if not cols:
+        cols["_none"] = np.array([], dtype=np.int64)
+    return cols
 
 
 def _load(metadata) -> Metadata:

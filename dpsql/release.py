@@ -8,7 +8,6 @@ Nothing here looks at a value except to add noise to it.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from .privacy import Stat
 
@@ -23,7 +22,7 @@ def _keys(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def add_noise(plan, exact: dict) -> pd.DataFrame:
+def add_noise(plan, exact: dict) -> dict:
     """``exact``: column name -> numpy array (masked where NULL), as the engine returns."""
     columns = {name: _keys(exact[name]) for name in plan.key_names}
     clamp_counts = plan.query.table.clamp_counts
@@ -38,7 +37,7 @@ def add_noise(plan, exact: dict) -> pd.DataFrame:
         if clamp_counts and stat.stat in (Stat.count, Stat.threshold):
             noisy = np.maximum(noisy, 0)
         columns[stat.name] = noisy
-    noisy = pd.DataFrame(columns, index=range(rows))
-    if plan.threshold is not None:
-        noisy = noisy[noisy[plan.threshold.name].to_numpy() >= plan.tau].reset_index(drop=True)
-    return noisy
+    if plan.threshold is not None and rows:
+        keep = columns[plan.threshold.name] >= plan.tau
+        columns = {name: values[keep] for name, values in columns.items()}
+    return columns

@@ -21,12 +21,14 @@ _TARGET = {"string": ("VARCHAR", {"VARCHAR"}),
            "datetime": ("TIMESTAMP", {"TIMESTAMP", "DATE", "TIMESTAMP WITH TIME ZONE"})}
 
 # Nodes whose evaluation can never raise, whatever the row's values.
+# (CASE, COALESCE, GREATEST, ROUND, ... are not here: mixed operand types make DuckDB
+# cast at run time, which can fail on one row's value.)
 _SAFE = (exp.Column, exp.Literal, exp.Boolean, exp.Null, exp.Identifier, exp.Paren, exp.And,
-         exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Is, exp.In,
-         exp.Between, exp.Like, exp.ILike, exp.Case, exp.If, exp.Coalesce, exp.TryCast,
-         exp.NullSafeEQ, exp.NullSafeNEQ, exp.Tuple, exp.DataType, exp.Lower,
-         exp.Upper, exp.Length, exp.Round, exp.Floor, exp.Ceil, exp.Try,
-         exp.Greatest, exp.Least, exp.Var, exp.Star)
+         exp.Or, exp.Not, exp.Is, exp.TryCast, exp.Tuple, exp.DataType, exp.Like, exp.ILike,
+         exp.Lower, exp.Upper, exp.Length, exp.Try, exp.Var, exp.Star)
+_PREDICATES = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ,
+               exp.NullSafeNEQ, exp.In, exp.Between, exp.Is, exp.Like, exp.ILike, exp.And,
+               exp.Or, exp.Not, exp.Boolean, exp.Null)
 
 
 def typed_column(col: Column, engine_type: str) -> exp.Expression:
@@ -59,17 +61,118 @@ def typed_type(col: Column, engine_type: str) -> str:
     return target[0]
 
 
-def guard_errors(tree: exp.Expression) -> exp.Expression:
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ,
+                exp.NullSafeNEQ, exp.In, exp.Between)
+
+
+def _operand_slots(node: exp.Expression) -> list:
+    if isinstance(node, exp.In):
+        return [("this", None)] + [("expressions", i) for i in range(len(node.expressions))]
+    if isinstance(node, exp.Between):
+        return [("this", None), ("low", None), ("high", None)]
+    return [("this", None), ("expression", None)]
+
+
+def _get(node, slot):
+    key, index = slot
+    value = node.args.get(key)
+    return value[index] if index is not None else value
+
+
+def _put(node, slot, value) -> None:
+    key, index = slot
+    if index is None:
+        node.set(key, value)
+    else:
+        items = list(node.args[key])
+        items[index] = value
+        node.set(key, items)
+
+
+def _kind(operand, types: dict) -> str | None:
+    if isinstance(operand, exp.Paren):
+        return _kind(operand.this, types)
+    if isinstance(operand, exp.Column):
+        return types.get(operand.name.lower())
+    if isinstance(operand, exp.Null):
+        return "null"
+    if isinstance(operand, exp.Literal):
+        return "string_literal" if operand.is_string else "number_literal"
+    if isinstance(operand, exp.Boolean):
+        return "boolean_literal"
+    if isinstance(operand, exp.Neg) and isinstance(operand.this, exp.Literal) and not operand.this.is_string:
+        return "number_literal"
+    return None
+
+
+_SAFE_KINDS = {"string": {"string", "string_literal", "null"},
+               "int": {"int", "float", "number_literal", "null"},
+               "float": {"int", "float", "number_literal", "null"},
+               "boolean": {"boolean", "boolean_literal", "null"}}
+
+
+def _typed_comparison(node: exp.Expression, types: dict) -> exp.Expression:
+    """Make a comparison's operands agree with the column's metadata type at plan time.
+
+    DuckDB would otherwise cast at run time (a VARCHAR column to a number, a string
+    literal to a number), and whether that raises would depend on the rows reached.
+    """
+    slots = _operand_slots(node)
+    kinds = [_kind(_get(node, slot), types) for slot in slots]
+    columns = {k for k in kinds if k in _SAFE_KINDS}
+    if len(columns) != 1:
+        return exp.Try(this=node)          # mixed or unknown types: NULL instead of an error
+    column_kind = columns.pop()
+    for slot, kind in zip(slots, kinds):
+        operand = _get(node, slot)
+        if column_kind == "string" and kind == "number_literal":
+            _put(node, slot, exp.Literal.string(operand.sql("duckdb").replace(" ", "")))
+        elif column_kind in ("int", "float") and kind == "string_literal":
+            try:
+                float(operand.this)
+            except ValueError:
+                from .errors import QueryError
+                raise QueryError(f"{node.sql('duckdb')}: {operand.sql('duckdb')} is not a number, "
+                                 "but the column is numeric in the metadata") from None
+            _put(node, slot, exp.Literal.number(operand.this.strip()))
+    kinds = [_kind(_get(node, slot), types) for slot in slots]
+    if all(k in _SAFE_KINDS[column_kind] for k in kinds):
+        return node
+    return exp.Try(this=node)
+
+
+def _as_predicate(node: exp.Expression, types: dict) -> exp.Expression:
+    """A boolean operand as a boolean: DuckDB would cast a VARCHAR to BOOLEAN at run time."""
+    inner = node.this if isinstance(node, exp.Paren) else node
+    if isinstance(inner, _PREDICATES) or (isinstance(inner, exp.Try) and isinstance(inner.this, _PREDICATES)):
+        return node
+    if isinstance(inner, exp.Column) and types.get(inner.name.lower()) == "boolean":
+        return node
+    return exp.TryCast(this=node, to=exp.DataType.build("BOOLEAN"))
+
+
+def guard_errors(tree: exp.Expression, types: dict | None = None,
+                 predicate: bool = False) -> exp.Expression:
     """Make a row-level expression total: an error must never depend on a row's values.
 
-    CAST becomes TRY_CAST; any other node that might raise (arithmetic overflow,
-    a function on a bad argument) is wrapped whole in TRY(...), which yields
-    NULL instead. Comparisons and boolean logic are left alone (they cannot
-    fail), so common predicates pay nothing.
+    CAST becomes TRY_CAST; comparisons get operands of the column's metadata type
+    (``types``: column name -> metadata type); any other node that might raise
+    (arithmetic overflow, a function on a bad argument) is wrapped whole in TRY(...),
+    which yields NULL instead. Boolean logic and well-typed comparisons cannot fail
+    and are left alone, so common predicates pay nothing.
     """
+    types = types or {}
+
     def visit(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast):
             node = exp.TryCast(this=node.this, to=node.args["to"])
+        if isinstance(node, _COMPARISONS):
+            for key, value in list(node.args.items()):
+                if isinstance(value, exp.Expression):
+                    node.set(key, visit(value))
+                elif isinstance(value, list):
+                    node.set(key, [visit(v) if isinstance(v, exp.Expression) else v for v in value])
+            return _typed_comparison(node, types)
         if not isinstance(node, _SAFE):
             return exp.Try(this=node)
         for key, value in list(node.args.items()):
@@ -77,8 +180,14 @@ def guard_errors(tree: exp.Expression) -> exp.Expression:
                 node.set(key, visit(value))
             elif isinstance(value, list):
                 node.set(key, [visit(v) if isinstance(v, exp.Expression) else v for v in value])
+        if isinstance(node, (exp.And, exp.Or)):
+            node.set("this", _as_predicate(node.this, types))
+            node.set("expression", _as_predicate(node.expression, types))
+        elif isinstance(node, exp.Not):
+            node.set("this", _as_predicate(node.this, types))
         return node
-    return visit(tree.copy())
+    guarded = visit(tree.copy())
+    return _as_predicate(guarded, types) if predicate else guarded
 
 
 def clamp(node: exp.Expression, lower, upper) -> exp.Expression:

@@ -47,8 +47,10 @@ class Statistic:
 class StatisticSet:
     """The statistics of one query, deduplicated by their exact aggregate."""
 
-    def __init__(self, k: int, grouped: bool, private_id: str | None, mechanisms: Mechanisms):
+    def __init__(self, k: int, grouped: bool, private_id: str | None, mechanisms: Mechanisms,
+                 types: dict | None = None):
         self.k, self.grouped, self.private_id, self.mechanisms = k, grouped, private_id, mechanisms
+        self.types = types or {}
         self.items: list[Statistic] = []
 
     def add(self, label, aggregate, stat, l1, l2, integer, unit=1.0) -> Statistic:
@@ -68,9 +70,12 @@ class StatisticSet:
             return self.add("COUNT(*)", exp.Count(this=exp.Star()), stat, 1, 1, True)
         agg = exp.Count(this=exp.Distinct(expressions=[column(self.private_id)]))
         if self.grouped:
-            return self.add(f"COUNT(DISTINCT {self.private_id})", agg, stat, self.k,
+            item = self.add(f"COUNT(DISTINCT {self.private_id})", agg, stat, self.k,
                             math.sqrt(self.k), True)
-        return self.add(f"COUNT(DISTINCT {self.private_id})", agg, stat, 1, 1, True)
+        else:
+            item = self.add(f"COUNT(DISTINCT {self.private_id})", agg, stat, 1, 1, True)
+        item.meta["persons"] = True     # counts persons: a threshold needs no shift
+        return item
 
     def count_of(self, node: exp.Count) -> Statistic:
         arg = node.this
@@ -83,9 +88,9 @@ class StatisticSet:
             if (self.private_id and isinstance(inner, exp.Column)
                     and inner.name.lower() == self.private_id.lower()):
                 return self.count_distinct_persons()
-            agg = exp.Count(this=exp.Distinct(expressions=[guard_errors(inner)]))
+            agg = exp.Count(this=exp.Distinct(expressions=[guard_errors(inner, self.types)]))
             return self.add(node.sql("duckdb"), agg, Stat.count, self.k, self.k, True)
-        return self.add(node.sql("duckdb"), exp.Count(this=guard_errors(arg)), Stat.count,
+        return self.add(node.sql("duckdb"), exp.Count(this=guard_errors(arg, self.types)), Stat.count,
                         self.k, self.k, True)
 
     # -- sums ---------------------------------------------------------------
@@ -100,8 +105,13 @@ class StatisticSet:
         row = shift(clamp(value, lower, upper), offset)
         bound = max(abs(upper - offset), abs(lower - offset))
         if square_offset is not None:
-            row = shift(exp.Pow(this=exp.Paren(this=row), expression=exp.Literal.number(2)),
-                        square_offset)
+            # d * d stays an exact integer for int columns (|d| <= bound < 2^31 here);
+            # POWER would compute in DOUBLE.
+            square = exp.Mul(this=exp.Paren(this=row), expression=exp.Paren(this=row.copy()))
+            if integer and bound >= 2 ** 31:
+                square = exp.Mul(this=exp.Cast(this=exp.Paren(this=row), to=exp.DataType.build("HUGEINT")),
+                                 expression=exp.Paren(this=row.copy()))
+            row = shift(square, square_offset)
             bound = max(square_offset, bound * bound - square_offset)
         unit = 1.0
         if not integer:

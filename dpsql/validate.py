@@ -22,6 +22,15 @@ SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Variance, exp.VarianceP
 ANONYMOUS_AGGREGATES = {"var": exp.Variance, "std": exp.Stddev, "var_samp": exp.Variance,
                         "variance_samp": exp.Variance}
 NUMERIC_TYPES = ("int", "float", "boolean")
+# SELECT clauses dpsql understands; any other (QUALIFY, WINDOW, sampling, ...) is refused
+# rather than silently dropped.
+KNOWN_CLAUSES = {"expressions", "from_", "from", "where", "group", "having", "order", "limit",
+                 "offset", "distinct", "kind"}
+KNOWN_TABLE_PARTS = {"this", "db", "catalog", "alias"}
+# Functions that read files, the environment or the catalog, or raise on purpose.
+FORBIDDEN_FUNCTION_PREFIXES = ("read_", "query", "error", "getenv", "current_setting", "glob",
+                               "sniff_", "parquet_", "duckdb_", "pragma_", "pg_", "which_secret",
+                               "iceberg_", "delta_", "http", "sqlite_", "postgres_", "mysql_")
 
 
 @dataclass
@@ -70,12 +79,19 @@ def _table(tree: exp.Select, metadata: Metadata) -> tuple:
         _fail("WITH (common table expressions) is not supported; query the table directly")
     if tree.args.get("joins"):
         _fail("joins are not supported yet; query one table")
+    unknown = sorted(k for k, v in tree.args.items() if v and k not in KNOWN_CLAUSES)
+    if unknown:
+        _fail(f"{', '.join(k.upper() for k in unknown)} is not supported in a dpsql query")
     source = tree.args.get("from_") or tree.args.get("from")
     if source is None:
         _fail("the query has no FROM clause; name a table from the metadata")
     node = source.this
     if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
         _fail("FROM must name one table from the metadata (no subqueries or table functions)")
+    extra = sorted(k for k, v in node.args.items() if v and k not in KNOWN_TABLE_PARTS)
+    if extra:
+        _fail(f"{', '.join(k.upper() for k in extra)} on the table is not supported "
+              "(sampling or pivoting would change whose rows are counted)")
     parts = [p for p in (node.catalog, node.db, node.name) if p]
     name = ".".join(parts)
     matches = metadata.matching_tables(name)
@@ -93,6 +109,24 @@ def _table(tree: exp.Select, metadata: Metadata) -> tuple:
     if node.alias:
         names = {node.alias.lower()}
     return table, names
+
+
+def _check_contained(tree: exp.Select) -> None:
+    """Nothing in the query may reach beyond the one table: no other table, subquery,
+    COLUMNS(...) expansion, or function that reads files or raises on purpose."""
+    source = (tree.args.get("from_") or tree.args.get("from")).this
+    for node in tree.walk():
+        if node is tree or node is source or node.parent is source:
+            continue
+        if isinstance(node, (exp.Subquery, exp.Select, exp.Exists, exp.Table)):
+            _fail("subqueries and references to other tables are not supported; one row's "
+                  "answer must depend on that row only")
+        if isinstance(node, exp.Columns):
+            _fail("COLUMNS(...) is not supported; name the columns")
+        if isinstance(node, exp.Func):
+            name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+            if name.startswith(FORBIDDEN_FUNCTION_PREFIXES):
+                _fail(f"function {name}() is not allowed in a dpsql query{{at}}", node)
 
 
 def _check_row_level(expr: exp.Expression, clause: str) -> None:
@@ -221,6 +255,8 @@ def _resolve_group(tree: exp.Select, binder: _Binder, items: list) -> list:
 def validate(tree: exp.Select, metadata: Metadata) -> Query:
     """Check the query and normalise it; raises ``QueryError`` naming the problem."""
     tree = normalise_aggregates(tree)
+    _table(tree, metadata)      # clause checks first: the rest assumes one plain table
+    _check_contained(tree)
     window = tree.find(exp.Window)
     if window is not None:
         _fail("window functions (OVER) are not supported{at}", window)

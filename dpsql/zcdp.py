@@ -1,7 +1,7 @@
 """zCDP <-> (epsilon, delta): the tight conversion of Canonne, Kamath & Steinke (2020).
 
 Owns: the privacy map of the Gaussian mechanisms. A mechanism that is
-rho-zCDP is (epsilon, delta)-DP with (CKS 2020, Corollary 13)
+rho-zCDP is (epsilon, delta)-DP with (CKS 2020, Section 2.3)
 
     delta = inf_{a > 1}  exp((a - 1)(a rho - epsilon)) / (a - 1) * (1 - 1/a)^a,
 
