@@ -26,6 +26,10 @@ def exceeds(spent: tuple, cost: tuple, budget: Budget | None) -> bool:
 
 
 def budget_message(spent: tuple, cost: tuple, budget: Budget) -> str:
+    if spent[0] >= budget.epsilon * (1 - 1e-6):
+        return (f"the session budget (epsilon={budget.epsilon:.6g}) is spent; this query "
+                f"(epsilon={cost[0]:.6g}) was not run and nothing was charged. No further "
+                "query can be answered in this session.")
     return (f"query would cost (epsilon={cost[0]:.6g}, delta={cost[1]:.3g}) but only "
             f"(epsilon={max(budget.epsilon - spent[0], 0):.6g}, "
             f"delta={max(budget.delta - spent[1], 0):.3g}) of the session budget remains; "

@@ -159,7 +159,7 @@ class Ledger:
         with self._thread_lock:
             try:
                 try:
-                    fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+                    fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
                 except PermissionError:
                     if exclusive:
                         raise
@@ -185,7 +185,7 @@ class Ledger:
         try:
             os.write(fd, (json.dumps(header) + "\n").encode())
             os.fsync(fd)
-            os.fchmod(fd, 0o644)
+            os.fchmod(fd, 0o600)   # it records every query: readable by its owner only
             os.close(fd)
             os.replace(tmp, self.path)
         except BaseException:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import math
 from typing import Sequence
 
 import sqlglot
@@ -47,8 +48,8 @@ def literal(value) -> exp.Expression:
     if isinstance(value, bool):
         return exp.Boolean(this=value)
     if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
-        if isinstance(value, float) and value != value:
-            raise QueryError("a parameter is NaN; pass a number, a string or None")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise QueryError(f"a parameter is {value!r}; pass a finite number, a string or None")
         node = exp.Literal.number(repr(value) if isinstance(value, float) else str(value))
         return exp.Paren(this=node) if value < 0 else node
     if isinstance(value, str):
@@ -72,6 +73,10 @@ def bind_params(tree: exp.Expression, params: Sequence | None) -> exp.Expression
         raise QueryError(f"the query has {len(holders)} '?' placeholder(s) but "
                          f"{len(params)} parameter(s) were given")
     for holder, value in zip(holders, params):
+        parent = holder.parent
+        if isinstance(parent, exp.Group) or (isinstance(parent, exp.Ordered) and parent.this is holder):
+            raise QueryError("a '?' parameter cannot stand for a GROUP BY or ORDER BY position; "
+                             "parameters are values, they never change the query's shape")
         holder.replace(literal(value))
     return tree
 

@@ -81,3 +81,21 @@ def test_value_dependent_failures_are_guarded(data_dir):
     r = dpsql.from_df(df, meta, privacy=dpsql.Privacy(epsilon=50.0))
     n = r.execute_df("SELECT COUNT(*) AS n FROM S.T WHERE CAST(x AS INT) + 1 > 1 AND 10 / (age - 30) < 5").n[0]
     assert abs(n) < 2        # every row's predicate is NULL, not an error
+
+
+def test_parameters_never_change_the_shape(reader):
+    for sql, params in [("SELECT sex, COUNT(*) FROM PUMS.PUMS GROUP BY ?", (1,)),
+                        ("SELECT sex, COUNT(*) FROM PUMS.PUMS GROUP BY sex ORDER BY ? DESC", (2,)),
+                        ("SELECT COUNT(*) FROM PUMS.PUMS WHERE age > ?", (float("inf"),)),
+                        ("SELECT COUNT(*) FROM PUMS.PUMS WHERE age > ?", (float("nan"),))]:
+        with pytest.raises(dpsql.QueryError):
+            reader.execute_df(sql, params)
+    assert reader.spent == (0.0, 0.0)
+
+
+def test_budget_spent_message(pums, data_dir):
+    r = dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=1.0),
+                      budget=dpsql.Budget(1.0))
+    r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    with pytest.raises(dpsql.BudgetExceededError, match="session budget .* is spent"):
+        r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
