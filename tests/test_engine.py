@@ -200,3 +200,15 @@ def test_censor_dims_false_releases_keys_without_threshold(pums, data_dir):
     r = reader_for(pums, meta, 1.0, delta=0.0)
     df = r.execute_df("SELECT age, COUNT(*) AS n FROM PUMS.PUMS GROUP BY age")
     assert len(df) == pums.age.nunique()
+
+
+def test_non_nullable_column_with_bad_cells_keeps_its_bound(data_dir):
+    """A column declared non-nullable whose cells fail their cast: AVG stays within bounds."""
+    df = pd.DataFrame({"x": ["150"] * 500 + ["oops"] * 500})
+    meta = {"": {"S": {"T": {"row_privacy": True,
+                             "x": {"type": "int", "lower": 100, "upper": 200, "nullable": False}}}}}
+    r = reader_for(df, meta, 50.0)
+    plan = r._plan("SELECT AVG(x) AS a FROM S.T")
+    assert [s.l1 for s in plan.statistics] == [1, 50]      # COUNT(*) and SUM(x - 150)
+    a = r.execute_df("SELECT AVG(x) AS a FROM S.T").a[0]
+    assert abs(a - 150) < 2          # NULL cells add 0 to the centred sum, not -150
