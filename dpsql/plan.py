@@ -183,10 +183,10 @@ def build_plan(query: Query, privacy: Privacy, physical: exp.Table, engine_types
     aggregate_outputs = plan_aggregates(query.aggregates, table, stats)
     threshold = None
     if needs_threshold:
-        # The threshold is applied to the noisy row count: reused if the query
-        # releases COUNT(*), else a statistic of its own. A person holds at most
-        # k rows of a key, so tau is raised by k - 1 (cheaper in budget and time
-        # than a COUNT(DISTINCT id), whose tau would be k - 1 lower).
+        # The threshold reuses a released noisy count when it can: first a
+        # COUNT(DISTINCT id) (persons: no shift), then a COUNT(*) (a person holds
+        # at most k rows of a key: tau is raised by k - 1); otherwise a COUNT(*)
+        # of its own is added, cheaper to compute than a distinct count.
         persons = [s for s in stats.items if s.meta.get("persons")]
         rows = [s for s in stats.items if s.aggregate == exp.Count(this=exp.Star())]
         threshold = (persons or rows or [stats.count_rows(Stat.threshold)])[0]
