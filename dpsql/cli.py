@@ -196,7 +196,8 @@ def cmd_query(args) -> int:
         _require_file(args.database, "database file")
     privacy = Privacy(args.epsilon) if args.delta is None else Privacy(args.epsilon, args.delta)
     ledger = None
-    if args.ledger is not None:
+    if args.ledger is not None and not (args.explain and not os.path.exists(args.ledger)):
+        # --explain leaves no trace: it never creates a ledger.
         from .ledger import Ledger
         ledger = Ledger(args.ledger, args.budget)
     con = None
@@ -332,7 +333,7 @@ def format_frame(frame, fmt: str) -> str:
     rows = list(zip(*values)) if values else [() for _ in range(len(frame))]
     if fmt == "json":
         return json.dumps([dict(zip(columns, map(_json_value, r))) for r in rows],
-                          indent=2) + "\n"
+                          indent=2, allow_nan=False) + "\n"
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
@@ -352,6 +353,8 @@ def _json_value(value):
         return None
     if hasattr(value, "item") and not isinstance(value, str):
         value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None     # JSON has no Infinity; a non-finite result is shown as null
     if isinstance(value, (bool, int, float, str)):
         return value
     return str(value)  # dates, decimals: their text

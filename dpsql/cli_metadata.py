@@ -159,13 +159,12 @@ def _table_lines(columns: list, table_keys) -> list:
     pad = " " * 6
     if ids:
         others = f" (also id-like: {', '.join(ids[1:])})" if len(ids) > 1 else ""
-        lines = [f"{pad}# PRIVACY UNIT: column {ids[0]!r} looks like a person id{others}, so it",
-                 f"{pad}# is marked private_id below and each person's rows are bounded to",
-                 f"{pad}# max_ids. If it is not a person id, move `private_id: true` to the",
-                 f"{pad}# column that is, or, if every row is a different person, remove it",
-                 f"{pad}# and use instead:",
+        lines = [f"{pad}# PRIVACY UNIT: choose one before use (queries are refused until you do).",
+                 f"{pad}# Column {ids[0]!r} looks like a person id{others}: if it is, uncomment",
+                 f"{pad}# `private_id: true` under it and set max_ids, the most rows one",
+                 f"{pad}# person may contribute. If every row is a different person, uncomment:",
                  f"{pad}# row_privacy: true",
-                 f"{pad}max_ids: 1   # the most rows one person may contribute"]
+                 f"{pad}# max_ids: 1"]
     else:
         lines = [f"{pad}# PRIVACY UNIT: choose one before use (queries are refused until you do):",
                  f"{pad}# - if every row is a different person, uncomment:",
@@ -182,7 +181,7 @@ def _table_lines(columns: list, table_keys) -> list:
         lines.append(f"{pad}{_key(name)}:" + (f"   # {note}" if note else ""))
         lines.append(f"{pad}  type: {kind}")
         if ids and name == ids[0]:
-            lines.append(f"{pad}  private_id: true")
+            lines.append(f"{pad}  # private_id: true   # a guess from the name: the owner decides")
         elif kind in ("int", "float"):
             why = "" if bounds_explained else ("   # from domain knowledge, never from the "
                                                "data (see the top)")

@@ -91,7 +91,9 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
                          "send each query separately")
     tree = statements[0]
     if not isinstance(tree, exp.Select):
-        kind = tree.key.upper()
+        kind = tree.key.upper() if tree.key in ("insert", "update", "delete", "create", "drop",
+                                                 "alter", "merge", "command", "union", "intersect",
+                                                 "except", "pragma", "set", "copy") else "not a SELECT"
         raise QueryError(f"only SELECT queries are answered, this statement is {kind}; "
                          "dpsql is read-only and releases aggregates only")
     return bind_params(tree, params)

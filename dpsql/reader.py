@@ -20,7 +20,7 @@ from .errors import OperationalError, QueryError
 from .execute import Engine
 from .explain import describe
 from .metadata import Metadata
-from .parse import parse_query
+from .parse import literal, parse_query
 from .plan import Plan, build_plan
 from .privacy import Budget, Privacy
 from .release import add_noise
@@ -44,7 +44,9 @@ class Reader:
     # -- planning (no data touched) -----------------------------------------
     def _plan(self, sql: str, params=None) -> Plan:
         # Parameters keyed with their types: 1, 1.0 and True are equal in Python.
-        typed = tuple((type(p).__name__, p) for p in params) if params is not None else None
+        # literal() first refuses values that cannot be bound (lists, ...).
+        typed = (tuple((type(p).__name__, literal(p).sql()) for p in params)
+                 if params is not None else None)
         key = (sql, typed, self._privacy_key())
         cached = self._plans.get(key)
         if cached is not None:

@@ -288,6 +288,11 @@ def validate(tree: exp.Select, metadata: Metadata) -> Query:
         aggregates += _aggregates_in(expr)
         _uses_only_keys(expr, keys, "SELECT")
         outputs.append((name, expr))
+    seen = set()
+    for name, _ in outputs:
+        if name.lower() in seen:
+            _fail(f"two output columns are named {name!r}; give each a different alias")
+        seen.add(name.lower())
     aliases = {name.lower(): expr for name, expr in reversed(outputs)}
     having = tree.args.get("having")
     if having is not None:

@@ -90,6 +90,13 @@ def test_query_reads_parquet_tables(tmp_path):
 
 def test_explain_runs_nothing_and_spends_nothing(tmp_path):
     ledger = tmp_path / "s.ledger"
+    missing = run("query", *PUMS, "--epsilon", "1", "--ledger", ledger, "--budget", "1",
+                  "--explain", "SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert missing.returncode == 0, missing.stderr
+    assert not ledger.exists()            # explain leaves no trace, not even a new ledger
+    from dpsql.ledger import Ledger
+    from dpsql import Budget
+    Ledger(str(ledger), Budget(1.0))      # an existing, empty ledger
     proc = run("query", *PUMS, "--epsilon", "1", "--ledger", ledger, "--budget", "1",
                "--explain", "SELECT COUNT(*) AS n, AVG(income) AS inc FROM PUMS.PUMS")
     assert proc.returncode == 0, proc.stderr
@@ -183,7 +190,9 @@ def test_metadata_init_writes_a_schema_only_skeleton_that_then_answers_counts(tm
     doc = yaml.safe_load(proc.stdout)
     pums = doc["Database"]["PUMS"]["PUMS"]
     student = doc["Database"]["MySchema"]["MyTable"]
-    assert pums["pid"] == {"type": "int", "private_id": True} and pums["max_ids"] == 1
+    # The privacy unit is the owner's choice: the guessed id is only suggested, commented.
+    assert pums["pid"] == {"type": "int"} and "max_ids" not in pums
+    assert "# private_id: true" in proc.stdout
     assert pums["age"] == {"type": "int"} and student["school"] == {"type": "string"}
     # No bounds were read from the data; they are commented placeholders.
     assert not any("lower" in c for t in (pums, student) for c in t.values()
@@ -193,6 +202,10 @@ def test_metadata_init_writes_a_schema_only_skeleton_that_then_answers_counts(tm
     assert "row_privacy" not in student and "# row_privacy: true" in proc.stdout
     meta = tmp_path / "m.yaml"
     meta.write_text(proc.stdout)
+    refused = run("query", "--metadata", meta, "--table", f"PUMS.PUMS={DATA / 'PUMS_pid.csv'}",
+                  "--epsilon", "1", "SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert refused.returncode == cli.EXIT_QUERY and "privacy" in refused.stderr.lower()
+    meta.write_text(proc.stdout.replace("# private_id: true", "private_id: true", 1))
     count = run("query", "--metadata", meta, "--table", f"PUMS.PUMS={DATA / 'PUMS_pid.csv'}",
                 "--epsilon", "1", "--format", "json", "SELECT COUNT(*) AS n FROM PUMS.PUMS")
     assert count.returncode == 0, count.stderr
