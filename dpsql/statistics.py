@@ -131,19 +131,15 @@ class StatisticSet:
             bound += unit / 2 + magnitude * 2.0 ** -12
         centre = None
         if subtract and count is None:
-            # No exact count of exactly these rows: subtract per row.
-            row = _subtract_per_row(row, subtract, unit)
+            # No exact count of exactly these rows: subtract per row, a whole number of
+            # units so the sum stays integer (its rounding: another half unit).
+            row = shift(row, subtract if unit == 1.0 else round(subtract / unit))
+            bound += unit / 2 if unit != 1.0 else 0
         elif subtract:
             centre = (subtract / unit, count.name)
         agg = exp.Sum(this=row)
         return self.add(label, agg, self._sum_stat(bound, integer), self.k * bound,
                         self.k * bound, integer, unit, centre)
-
-
-def _subtract_per_row(row: exp.Expression, subtract, unit: float) -> exp.Expression:
-    if unit == 1.0:
-        return shift(row, subtract)
-    return exp.Sub(this=row, expression=exp.Literal.number(subtract / unit))
 
 
 def _bounds(col, node) -> tuple:
