@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from .accounting import budget_message, exceeds
-from .errors import BudgetExceededError, LedgerError, OperationalError, ProgrammingError
+from .errors import BudgetExceededError, LedgerError, ProgrammingError
 from .privacy import Budget
 
 FORMAT_VERSION = 1
