@@ -305,6 +305,17 @@ def calibrate(mechanism: Mechanism, l1: float, l2: float, epsilon: float, delta:
 
 @functools.lru_cache(maxsize=4096)
 def _calibrate(mechanism, l1, l2, epsilon, delta, integer, groups) -> Calibrated:
+    try:
+        return _calibrate_exact(mechanism, l1, l2, epsilon, delta, integer, groups)
+    except (ValueError, ArithmeticError) as err:     # float under/overflow in a privacy map
+        raise QueryError(
+            f"the {mechanism.value} noise for this statistic cannot be calibrated for "
+            f"epsilon={epsilon:g}, delta={delta:g} ({err}); give the statistic a larger "
+            "epsilon (or delta), or pick a Laplace mechanism"
+        ) from None
+
+
+def _calibrate_exact(mechanism, l1, l2, epsilon, delta, integer, groups) -> Calibrated:
     gaussian = mechanism.is_gaussian
     k = groups or 1
     if gaussian:
@@ -337,7 +348,9 @@ def _calibrate(mechanism, l1, l2, epsilon, delta, integer, groups) -> Calibrated
             params, scale, delta = ("laplace", t, s), float(Fraction(t, s) * grid), 0.0
     except InternalError as err:
         raise QueryError(f"the {mechanism.value} noise for this statistic would be out of range "
-                         f"({err}); check epsilon and the column bounds") from None
+                         f"({err}) at epsilon={epsilon:g}; give the statistic a larger epsilon "
+                         "if the noise is too large (a smaller one if too small), or check the "
+                         "column's bounds in the metadata") from None
     return Calibrated(mechanism=mechanism, l1=l1, l2=l2, integer=integer, groups=groups,
                       grid=float(grid), rounding=rounding, sensitivity=float(sens * grid),
                       scale=scale, epsilon=eps, delta=delta, rho=rho, params=params)

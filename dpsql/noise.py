@@ -12,7 +12,8 @@ its output (Mironov 2012). The samplers follow Canonne, Kamath & Steinke
 * discrete Laplace as a geometric split into a remainder ``U`` (rejection
   with Bernoulli(exp(-U/T))) and a quotient ``V`` (count of Bernoulli(exp(-1))
   successes), so the cost does not grow with the scale;
-* discrete Gaussian by rejection from a discrete Laplace.
+* discrete Gaussian by rejection from a discrete Laplace, centred at the
+  integer (0, floor(sigma) or floor(sigma) + 1) that accepts most often.
 
 Randomness comes only from ``os.urandom`` in bulk; uniform integers in a range
 are made by rejection (never modulo bias). Work is vectorised with numpy over
@@ -318,27 +319,41 @@ def discrete_laplace_rational(t: int, s: int, size: int) -> np.ndarray:
 # Discrete Gaussian
 
 
-@functools.lru_cache(maxsize=4096)
-def _gaussian_plan(p: int, q: int) -> tuple:
-    """Proposal and acceptance of the rejection step for variance v = p/q.
+def _gaussian_plan_centred(p: int, q: int, c: int) -> tuple:
+    """Proposal and acceptance of the rejection step for variance v = p/q, with
+    centre c (every integer c >= 0 gives the exact distribution, for any v):
 
-    For v > 1 (CKS Algorithm 3, centred on an integer): c = floor(sigma) + 1,
-    proposal discrete Laplace of scale v/c, acceptance exp(-(|y| - c)^2 / 2v):
-    the product is proportional to exp(-y^2 / 2v).
-    For v <= 1: proposal discrete Laplace of scale 2v, acceptance
+    c >= 1 (CKS Algorithm 3 with an integer centre): proposal discrete Laplace of
+    scale v/c, acceptance exp(-(|y| - c)^2 / 2v); the product is
+    exp(-(y^2 + c^2) / 2v), proportional to exp(-y^2 / 2v).
+    c == 0: proposal discrete Laplace of scale 2v, acceptance
     exp(-|y| (|y| - 1) / 2v), since y^2 = |y| + |y| (|y| - 1); it accepts every
-    |y| <= 1, which is nearly all mass when sigma is small.
+    |y| <= 1.
     Returns (c, t, s, mult, den): y ~ DLap(t/s); gamma = a * b * mult / den with
     (a, b) = (|y| - c, |y| - c), or (|y|, |y| - 1) when c == 0.
     """
-    if p > q:
-        c = math.isqrt(p // q) + 1
-        t, s = p, q * c
-    else:
-        c, t, s = 0, 2 * p, q
+    t, s = (p, q * c) if c else (2 * p, q)
     g = math.gcd(t, s)
     g2 = math.gcd(q, 2 * p)
     return c, t // g, s // g, q // g2, 2 * p // g2
+
+
+def _acceptance_weight(v: float, c: int) -> float:
+    """The acceptance rate of centre c up to a factor common to all centres:
+    sum_y exp(-(y^2 + c^2)/2v) / sum_y exp(-|y| c/v) = e^(-c^2/2v) tanh(c/2v) * N
+    (c = 0: tanh(1/4v) * N). Only chooses among exact samplers; a float is fine."""
+    return math.tanh(1 / (4 * v)) if c == 0 else math.exp(-c * c / (2 * v)) * math.tanh(c / (2 * v))
+
+
+@functools.lru_cache(maxsize=4096)
+def _gaussian_plan(p: int, q: int) -> tuple:
+    """The plan of the centre that accepts most often among 0, floor(sigma) and
+    floor(sigma) + 1: c = 0 below sigma ~ 0.9, c = 1 just above sigma = 1 (where
+    floor(sigma) + 1 = 2 accepted only ~1/4 of proposals), c ~ sigma beyond."""
+    v = p / q
+    low = math.isqrt(p // q)                       # floor(sigma), exactly
+    best = max({0, max(low, 1), low + 1}, key=lambda c: _acceptance_weight(v, c))
+    return _gaussian_plan_centred(p, q, best)
 
 
 def _gamma_parts(a: np.ndarray, b: np.ndarray, mult: int, den: int) -> tuple:
@@ -360,8 +375,8 @@ def _gamma_parts(a: np.ndarray, b: np.ndarray, mult: int, den: int) -> tuple:
     return whole, part
 
 
-def _discrete_gaussian_pq(p: int, q: int, n: int) -> np.ndarray:
-    c, t, s, mult, den = _gaussian_plan(p, q)
+def _discrete_gaussian_pq(p: int, q: int, n: int, plan: tuple | None = None) -> np.ndarray:
+    c, t, s, mult, den = plan or _gaussian_plan(p, q)
     parts, have = [], 0
     while have < n:
         k = n - have
