@@ -98,10 +98,13 @@ class Reader:
         self.accountant.charge(plan.cost, plan.bound_sql)
         noisy = add_noise(plan, exact)
         del exact
-        try:
-            columns = self.engine.post_process(plan.post_sql, noisy)
-        except QueryError as err:
-            raise OperationalError(f"{err} (on noisy values; the query's cost was charged)") from None
+        if plan.passthrough is not None:
+            columns = {f"_o{i}": noisy[name] for i, name in enumerate(plan.passthrough)}
+        else:
+            try:
+                columns = self.engine.post_process(plan.post_sql, noisy)
+            except QueryError as err:
+                raise OperationalError(f"{err} (on noisy values; the query's cost was charged)") from None
         result = pd.DataFrame({f"_o{i}": columns[f"_o{i}"] for i in range(len(plan.output_names))})
         result.columns = plan.output_names
         return result

@@ -229,3 +229,13 @@ def test_float_columns_are_summed_exactly_in_fixed_point(nullable):
     assert abs(out.a[0] - values.mean()) < 0.005
     assert abs(out.v[0] - values.var(ddof=1)) < 0.005
     assert abs(out.s[0] - values.sum()) < 5
+
+
+def test_distinct_with_aggregates_and_plain_outputs(pums, data_dir):
+    r = reader_for(pums, data_dir / "PUMS.yaml", 30.0)
+    df = r.execute_df("SELECT DISTINCT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex")
+    assert list(df.sex) == ["0", "1"]
+    plain = r.execute_df("SELECT COUNT(*) AS n, COUNT(*) AS m, SUM(age) AS s FROM PUMS.PUMS")
+    assert r._plan("SELECT COUNT(*) AS n, COUNT(*) AS m, SUM(age) AS s FROM PUMS.PUMS").passthrough
+    assert plain.n[0] == plain.m[0] and abs(plain.n[0] - 1000) <= 2 * TAIL / 30
+    assert plain.dtypes.tolist() == [np.int64, np.int64, np.int64]
