@@ -21,7 +21,6 @@ SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Variance, exp.VarianceP
 # SmartNoise spellings that sqlglot leaves as anonymous functions.
 ANONYMOUS_AGGREGATES = {"var": exp.Variance, "std": exp.Stddev, "var_samp": exp.Variance,
                         "variance_samp": exp.Variance}
-NUMERIC_TYPES = ("int", "float", "boolean")
 # SELECT clauses dpsql understands; any other (QUALIFY, WINDOW, sampling, ...) is refused
 # rather than silently dropped.
 KNOWN_CLAUSES = {"expressions", "from_", "from", "where", "group", "having", "order", "limit",
@@ -255,15 +254,12 @@ def _resolve_group(tree: exp.Select, binder: _Binder, items: list) -> list:
 def validate(tree: exp.Select, metadata: Metadata) -> Query:
     """Check the query and normalise it; raises ``QueryError`` naming the problem."""
     tree = normalise_aggregates(tree)
-    _table(tree, metadata)      # clause checks first: the rest assumes one plain table
+    table, qualifiers = _table(tree, metadata)   # clause checks first: one plain table
     _check_contained(tree)
     window = tree.find(exp.Window)
     if window is not None:
         _fail("window functions (OVER) are not supported{at}", window)
-    table, qualifiers = _table(tree, metadata)
     binder = _Binder(table, qualifiers)
-    if any(isinstance(n, exp.Star) and not isinstance(n.parent, exp.Count) for n in tree.expressions):
-        _fail("SELECT * would release raw rows; select aggregates such as COUNT(*)")
     items = list(tree.expressions)
     for item in items:
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
