@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .accounting import Accountant
-from .errors import OperationalError, QueryError
+from .errors import OperationalError, ProgrammingError, QueryError
 from .execute import Engine
 from .explain import describe
 from .metadata import Metadata
@@ -153,8 +153,14 @@ def from_df(data, metadata, privacy: Privacy | None = None, budget: Budget | Non
 
 
 def from_connection(connection, metadata, privacy: Privacy | None = None,
-                    budget: Budget | None = None, ledger=None) -> Reader:
-    """A session over tables that already live in a DuckDB connection."""
+                    budget: Budget | None = None, ledger=None, engine: str | None = None) -> Reader:
+    """A session over tables that already live in a DuckDB connection.
+
+    ``engine`` is accepted for SmartNoise compatibility and must name DuckDB.
+    """
+    if engine is not None and str(engine).lower() != "duckdb":
+        raise ProgrammingError(f"engine {engine!r} is not supported; dpsql runs on DuckDB "
+                               "(pass a duckdb connection, or leave engine out)")
     meta = _load(metadata)
     return Reader(Engine.from_connection(connection, meta), meta, privacy, budget,
                   _ledger(ledger, budget))

@@ -239,3 +239,22 @@ def test_distinct_with_aggregates_and_plain_outputs(pums, data_dir):
     assert r._plan("SELECT COUNT(*) AS n, COUNT(*) AS m, SUM(age) AS s FROM PUMS.PUMS").passthrough
     assert plain.n[0] == plain.m[0] and abs(plain.n[0] - 1000) <= 2 * TAIL / 30
     assert plain.dtypes.tolist() == [np.int64, np.int64, np.int64]
+
+
+def test_smartnoise_style_calls(data_dir, pums):
+    """SmartNoise users keep their calls: keyword metadata/privacy, engine=, Stat/Mechanism."""
+    from dpsql import Mechanism, Privacy, Stat
+    privacy = Privacy(epsilon=30.0)
+    privacy.mechanisms.map[Stat.count] = Mechanism.laplace
+    reader = dpsql.from_df(pums, privacy=privacy, metadata=str(data_dir / "PUMS.yaml"))
+    rows = reader.execute("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert rows[0] == ("n",) and abs(rows[1][0] - 1000) <= 2 * TAIL / 30
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA PUMS")
+    con.read_csv(str(data_dir / "PUMS.csv")).to_table("PUMS.PUMS")
+    r = dpsql.from_connection(con, privacy=privacy, metadata=str(data_dir / "PUMS.yaml"),
+                              engine="duckdb")
+    assert len(r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")) == 1
+    with pytest.raises(dpsql.ProgrammingError, match="not supported"):
+        dpsql.from_connection(con, privacy=privacy, metadata=str(data_dir / "PUMS.yaml"),
+                              engine="postgres")
