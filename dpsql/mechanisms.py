@@ -303,6 +303,19 @@ def calibrate(mechanism: Mechanism, l1: float, l2: float, epsilon: float, delta:
                       bool(integer), None if groups is None else int(groups))
 
 
+def calibrate_rho(mechanism: Mechanism, l1: float, l2: float, rho: float, delta: float,
+                  integer: bool = True, groups: int | None = None) -> Calibrated:
+    """A Gaussian mechanism for a zCDP target ``rho``: the (epsilon, delta) that rho
+    converts to at ``delta`` (tight CKS conversion), calibrated as usual, so the
+    mechanism's own rho is at most ``rho``."""
+    if not mechanism.is_gaussian:
+        raise QueryError(f"a rho target needs a Gaussian mechanism, not {mechanism.value}")
+    if not (rho > 0 and math.isfinite(rho)):
+        raise QueryError(f"rho must be a finite number > 0, got {rho!r}")
+    return calibrate(mechanism, l1, l2, epsilon=zcdp.epsilon_for(rho, delta), delta=delta,
+                     integer=integer, groups=groups)
+
+
 @functools.lru_cache(maxsize=4096)
 def _calibrate(mechanism, l1, l2, epsilon, delta, integer, groups) -> Calibrated:
     try:

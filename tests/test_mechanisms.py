@@ -374,3 +374,15 @@ def test_release_noise_distribution_end_to_end(mech, sens, eps, delta, integer, 
                                      else (kind, 81 * a, 100 * b))
     assert _fit_p(_noise_units(too_little, constant, n), cdf_of(scale), scale) < P_FAIL
     assert _fit_p(z, cdf_of(1.1 * scale), 1.1 * scale) < P_FAIL
+
+
+def test_rho_target_gives_that_rho_and_the_book_conversion():
+    """A zCDP target: sigma = l2 / sqrt(2 rho); rho 0.004 at delta 1e-8 is (0.4659, 1e-8)."""
+    from dpsql.mechanisms import calibrate_rho
+    for mech in (Mechanism.gaussian, Mechanism.discrete_gaussian):
+        m = calibrate_rho(mech, 1.0, 1.0, rho=0.004, delta=1e-8)
+        assert 0.004 * (1 - 1e-6) <= m.rho <= 0.004
+        assert abs(m.epsilon - 0.4659) < 1e-3 and m.delta <= 1e-8
+        assert abs(m.scale - 1 / math.sqrt(2 * 0.004)) / m.scale < 1e-5
+    with pytest.raises(QueryError):
+        calibrate_rho(Mechanism.laplace, 1.0, 1.0, rho=0.1, delta=1e-8)
