@@ -82,8 +82,8 @@ class StatisticSet:
 
     def count_of(self, node: exp.Count) -> Statistic:
         arg = node.this
-        if isinstance(arg, exp.Star):
-            return self.count_rows()
+        if isinstance(arg, exp.Star) or (isinstance(arg, (exp.Literal, exp.Boolean))):
+            return self.count_rows()           # COUNT(1) is COUNT(*): one statistic
         if isinstance(arg, exp.Distinct):
             if len(arg.expressions) != 1:
                 raise QueryError("COUNT(DISTINCT ...) takes one expression")
