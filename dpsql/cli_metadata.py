@@ -68,7 +68,15 @@ def check(path: str) -> int:
         raise FileNotFoundError(f"metadata file not found: {path}")
     problems = check_metadata(path)
     if not problems:
-        sys.stdout.write(f"{path}: OK\n")
+        # Valid, as SmartNoise would load it; but a table without a privacy unit answers
+        # no query, which its owner should hear now rather than from every analyst.
+        from .metadata import Metadata
+        unusable = [t.privacy_unit_problem for t in Metadata.load(path).tables.values()
+                    if t.privacy_unit_problem]
+        for problem in unusable:
+            sys.stdout.write(f"{path}: warning: {problem}\n")
+        sys.stdout.write(f"{path}: OK" + (f" ({len(unusable)} table(s) refuse every query)"
+                                          if unusable else "") + "\n")
         return 0
     sys.stdout.write("".join(f"{path}: {' '.join(p.split())}\n" for p in problems))
     sys.stdout.flush()

@@ -202,6 +202,8 @@ def test_metadata_init_writes_a_schema_only_skeleton_that_then_answers_counts(tm
     assert "row_privacy" not in student and "# row_privacy: true" in proc.stdout
     meta = tmp_path / "m.yaml"
     meta.write_text(proc.stdout)
+    checked = run("metadata", "check", meta)     # valid, but its owner is told what is missing
+    assert checked.returncode == 0 and "warning" in checked.stdout and "refuse every query" in checked.stdout
     refused = run("query", "--metadata", meta, "--table", f"PUMS.PUMS={DATA / 'PUMS_pid.csv'}",
                   "--epsilon", "1", "SELECT COUNT(*) AS n FROM PUMS.PUMS")
     assert refused.returncode == cli.EXIT_QUERY and "privacy" in refused.stderr.lower()
