@@ -30,7 +30,14 @@ def budget_message(spent: tuple, cost: tuple, budget: Budget) -> str:
         return (f"the session budget (epsilon={budget.epsilon:.6g}) is spent; this query "
                 f"(epsilon={cost[0]:.6g}) was not run and nothing was charged. No further "
                 "query can be answered in this session.")
-    return (f"query would cost (epsilon={cost[0]:.6g}, delta={cost[1]:.3g}) but only "
+    short = []
+    if spent[0] + cost[0] > budget.epsilon * (1 + _SLACK):
+        short.append("epsilon")
+    if spent[1] + cost[1] > budget.delta * (1 + _SLACK) + 1e-300:
+        short.append(f"delta (the budget's delta is {budget.delta:.3g}; Budget(delta=...) "
+                     "defaults to 1e-6)")
+    return (f"not enough {' and '.join(short)} left: "
+            f"query would cost (epsilon={cost[0]:.6g}, delta={cost[1]:.3g}) but only "
             f"(epsilon={max(budget.epsilon - spent[0], 0):.6g}, "
             f"delta={max(budget.delta - spent[1], 0):.3g}) of the session budget remains; "
             "nothing was run or spent. Lower the query's epsilon/delta to fit what remains.")

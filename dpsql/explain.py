@@ -11,6 +11,14 @@ from .plan import Plan
 DIALECT = "duckdb"
 
 
+def _centring(stat) -> str:
+    if "centre" not in stat.meta:
+        return ""
+    offset, count = stat.meta["centre"]
+    return (f"; centred exactly before noise: the engine's {stat.name} minus "
+            f"{offset * stat.unit:.6g} x the exact {count}")
+
+
 def describe(plan: Plan) -> str:
     table = plan.query.table
     eps, delta = plan.cost
@@ -27,7 +35,8 @@ def describe(plan: Plan) -> str:
             f"  {stat.name} = {stat.label}: {stat.stat.value}, sensitivity {sens}, "
             f"{m.mechanism.value} scale={m.scale:.6g} grid={m.grid:.6g}, "
             f"95% accuracy +/-{m.accuracy(0.05):.6g}, "
-            f"epsilon={m.epsilon:.6g} ({m.epsilon / eps:.0%} of the query), delta={m.delta:.3g}")
+            f"epsilon={m.epsilon:.6g} ({m.epsilon / eps:.0%} of the query), delta={m.delta:.3g}"
+            + _centring(stat))
     if plan.threshold is not None:
         lines.append(f"  threshold: a group is released only if {plan.threshold.name} >= "
                      f"{plan.tau:.6g} (delta={plan.threshold_delta:.3g} for keys not public)")

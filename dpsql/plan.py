@@ -161,10 +161,14 @@ def _split_budget(stats: StatisticSet, privacy: Privacy, threshold, needs_thresh
         return 0.0               # public keys only: nothing noisy, nothing spent
     delta_users = sum(1 for m in chosen.values() if m.is_gaussian) + (1 if needs_threshold else 0)
     if delta_users and privacy.delta <= 0:
-        why = ("GROUP BY keys that are not public are released only above a threshold, which "
-               "needs delta > 0" if needs_threshold else "a Gaussian mechanism needs delta > 0")
-        raise QueryError(f"{why}; set Privacy(delta=...) (default {1e-10:g}), list the keys' "
-                         "public values in the metadata (values: [...]), or pick Laplace noise")
+        if needs_threshold:
+            raise QueryError("GROUP BY keys that are not public are released only above a "
+                             "threshold, which needs delta > 0: give the query a delta "
+                             "(Privacy(delta=...), --delta; default 1e-10), or list the keys' "
+                             "public values in the metadata (values: [...])")
+        raise QueryError("a Gaussian mechanism needs delta > 0: give the query a delta "
+                         "(Privacy(delta=...), --delta; default 1e-10), or map the statistic "
+                         "to a Laplace mechanism in privacy.mechanisms.map")
     eps = privacy.epsilon / len(stats.items)
     delta = privacy.delta / delta_users if delta_users else 0.0
     for s in stats.items:
@@ -266,7 +270,11 @@ def _passthrough(query: Query, post: exp.Select) -> list | None:
 
 def _post_query(query: Query, aggregate_outputs: list, key_names: list) -> exp.Select:
     """The user's SELECT list, HAVING, ORDER BY and LIMIT, over noisy statistics."""
-    mapping = list(aggregate_outputs) + [(key, column(n)) for key, n in zip(query.keys, key_names)]
+    # Each aggregate becomes a parenthesised expression: sqlglot prints trees as built, so
+    # SUM(x) = (centred + m * n) must stay one operand inside SUM(x) / COUNT(*).
+    mapping = [(node, exp.Paren(this=expr) if not isinstance(expr, exp.Column) else expr)
+               for node, expr in aggregate_outputs]
+    mapping += [(key, column(n)) for key, n in zip(query.keys, key_names)]
     items = [exp.alias_(substitute(expr, mapping), f"_o{i}", quoted=True)
              for i, (_, expr) in enumerate(query.outputs)]
     post = exp.select(*items).from_(exp.to_table(NOISY_TABLE))

@@ -41,15 +41,43 @@ class Mechanism(enum.Enum):
         return self in (Mechanism.gaussian, Mechanism.discrete_gaussian)
 
 
+class _MechanismMap(dict):
+    """``map[Stat.count] = Mechanism.gaussian``; names work too (``map["count"] = "gaussian"``)."""
+
+    def __init__(self, items=()):
+        super().__init__()
+        for key, value in dict(items).items():
+            self[key] = value
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(_enum(Stat, key, "a statistic"), _enum(Mechanism, value, "a mechanism"))
+
+    def __getitem__(self, key):
+        return super().__getitem__(_enum(Stat, key, "a statistic"))
+
+    def get(self, key, default=None):
+        return super().get(_enum(Stat, key, "a statistic"), default)
+
+
+def _enum(kind, value, what: str):
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(str(value).split(".")[-1].lower())
+    except ValueError:
+        raise ProgrammingError(f"{value!r} is not {what}; use one of "
+                               f"{', '.join(m.value for m in kind)} (dpsql.{kind.__name__})") from None
+
+
 def _default_map() -> dict:
     # The book's Table 2-1 (SmartNoise defaults), with exact samplers.
-    return {
+    return _MechanismMap({
         Stat.count: Mechanism.discrete_laplace,
         Stat.sum_int: Mechanism.discrete_laplace,
         Stat.sum_large_int: Mechanism.laplace,
         Stat.sum_float: Mechanism.laplace,
         Stat.threshold: Mechanism.laplace,
-    }
+    })
 
 
 @dataclass
@@ -60,8 +88,16 @@ class Mechanisms:
     large: int = 1000
     """An integer SUM whose bound exceeds this is a ``sum_large_int``."""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.map, _MechanismMap):
+            self.map = _MechanismMap({**_default_map(), **_MechanismMap(self.map)})
+
     def for_stat(self, stat: Stat) -> Mechanism:
-        return self.map.get(stat, _default_map()[stat])
+        return self.map.get(stat) or _default_map()[stat]
+
+    def key(self) -> tuple:
+        """A hashable summary, for caching plans."""
+        return tuple((s.value, self.for_stat(s).value) for s in Stat) + (self.large,)
 
 
 def _check_eps_delta(epsilon: float, delta: float, what: str) -> None:

@@ -22,7 +22,7 @@ from .explain import describe
 from .metadata import Metadata
 from .parse import literal, parse_query
 from .plan import Plan, build_plan
-from .privacy import Budget, Privacy
+from .privacy import Budget, Privacy, Stat
 from .release import add_noise
 from .validate import validate
 
@@ -66,11 +66,15 @@ class Reader:
 
     def _privacy_key(self) -> tuple:
         p = self.privacy
-        return (p.epsilon, p.delta, tuple(sorted((k.value, v.value) for k, v in p.mechanisms.map.items())),
-                p.mechanisms.large)
+        return (p.epsilon, p.delta, p.mechanisms.key())
 
-    def get_privacy_cost(self, sql: str, params=None) -> tuple:
-        """(epsilon, delta) the query would cost; runs nothing, spends nothing."""
+    def get_privacy_cost(self, sql, params=None) -> tuple:
+        """(epsilon, delta) the query would cost; runs nothing, spends nothing.
+
+        As in SmartNoise, a list of queries gives their total (basic composition)."""
+        if isinstance(sql, (list, tuple)):
+            costs = [self._plan(q).cost for q in sql]
+            return (sum(c[0] for c in costs), sum(c[1] for c in costs))
         return self._plan(sql, params).cost
 
     def explain(self, sql: str, params=None) -> str:
@@ -134,7 +138,8 @@ def _empty_noisy(plan: Plan, types: dict) -> dict:
     cols = {name: np.array([], dtype=_NUMPY_TYPES.get(types.get(name, ""), object))
             for name in plan.key_names}
     for stat in plan.statistics:
-        integer = stat.integer and stat.mechanism.grid >= 1
+        integer = (stat.integer and stat.mechanism.grid >= 1) or stat.stat in (Stat.count,
+                                                                              Stat.threshold)
         cols[stat.name] = np.array([], dtype=np.int64 if integer else np.float64)
     if not cols:
         cols["_none"] = np.array([], dtype=np.int64)

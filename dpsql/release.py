@@ -43,4 +43,9 @@ def add_noise(plan, exact: dict) -> dict:
     if plan.threshold is not None and rows:
         keep = columns[plan.threshold.name] >= plan.tau
         columns = {name: values[keep] for name, values in columns.items()}
+    for stat in plan.statistics:
+        # A count on a fine grid (Gaussian, Laplace) is shown as a whole number: rounding
+        # noisy values is post-processing, and analysts expect integer counts.
+        if stat.stat in (Stat.count, Stat.threshold) and columns[stat.name].dtype.kind == "f":
+            columns[stat.name] = np.rint(columns[stat.name]).astype(np.int64)
     return columns

@@ -40,7 +40,16 @@ def typed_column(col: Column, engine_type: str) -> exp.Expression:
     error whose occurrence would depend on the data.
     """
     node: exp.Expression = exp.column(col.name, quoted=True)
-    if typed_type(col, engine_type) != _base(engine_type):
+    if col.type == "string" and _base(engine_type) in ("DOUBLE", "FLOAT", "REAL"):
+        # Codes read as floats (a CSV column with NULLs, through pandas) keep the text
+        # they have elsewhere: 1.0 reads as '1', as it would from the file.
+        whole = exp.and_(exp.EQ(this=node.copy(), expression=exp.Anonymous(this="TRUNC", expressions=[node.copy()])),
+                         exp.LT(this=exp.Abs(this=node.copy()), expression=exp.Literal.number(2 ** 53)))
+        as_int = exp.TryCast(this=exp.TryCast(this=node.copy(), to=exp.DataType.build("BIGINT")),
+                             to=exp.DataType.build("VARCHAR"))
+        node = exp.Case(ifs=[exp.If(this=whole, true=as_int)],
+                        default=exp.TryCast(this=node.copy(), to=exp.DataType.build("VARCHAR")))
+    elif typed_type(col, engine_type) != _base(engine_type):
         node = exp.TryCast(this=node, to=exp.DataType.build(_TARGET[col.type][0]))
     if col.missing_value is not None:
         from .parse import literal

@@ -208,8 +208,11 @@ def _uses_only_keys(expr: exp.Expression, keys: list, clause: str) -> None:
         if any(node == key for key in keys) or isinstance(node, exp.AggFunc):
             return
         if isinstance(node, exp.Column):
+            hint = (" (in HAVING a table column wins over an output alias of the same name, "
+                    "as in DuckDB: rename the alias)" if clause == "HAVING" else "")
             _fail(f"column {node.sql('duckdb')} in {clause} is neither grouped nor aggregated"
-                  "{at}; dpsql releases aggregates only (add it to GROUP BY or aggregate it)", node)
+                  "{at}; dpsql releases aggregates only (add it to GROUP BY or aggregate it)"
+                  + hint, node)
         if isinstance(node, exp.Star):
             _fail("SELECT * would release raw rows; select aggregates such as COUNT(*)")
         for child in node.iter_expressions():

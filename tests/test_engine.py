@@ -258,3 +258,31 @@ def test_smartnoise_style_calls(data_dir, pums):
     with pytest.raises(dpsql.ProgrammingError, match="not supported"):
         dpsql.from_connection(con, privacy=privacy, metadata=str(data_dir / "PUMS.yaml"),
                               engine="postgres")
+
+
+def test_substituted_aggregates_keep_their_precedence(pums, data_dir):
+    """SUM(x) rebuilt as (centred + m * count) must stay one operand."""
+    r = reader_for(pums, data_dir / "PUMS.yaml", 30.0)
+    df = r.execute_df("SELECT SUM(age) / COUNT(*) AS m, SUM(age) * 2 AS s2, AVG(age) AS a "
+                      "FROM PUMS.PUMS")
+    assert abs(df.m[0] - 44.797) < 1 and abs(df.s2[0] - 2 * 44797) < 2 * 100 * TAIL / 7.5
+
+
+def test_smartnoise_conveniences(pums, data_dir):
+    privacy = dpsql.Privacy(epsilon=1.0, delta=1e-6)
+    privacy.mechanisms.map["count"] = "gaussian"          # names work as well as enums
+    r = dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=privacy)
+    assert r._plan("SELECT COUNT(*) AS n FROM PUMS.PUMS").statistics[0].mechanism.mechanism \
+        == dpsql.Mechanism.gaussian
+    assert r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS").n.dtype == np.int64
+    total = r.get_privacy_cost(["SELECT COUNT(*) AS n FROM PUMS.PUMS",
+                                "SELECT SUM(age) AS s FROM PUMS.PUMS"])
+    assert 1.99 < total[0] <= 2.0 and 0 < total[1] <= 1e-6
+    with pytest.raises(dpsql.ProgrammingError, match="not a mechanism"):
+        privacy.mechanisms.map["count"] = "gaus"
+
+
+def test_float_stored_codes_read_as_their_text(pums_null, data_dir):
+    r = reader_for({"PUMS.PUMS_null": pums_null}, data_dir / "PUMS_two_table.yaml", 30.0)
+    keys = set(r.execute_df("SELECT sex, COUNT(*) AS n FROM PUMS.PUMS_null GROUP BY sex").sex)
+    assert {"0", "1"} <= keys and not {"0.0", "1.0"} & keys
