@@ -286,3 +286,17 @@ def test_float_stored_codes_read_as_their_text(pums_null, data_dir):
     r = reader_for({"PUMS.PUMS_null": pums_null}, data_dir / "PUMS_two_table.yaml", 30.0)
     keys = set(r.execute_df("SELECT sex, COUNT(*) AS n FROM PUMS.PUMS_null GROUP BY sex").sex)
     assert {"0", "1"} <= keys and not {"0.0", "1.0"} & keys
+
+
+def test_values_outside_the_bounds_are_clamped():
+    """A row far outside [lower, upper] counts as the bound, in SUM, AVG and VAR alike."""
+    df = pd.DataFrame({"x": [10] * 999 + [10 ** 9], "y": [-(10 ** 9)] + [5] * 999})
+    meta = {"": {"S": {"T": {"row_privacy": True,
+                             "x": {"type": "int", "lower": 0, "upper": 20},
+                             "y": {"type": "int", "lower": 0, "upper": 10}}}}}
+    r = reader_for(df, meta, 200.0)
+    out = r.execute_df("SELECT SUM(x) AS sx, AVG(x) AS ax, VAR(x) AS vx, SUM(y) AS sy FROM S.T")
+    assert abs(out.sx[0] - (999 * 10 + 20)) < 5          # not 10^9
+    assert abs(out.ax[0] - (999 * 10 + 20) / 1000) < 0.05
+    assert out.vx[0] < 1                                    # one 20 among 10s: variance 0.1
+    assert abs(out.sy[0] - 999 * 5) < 5                     # -10^9 clamped to 0
