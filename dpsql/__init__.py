@@ -1,9 +1,9 @@
 """dpsql: differentially private SQL over DuckDB, with SmartNoise-compatible metadata.
 
 The data flow, one module per step: ``parse`` -> ``validate`` -> ``plan``
-(``statistics``, ``rewrite``) -> ``execute`` -> ``release`` (noise, from
-``noise``/``mechanisms``) -> ``accounting`` -> post-processing -> result;
-``reader`` runs them in that order.
+(``statistics``, ``rewrite``; the cost) -> ``accounting`` (check) -> ``execute``
+-> ``accounting`` (charge) -> ``release`` (noise, from ``noise``/``mechanisms``)
+-> post-processing on noisy values -> result; ``reader`` runs them in that order.
 """
 from .dbapi import (BINARY, DATETIME, NUMBER, ROWID, STRING, Binary, Date, DateFromTicks, Time,
                     TimeFromTicks, Timestamp, TimestampFromTicks, connect)

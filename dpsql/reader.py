@@ -2,9 +2,9 @@
 
 Owns: orchestration and the public Python API (``from_df``, ``from_connection``,
 ``Reader``). Data flows one way: parse -> validate -> plan (with its cost) ->
-budget check -> execute -> noise -> charge -> post-process -> result. The
-budget check comes before any data is touched; the charge comes before the
-result is returned, so an answer is never released uncharged and a refused
+budget check -> execute -> charge -> noise -> post-process -> result. The
+budget check comes before any data is touched; the charge comes as soon as the
+data has been read, so an answer is never released uncharged and a refused
 query costs nothing.
 """
 from __future__ import annotations
