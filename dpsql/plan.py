@@ -20,6 +20,7 @@ from sqlglot import exp
 
 from .errors import QueryError
 from .mechanisms import calibrate
+from .parse import literal
 from .privacy import Privacy, Stat
 from .rewrite import column, guard_errors, substitute, typed_column, typed_type
 from .statistics import Statistic, StatisticSet, plan_aggregates
@@ -93,7 +94,6 @@ def _rows(query: Query, source: exp.Select, pid: str | None, domains: list | Non
     if pid is not None:
         conditions.append(exp.Not(this=exp.Is(this=column(pid), expression=exp.Null())))
     for col in domains or []:
-        from .parse import literal
         conditions.append(exp.In(this=column(col.name), expressions=[literal(v) for v in col.values]))
     rows = exp.select(exp.Star()).from_(exp.Subquery(this=source, alias=exp.TableAlias(
         this=exp.to_identifier("_src"))))
@@ -140,7 +140,6 @@ def _referenced(exprs: list) -> set:
 
 def _grid(domains: list, engine_types: dict) -> exp.Select:
     """Every combination of public key values, typed as the engine stores the column."""
-    from .parse import literal
     grid = None
     for i, col in enumerate(domains):
         target = typed_type(col, engine_types.get(col.name.lower(), ""))

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from .errors import QueryError
 from .metadata import Column
+from .parse import literal
 
 INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                  "UINTEGER", "UBIGINT", "UHUGEINT"}
@@ -52,7 +54,6 @@ def typed_column(col: Column, engine_type: str) -> exp.Expression:
     elif typed_type(col, engine_type) != _base(engine_type):
         node = exp.TryCast(this=node, to=exp.DataType.build(_TARGET[col.type][0]))
     if col.missing_value is not None:
-        from .parse import literal
         node = exp.Coalesce(this=node, expressions=[literal(col.missing_value)])
     return node
 
@@ -140,7 +141,6 @@ def _typed_comparison(node: exp.Expression, types: dict) -> exp.Expression:
             try:
                 float(operand.this)
             except ValueError:
-                from .errors import QueryError
                 raise QueryError(f"{node.sql('duckdb')}: {operand.sql('duckdb')} is not a number, "
                                  "but the column is numeric in the metadata") from None
             _put(node, slot, exp.Literal.number(operand.this.strip()))

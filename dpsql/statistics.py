@@ -68,15 +68,14 @@ class StatisticSet:
     def count_rows(self, stat: Stat = Stat.count) -> Statistic:
         return self.add("COUNT(*)", exp.Count(this=exp.Star()), stat, self.k, self.k, True)
 
-    def count_distinct_persons(self, stat: Stat = Stat.count) -> Statistic:
-        if self.private_id is None:      # row privacy: a person is a row
-            return self.add("COUNT(*)", exp.Count(this=exp.Star()), stat, 1, 1, True)
+    def count_distinct_persons(self) -> Statistic:
+        """COUNT(DISTINCT private_id): one per group a person is in (at most k groups)."""
         agg = exp.Count(this=exp.Distinct(expressions=[column(self.private_id)]))
+        label = f"COUNT(DISTINCT {self.private_id})"
         if self.grouped:
-            item = self.add(f"COUNT(DISTINCT {self.private_id})", agg, stat, self.k,
-                            math.sqrt(self.k), True)
+            item = self.add(label, agg, Stat.count, self.k, math.sqrt(self.k), True)
         else:
-            item = self.add(f"COUNT(DISTINCT {self.private_id})", agg, stat, 1, 1, True)
+            item = self.add(label, agg, Stat.count, 1, 1, True)
         item.meta["persons"] = True     # counts persons: a threshold needs no shift
         return item
 
