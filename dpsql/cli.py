@@ -91,6 +91,20 @@ def _table(text: str) -> tuple:
     return name, path
 
 
+def _query_table(text: str) -> tuple:
+    """``query --table``: SCHEMA.TABLE=PATH, or TABLE=PATH for a table whose metadata
+    schema name is empty (collection/''/table); the engine resolves the name."""
+    name, sep, path = text.partition("=")
+    if sep and path and name and "." not in name:
+        return name, path
+    try:
+        return _table(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected SCHEMA.TABLE=PATH (e.g. PUMS.PUMS=PUMS.csv), or TABLE=PATH for a "
+            f"table whose metadata schema name is empty, got {text!r}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     top = _Parser(prog="dpsql", description="Differentially private SQL over DuckDB.",
                   epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,9 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     q.add_argument("--metadata", required=True, metavar="M.yaml",
                    help="SmartNoise-format metadata of the tables")
-    q.add_argument("--table", action="append", type=_table, default=[],
+    q.add_argument("--table", action="append", type=_query_table, default=[],
                    metavar="SCHEMA.TABLE=PATH", help="bind a table to a .csv/.parquet file "
-                   "(repeatable)")
+                   "(repeatable; TABLE=PATH if the metadata's schema name is empty)")
     q.add_argument("--database", metavar="FILE.duckdb",
                    help="a DuckDB database holding the tables (opened read-only)")
     q.add_argument("--epsilon", required=True, type=_positive_float, metavar="E",
@@ -251,8 +265,9 @@ def _warn(text: str) -> None:
 
 def cmd_ledger_show(args) -> int:
     from .ledger import Ledger
-    _require_file(args.file, "ledger file")
-    led = Ledger(args.file)
+    if not os.path.lexists(args.file):
+        raise FileNotFoundError(f"ledger file not found: {args.file}")
+    led = Ledger(args.file, create=False)  # refuses anything but a ledger, creates nothing
     budget, spent, remaining, records = led.budget, led.spent(), led.remaining(), led.records()
     if args.format == "json":
         doc = {"path": led.path,

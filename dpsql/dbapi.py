@@ -154,6 +154,12 @@ def connect(database=None, *, metadata, tables=None, privacy=None, budget=None,
         else:
             if isinstance(database, duckdb.DuckDBPyConnection):
                 con = database
+            elif not isinstance(database, (str, bytes, os.PathLike)):
+                kind = type(database)
+                raise ProgrammingError(
+                    f"connect: database must be the path of a DuckDB file or a "
+                    f"duckdb.DuckDBPyConnection, not {kind.__module__}.{kind.__qualname__}; "
+                    "dpsql runs on DuckDB only")
             else:
                 path = os.fspath(database)
                 if not os.path.isfile(path):

@@ -1,15 +1,22 @@
 """Step 4: run the bounded plan on DuckDB; only exact aggregates come back.
 
-Owns: the DuckDB connections. Private tables are bound as views over the
-caller's DataFrames (scanned in place, never copied) or over CSV/Parquet
-files, or found in the caller's own connection. Post-processing of noisy
-results runs on a second, private in-memory connection that never sees the
-data. Errors raised while binding a query depend only on the query and the
-schema, so their DuckDB messages are passed on; errors while *running* it
-could depend on values, so their text is withheld.
+Owns: the DuckDB connections and the typed relation each plan reads. Private
+tables are bound as views over the caller's DataFrames (scanned in place,
+never copied) or Parquet files, as typed tables loaded from CSV files (read as
+text, so a bad cell is NULL and never an error), or found in the caller's own
+connection. Binding checks that every metadata column exists. Every plan reads
+its table through the typed relation (``rewrite.typed_relation``: each column
+cast once to its metadata type), so nothing downstream sees how the data
+happens to be stored. Before a plan first runs, a dry run on one row of NULLs
+surfaces every error that depends on the query alone, as a free QueryError.
+Post-processing of noisy results runs on a second, private in-memory
+connection that never sees the data. Errors while *running* on the data could
+depend on values: their text is withheld and only their class is logged.
 """
 from __future__ import annotations
 
+import hashlib
+import logging
 import threading
 from pathlib import Path
 
@@ -18,20 +25,25 @@ import numpy as np
 import pandas as pd
 from sqlglot import exp
 
-from .errors import DataError, OperationalError, ProgrammingError, QueryError
+from .errors import DataError, MetadataError, OperationalError, ProgrammingError, QueryError
 from .metadata import Metadata, Table
+from .rewrite import null_relation, typed_relation, with_source
 
 DIALECT = "duckdb"
+log = logging.getLogger("dpsql")
 
 
 class Engine:
     """The private tables of one session, and how to reach them in DuckDB."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, physical: dict) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, physical: dict, metadata: Metadata) -> None:
         self.con = con
         self.physical = physical          # Table.full_name.lower() -> exp.Table
         self._types: dict = {}
         self._lock = threading.Lock()
+        for table in metadata.tables.values():
+            if table.full_name.lower() in physical:
+                self.column_types(table)      # every metadata column must exist
         # Post-processing sees noisy values only, and can reach nothing else: no files,
         # no extensions, no settings changes.
         # One thread: its tables have one row per group, and thread hand-offs cost
@@ -58,9 +70,9 @@ class Engine:
                 raise ProgrammingError(f"data given for {name!r}, which is not a table of the "
                                        f"metadata ({', '.join(metadata.tables)})")
             view = f"_dpsql_t{i}"
-            _bind(con, view, source)
+            _bind(con, view, source, table)
             physical[table.full_name.lower()] = exp.Table(this=exp.to_identifier(view, quoted=True))
-        return cls(con, physical)
+        return cls(con, physical, metadata)
 
     @classmethod
     def from_connection(cls, con, metadata: Metadata) -> "Engine":
@@ -85,7 +97,7 @@ class Engine:
                     this=exp.to_identifier(hit[2], quoted=True),
                     db=exp.to_identifier(hit[1], quoted=True),
                     catalog=exp.to_identifier(hit[0], quoted=True))
-        return cls(con, physical)
+        return cls(con, physical, metadata)
 
     def table_node(self, table: Table) -> exp.Table:
         node = self.physical.get(table.full_name.lower())
@@ -95,34 +107,50 @@ class Engine:
         return node
 
     def column_types(self, table: Table) -> dict:
-        """Lower-cased column name -> DuckDB type, read from the schema only."""
+        """Lower-cased column name -> stored DuckDB type, read from the schema only.
+
+        Used only to choose the casts of the typed relation; a metadata column the
+        data lacks is a MetadataError here, when the table is bound."""
         key = table.full_name.lower()
         if key not in self._types:
             node = self.table_node(table)
             try:
                 with self._lock:
                     rel = self.con.sql(exp.select(exp.Star()).from_(node).limit(0).sql(DIALECT))
-                    self._types[key] = {c.lower(): str(t) for c, t in zip(rel.columns, rel.types)}
+                    stored = {c.lower(): str(t) for c, t in zip(rel.columns, rel.types)}
             except duckdb.Error as err:
                 raise DataError(f"cannot read the schema of {table.full_name}: "
                                 f"{_first_line(err)}") from None
+            _check_columns(table, list(stored))
+            self._types[key] = stored
         return self._types[key]
 
-    def result_types(self, tree: exp.Select) -> dict:
-        """Bind the query without running it: catches every query-only error."""
+    def attach(self, plan) -> None:
+        """Give ``plan`` its engine SQL over the typed relation, after a dry run.
+
+        The dry run executes the whole plan on one row of NULLs: an error there
+        depends on the query alone, so it is a QueryError, raised before any
+        data is read and never charged."""
+        table = plan.query.table
+        typed = typed_relation(table, self.table_node(table), self.column_types(table))
+        dry = with_source(plan.exact, null_relation(table)).sql(DIALECT)
         try:
             with self._lock:
-                rel = self.con.sql(tree.sql(DIALECT))
-                return dict(zip(rel.columns, (str(t) for t in rel.types)))
+                self.con.execute(dry).fetchall()
         except duckdb.Error as err:
-            raise QueryError(f"the engine cannot bind the query: {_first_line(err)}") from None
+            raise QueryError(f"the engine refuses the query: {_first_line(err)}") from None
+        plan.exact_sql = with_source(plan.exact, typed).sql(DIALECT)
 
     def run(self, sql: str) -> dict:
         """Exact aggregates as numpy arrays (masked where NULL), one per column."""
         try:
             with self._lock:
                 return self.con.execute(sql).fetchnumpy()
-        except duckdb.Error:
+        except duckdb.Error as err:
+            # A bug: the plan is built so that no value can make it fail. The message
+            # may quote a value, so only the error's class and the plan's digest are logged.
+            log.error("dpsql: the engine failed on data (plan %s, %s); please report it",
+                      hashlib.sha256(sql.encode()).hexdigest()[:16], type(err).__name__)
             raise OperationalError(
                 "the query failed while reading the data; the engine's message is withheld "
                 "because it could depend on private values") from None
@@ -162,20 +190,50 @@ def _first_line(err: Exception) -> str:
     return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
-def _bind(con, view: str, source) -> None:
+def _check_columns(table: Table, present: list) -> None:
+    lowered = {c.lower() for c in present}
+    missing = [c.name for c in table.columns.values() if c.name.lower() not in lowered]
+    if not present:
+        raise MetadataError(f"the data bound to {table.full_name} has no columns (is the file "
+                            "empty?); give a file with a header row naming the metadata's columns")
+    if missing:
+        raise MetadataError(f"the data bound to {table.full_name} lacks the metadata column(s) "
+                            f"{', '.join(missing)}; its columns are {', '.join(present)}. Fix "
+                            "the header or the metadata")
+
+
+def _bind(con, view: str, source, table: Table) -> None:
     if isinstance(source, pd.DataFrame):
         con.register(view, source)
         return
     path = Path(source)
     try:
         if path.suffix.lower() == ".csv":
-            rel = con.read_csv(str(path))
-        elif path.suffix.lower() in (".parquet", ".pq"):
+            _load_csv(con, view, path, table)
+            return
+        if path.suffix.lower() in (".parquet", ".pq"):
             rel = con.read_parquet(str(path))
         else:
             raise DataError(f"{path}: unsupported file type; give a .csv or .parquet file")
         rel.create_view(view)
-    except duckdb.IOException as err:
-        raise DataError(f"cannot read {path}: {_first_line(err)}") from None
     except duckdb.Error as err:
         raise DataError(f"cannot read {path}: {_first_line(err)}") from None
+
+
+def _load_csv(con, view: str, path: Path, table: Table) -> None:
+    """Load a CSV as a typed table: read as text (no type sniffing, so one odd value
+    cannot change a column's type or fail a query), converted by the metadata."""
+    if not path.is_file():
+        raise DataError(f"cannot read {path}: no such file")
+    if path.stat().st_size == 0:
+        raise MetadataError(f"{path} is empty; the table {table.full_name} needs a header "
+                            "row naming its columns")
+    rel = con.read_csv(str(path), all_varchar=True, header=True)
+    _check_columns(table, list(rel.columns))
+    rel.create_view(view + "_text")
+    source = exp.Table(this=exp.to_identifier(view + "_text", quoted=True))
+    typed = typed_relation(table, source, {c.name.lower(): "VARCHAR" for c in table.columns.values()})
+    con.execute(exp.Create(this=exp.Table(this=exp.to_identifier(view, quoted=True)), kind="TABLE",
+                           expression=typed).sql(DIALECT))
+    con.execute(exp.Drop(tables=[exp.Table(this=exp.to_identifier(view + "_text", quoted=True))],
+                         kind="VIEW").sql(DIALECT))

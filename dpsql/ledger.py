@@ -3,11 +3,18 @@
 Owns: the on-disk record of a session's spending. A ``Ledger`` file holds the
 session budget (fixed when the file is created) and every release (UTC time,
 query text, epsilon, delta), one JSON object per line. Several processes may
-share one file: every charge takes an exclusive ``fcntl.flock`` on
-``FILE.lock``, re-reads the file's total, refuses the charge if it would pass
-the budget, and otherwise appends the record and ``fsync``s it, all before it
-returns. The engine calls ``charge`` before it returns a result, so no crash
-can ever release an answer that is not in the ledger.
+share one file: every operation opens the ledger itself and takes an
+``fcntl.flock`` on that descriptor (exclusive to charge, shared to read), so
+the lock belongs to the file, not to a name: hard links and symlinks to one
+ledger share it. A charge re-reads the file's total, refuses the charge if it
+would pass the budget, and otherwise appends the record and ``fsync``s it, all
+before it returns. The engine calls ``charge`` before it returns a result, so
+no crash can ever release an answer that is not in the ledger.
+
+Only regular files are ledgers: a directory, FIFO, device, socket, dangling
+symlink or empty file is refused, never written to or replaced. A new ledger
+is a complete header in a temporary file hard-linked to its name (``os.link``
+never replaces anything; if it finds a file there, another process won).
 
 Budget rule (why): a ledger exists so that a budget cannot be escaped, so its
 budget can never be raised by reopening the file. The budget is written when
@@ -32,6 +39,7 @@ import fcntl
 import json
 import math
 import os
+import stat
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -71,22 +79,37 @@ def _fmt_budget(b: Budget | None) -> str:
     return "none" if b is None else f"(epsilon={b.epsilon:.6g}, delta={b.delta:.3g})"
 
 
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
 class Ledger:
     """A session's spending in a file shared by processes (see module doc)."""
 
-    def __init__(self, path, budget: Budget | None = None) -> None:
+    def __init__(self, path, budget: Budget | None = None, *, create: bool = True) -> None:
+        """Open the ledger at ``path``, creating it with ``budget`` if nothing
+        is there (unless ``create`` is false). Anything but a regular ledger
+        file is refused with ``LedgerError``, never overwritten."""
         if budget is not None and not isinstance(budget, Budget):
             raise ProgrammingError("Ledger: budget must be a dpsql.Budget or None, "
                                    f"got {type(budget).__name__}")
-        # realpath: two names of one file (a symlink) must share one lock file.
-        self.path = os.path.realpath(os.fspath(path))
-        self.lock_path = self.path + ".lock"
+        # The directory resolved, the last name kept: _open checks what it is.
+        head, tail = os.path.split(os.path.join(os.getcwd(), os.fspath(path)))
+        self.path = os.path.join(os.path.realpath(head), tail)
         self._thread_lock = threading.Lock()  # guards this object's cache across threads
+        self._fd = None           # the descriptor locked by the current operation
         self._exclusive = False
         self._reset_cache()
-        with self._locked(exclusive=True):
-            if not os.path.exists(self.path) or os.path.getsize(self.path) == 0:
-                self._create(budget)
+        if create and not os.path.lexists(self.path):
+            self._create(budget)
+        # Only a budget to record needs the exclusive lock: a read-only
+        # ledger can still be opened (and shown) without one.
+        with self._locked(exclusive=budget is not None):
             self._refresh()
             recorded = self._budget
             if budget is not None:
@@ -154,48 +177,106 @@ class Ledger:
     # -- locking and file access ---------------------------------------------------
     @contextlib.contextmanager
     def _locked(self, exclusive: bool):
-        """Hold the inter-process lock ``FILE.lock`` (flock; use a local file
-        system) and this object's thread lock, which guards its cache."""
+        """Hold an flock on a descriptor of the ledger itself (local file systems
+        only), so all its names share it, and this object's thread lock (its
+        cache). If the name was moved to another file meanwhile, lock that."""
         with self._thread_lock:
-            try:
+            for _ in range(100):
+                fd = self._open(exclusive)
                 try:
-                    fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-                except PermissionError:
-                    if exclusive:
-                        raise
-                    fd = os.open(self.lock_path, os.O_RDONLY)  # reading a read-only ledger
-            except OSError as e:
-                raise LedgerError(f"cannot open the ledger lock file {self.lock_path}: "
-                                  f"{e.strerror}; check the directory exists and is "
-                                  "writable") from None
+                    fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+                    if os.path.samestat(os.fstat(fd), os.stat(self.path)):
+                        break
+                except BaseException as e:
+                    os.close(fd)
+                    if isinstance(e, FileNotFoundError):
+                        raise self._missing() from None
+                    raise
+                os.close(fd)
+            else:
+                raise LedgerError(f"ledger {self.path} keeps being replaced by another "
+                                  "file; stop whatever rewrites it.")
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-                self._exclusive = exclusive
+                self._fd, self._exclusive = fd, exclusive
                 yield
             finally:
-                self._exclusive = False
+                self._fd, self._exclusive = None, False
                 os.close(fd)  # closing releases the flock
 
+    def _open(self, exclusive: bool) -> int:
+        """A descriptor on the ledger, refused unless a regular file: checked
+        before opening (no device is opened), then on the descriptor itself
+        (fstat) before any read or write. O_NONBLOCK: a FIFO cannot hang it."""
+        flags = os.O_RDWR | os.O_APPEND if exclusive else os.O_RDONLY
+        flags |= os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+        try:
+            st = os.stat(self.path)
+            if not stat.S_ISREG(st.st_mode):
+                raise self._not_regular(st.st_mode)
+            fd = os.open(self.path, flags)
+        except FileNotFoundError:
+            raise self._missing() from None
+        except OSError as e:
+            raise LedgerError(f"cannot open the ledger {self.path} for "
+                              f"{'writing' if exclusive else 'reading'}: {e.strerror}; "
+                              "check its permissions") from None
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise self._not_regular(mode)
+        return fd
+
+    def _name(self) -> str:
+        with contextlib.suppress(OSError):
+            return f"{self.path} (a symbolic link to {os.readlink(self.path)})"
+        return self.path
+
+    def _not_regular(self, mode: int) -> LedgerError:
+        return LedgerError(f"{self._name()} is {_kind(mode)}, not a ledger file; dpsql "
+                           "never writes to or replaces anything but a regular file. Give "
+                           "the path of a ledger file, or a new path to create one.")
+
+    def _missing(self) -> LedgerError:
+        if os.path.islink(self.path):
+            return LedgerError(f"{self._name()} is a dangling symbolic link; dpsql does not "
+                               "create a ledger through a symlink. Give the path of a ledger "
+                               "file, or a new path to create one.")
+        if self._ino is None:
+            return LedgerError(f"ledger {self.path} does not exist; give a ledger file.")
+        return LedgerError(f"ledger {self.path} no longer exists; its spending is lost. "
+                           "Restore it from a backup or start a new ledger.")
+
     def _create(self, budget: Budget | None) -> None:
-        """Write the header atomically (temp file + rename): never a half header."""
+        """Create the ledger, never replacing a file: the header goes into a temp
+        file hard-linked to the path. ``os.link`` fails if anything (even a
+        dangling symlink) is there; then ``_open`` checks what it is."""
         header = {"dpsql_ledger": FORMAT_VERSION, "created": _now(),
                   "budget": _budget_json(budget)}
         directory = os.path.dirname(self.path)
-        fd, tmp = tempfile.mkstemp(prefix=".dpsql-ledger-", dir=directory)
         try:
-            os.write(fd, (json.dumps(header) + "\n").encode())
-            os.fsync(fd)
-            os.fchmod(fd, 0o600)   # it records every query: readable by its owner only
-            os.close(fd)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
+            fd, tmp = tempfile.mkstemp(prefix=".dpsql-ledger-", dir=directory)
+        except OSError as e:
+            raise LedgerError(f"cannot create the ledger {self.path}: {e.strerror}; check "
+                              "the directory exists and is writable") from None
+        try:
+            try:
+                os.fchmod(fd, 0o600)   # it records every query: readable by its owner only
+                os.write(fd, (json.dumps(header) + "\n").encode())
+                os.fsync(fd)
+            finally:
                 os.close(fd)
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                return                 # something is there now: _open checks what
+            except OSError as e:
+                raise LedgerError(f"cannot create the ledger {self.path}: {e.strerror}; "
+                                  "a ledger needs a local POSIX file system (hard links, "
+                                  "flock)") from None
+        finally:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            raise
         self._fsync_dir(directory)
-        self._reset_cache()
 
     @staticmethod
     def _fsync_dir(directory: str) -> None:
@@ -211,23 +292,20 @@ class Ledger:
         if not self._exclusive:  # an invariant, kept under python -O too
             raise RuntimeError("ledger append without the exclusive lock")
         data = (json.dumps(record) + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        try:
-            if self._torn_at is not None:
-                # A writer crashed mid-line: that charge never returned, so its
-                # answer was never released; drop the fragment before appending.
-                os.ftruncate(fd, self._torn_at)
-                self._torn_at = None
-            if self._needs_newline:
-                # A complete record missing only its newline still counts.
-                data = b"\n" + data
-                self._needs_newline = False
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fd = self._fd  # O_APPEND, locked, closed by _locked
+        if self._torn_at is not None:
+            # A writer crashed mid-line: that charge never returned, so its
+            # answer was never released; drop the fragment before appending.
+            os.ftruncate(fd, self._torn_at)
+            self._torn_at = None
+        if self._needs_newline:
+            # A complete record missing only its newline still counts.
+            data = b"\n" + data
+            self._needs_newline = False
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
 
     def _reset_cache(self) -> None:
         self._ino = None
@@ -256,19 +334,19 @@ class Ledger:
         newline is re-read every time: if it parses it counts (being
         conservative costs nothing); if not, it is the fragment of a writer
         that crashed before its charge returned, so it was never released."""
-        try:
-            f = open(self.path, "rb")
-        except FileNotFoundError:
-            raise LedgerError(f"ledger {self.path} no longer exists; its spending is "
-                                   "lost. Restore it from a backup or start a new "
-                                   "ledger.") from None
-        with f:
-            st = os.fstat(f.fileno())
-            if st.st_ino != self._ino or st.st_size < self._offset:
-                self._reset_cache()  # replaced or truncated: read it all again
-                self._ino = st.st_ino
-            f.seek(self._offset)
-            chunk = f.read()
+        fd = self._fd
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != self._ino or st.st_size < self._offset:
+            self._reset_cache()  # replaced or truncated: read it all again
+            self._ino = (st.st_dev, st.st_ino)
+        if st.st_size == 0:
+            raise LedgerError(f"{self._name()} is an empty file, not a dpsql ledger (a ledger "
+                              "always starts with its header line); dpsql never overwrites "
+                              "an existing file. Give a new path to create a ledger there, "
+                              "or the path of a ledger file.")
+        chunk, at = b"", self._offset
+        while part := os.pread(fd, max(st.st_size - at, 1 << 16), at):
+            chunk, at = chunk + part, at + len(part)
         self._restore()  # forget the previous read's uncommitted last line
         self._torn_at = None
         self._needs_newline = False
@@ -291,9 +369,10 @@ class Ledger:
             raise self._not_a_ledger()
 
     def _not_a_ledger(self) -> LedgerError:
-        return LedgerError(f"{self.path} is not a dpsql ledger (it is empty or its first "
-                                f"line is not a version {FORMAT_VERSION} ledger header); "
-                                "give the path of a ledger or of a new file.")
+        return LedgerError(f"{self.path} is not a dpsql ledger (its first line is not a "
+                           f"version {FORMAT_VERSION} ledger header); dpsql never "
+                           "overwrites an existing file. Give the path of a ledger, or a "
+                           "new path to create one.")
 
     def _parse(self, line: bytes, final: bool):
         try:

@@ -3,22 +3,72 @@
 Owns: parsing, SmartNoise's ``TOP n``, and binding of qmark parameters as
 literals into the tree (never by string formatting, so a parameter can never
 change the query's shape). Everything after this step works on trees.
+
+The analyst controls the SQL text and the parameters, so both are checked
+before anything else sees them. Every refusal is a ``QueryError`` (nothing is
+run, nothing is spent).
+
+Limits on the SQL text and its tree. sqlglot's parser and the planner's
+rewrites are recursive, so an unbounded query would exhaust Python's stack
+(a ``RecursionError`` deep inside the planner) or its time. The limits are
+far above what a hand-written or generated aggregate query needs:
+
+* ``MAX_SQL_LENGTH`` = 100,000 characters of SQL text.
+* ``MAX_NESTING`` = 25 levels of brackets ``( [ {`` and ``CASE ... END``,
+  counted on the tokens (so brackets inside string literals do not count),
+  before parsing. sqlglot's recursive-descent parser spends up to about 25
+  Python frames per bracket level, so 25 levels need about 700 of Python's
+  default 1,000 frames, leaving room for the caller's own stack. (If the
+  parser still runs out of stack, e.g. on a long ``NOT NOT NOT ...`` chain,
+  that is a ``QueryError`` too.)
+* ``MAX_DEPTH`` = 100 levels and ``MAX_NODES`` = 20,000 nodes of the parsed
+  tree, measured iteratively right after parsing, so that the later recursive
+  steps (validation, rewriting, SQL generation: a few frames per level) stay
+  well inside Python's recursion limit whatever the query. Chains of AND, and
+  chains of OR, are first rebuilt as balanced trees (both are associative, also
+  with NULLs), so ``a = 1 OR a = 2 OR ... `` of thousands of terms has a depth
+  of about log2(terms) and is limited by the node count only (about 4,000
+  terms, at 5 nodes a term); ``IN (...)`` costs a node per value and is the
+  better way to write a long list.
+
+Parameters (``?``, paramstyle qmark) must be exactly one of: int, float
+(finite), str (without NUL), bool, None, decimal.Decimal (finite),
+datetime.date, datetime.datetime (naive), or a numpy scalar of type bool_,
+a signed or unsigned integer type, float16/32/64, str_ or datetime64. A
+subclass is refused (its ``__str__``/``__repr__``/``__format__`` could be
+anything); each value is rendered from its value by the base type's own
+methods. Public key values from the metadata go through the same ``literal``.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import decimal
 import math
+import re
+from collections.abc import Mapping
 from typing import Sequence
 
+import numpy as np
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
 
 from .errors import QueryError
 
 DIALECT = "duckdb"
 
+MAX_SQL_LENGTH = 100_000
+MAX_NESTING = 25
+MAX_DEPTH = 100
+MAX_NODES = 20_000
+
+_ACCEPTED = ("accepted types: int, float (finite), str, bool, None, decimal.Decimal (finite), "
+             "datetime.date, datetime.datetime (naive), and numpy bool_, integer, "
+             "float16/32/64, str_ and datetime64 scalars; exactly these types, not subclasses")
+
+
+# ----------------------------------------------------------------- parsing
 
 def _where(err: ParseError) -> str:
     info = (err.errors or [{}])[0]
@@ -26,58 +76,364 @@ def _where(err: ParseError) -> str:
     return f" at line {line}, column {col}" if line else ""
 
 
+_OPEN = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE})
+_CLOSE = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END})
+
+# Tokens after which a value is expected: there ``%`` cannot be SQL's modulo
+# operator, so ``%s`` / ``%(name)s`` can only be a pyformat placeholder.
+_VALUE_EXPECTED = frozenset(getattr(TokenType, name) for name in (
+    "COMMA", "L_PAREN", "L_BRACKET", "L_BRACE", "EQ", "NEQ", "LT", "LTE", "GT", "GTE",
+    "NULLSAFE_EQ", "PLUS", "DASH", "SLASH", "STAR", "MOD", "DPIPE", "AND", "OR", "NOT",
+    "SELECT", "WHERE", "HAVING", "LIMIT", "OFFSET", "WHEN", "THEN", "ELSE", "IN", "LIKE",
+    "ILIKE", "BETWEEN", "IS", "CASE", "DISTINCT", "TOP", "FETCH") if hasattr(TokenType, name))
+
+
+def _adjacent(a, b) -> bool:
+    return a.end + 1 == b.start
+
+
+def _pyformat_at(tokens: list, i: int) -> bool:
+    """Is tokens[i] (a ``%``) the start of ``%s`` or ``%(name)s``?"""
+    rest = tokens[i + 1:i + 5]
+    if rest and _adjacent(tokens[i], rest[0]) and rest[0].text == "s":
+        return True
+    return (len(rest) == 4 and rest[0].token_type == TokenType.L_PAREN
+            and _adjacent(tokens[i], rest[0]) and rest[2].token_type == TokenType.R_PAREN
+            and rest[3].text == "s" and _adjacent(rest[2], rest[3]))
+
+
+def _pyformat_message(tokens: list, i: int) -> str:
+    tok = tokens[i]
+    return (f"'%s'-style placeholders are not supported (line {tok.line}): dpsql's paramstyle "
+            "is qmark; write ? for each parameter and pass the values as a sequence "
+            "(tuple or list), e.g. execute('... WHERE age > ?', (30,))")
+
+
+def _check_tokens(tokens: list) -> None:
+    """Refuse pyformat placeholders and too deep nesting, on tokens (no recursion)."""
+    depth = 0
+    for i, tok in enumerate(tokens):
+        kind = tok.token_type
+        if kind == TokenType.MOD and (i == 0 or tokens[i - 1].token_type in _VALUE_EXPECTED) \
+                and _pyformat_at(tokens, i):
+            raise QueryError(_pyformat_message(tokens, i))
+        if kind in _OPEN:
+            depth += 1
+            if depth > MAX_NESTING:
+                raise QueryError(
+                    f"the query nests brackets or CASE expressions more than {MAX_NESTING} "
+                    f"levels deep (line {tok.line}, column {tok.col}); this is dpsql's limit, "
+                    "to keep parsing and planning within Python's stack: remove redundant "
+                    "parentheses or split the expression")
+        elif kind in _CLOSE:
+            depth = max(depth - 1, 0)
+
+
+def _token_error(err: TokenError, sql: str) -> QueryError:
+    cause = str(err.__cause__ or err)
+    missing = re.match(r"Missing (.+) from (\d+):(\d+)", cause)
+    if missing:
+        quote, line, col = missing.groups()
+        return QueryError(f"cannot read the query: the {quote} opened at line {line}, "
+                          f"column {col} is never closed (an unterminated string or quoted "
+                          f"name); close it with {quote}, and write a {quote} inside it twice")
+    return QueryError(f"cannot read the query: {' '.join(cause.split())[:200]}. "
+                      "Write one SELECT statement in DuckDB/ANSI SQL.")
+
+
+def _too_deep_to_parse() -> QueryError:
+    return QueryError("the query is nested too deeply to parse (it ran out of Python's "
+                      "recursion limit); simplify it: remove redundant parentheses, NOT or "
+                      f"unary minus chains (dpsql allows {MAX_NESTING} levels of brackets)")
+
+
+def _tokenize(sql: str, dialect: str) -> list:
+    return sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+
+
+def _parse_tokens(tokens: list, sql: str, dialect: str) -> list:
+    return sqlglot.Dialect.get_or_raise(dialect).parser().parse(tokens, sql)
+
+
 def _parse_all(sql: str) -> list:
     try:
-        return sqlglot.parse(sql, read=DIALECT)
+        tokens = _tokenize(sql, DIALECT)
+    except TokenError as err:
+        raise _token_error(err, sql) from None
+    except RecursionError:
+        raise _too_deep_to_parse() from None
+    except MemoryError:
+        raise
+    except Exception as err:  # noqa: BLE001 - whatever sqlglot raises is a refusal
+        raise QueryError(f"cannot read the query ({type(err).__name__}); "
+                         "write one SELECT statement in DuckDB/ANSI SQL") from None
+    _check_tokens(tokens)
+    try:
+        return _parse_tokens(tokens, sql, DIALECT)
     except ParseError as first:
         # SmartNoise accepts T-SQL's ``SELECT TOP n``; DuckDB's grammar does not.
         if "top" in sql.lower():
             try:
                 return sqlglot.parse(sql, read="tsql")
-            except ParseError:
+            except MemoryError:
+                raise
+            except Exception:  # noqa: BLE001 - report the DuckDB error below
                 pass
+        for i, tok in enumerate(tokens):
+            if tok.token_type == TokenType.MOD and _pyformat_at(tokens, i):
+                raise QueryError(_pyformat_message(tokens, i)) from None
         msg = str((first.errors or [{}])[0].get("description") or "invalid SQL")
         raise QueryError(f"cannot parse the query{_where(first)}: {msg}. "
                          "Write one SELECT statement in DuckDB/ANSI SQL.") from None
+    except RecursionError:
+        raise _too_deep_to_parse() from None
+    except MemoryError:
+        raise
+    except Exception as err:  # noqa: BLE001 - TokenError, ValueError, ...: all refusals
+        raise QueryError(f"cannot parse the query ({type(err).__name__}: "
+                         f"{' '.join(str(err).split())[:200]}); "
+                         "write one SELECT statement in DuckDB/ANSI SQL") from None
 
 
-def literal(value) -> exp.Expression:
-    """A Python value as a SQL literal node (parameters and public key values)."""
+# ----------------------------------------------------------------- tree limits
+
+def _children(node: exp.Expression):
+    for value in node.args.values():
+        if isinstance(value, exp.Expression):
+            yield value
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, exp.Expression):
+                    yield item
+
+
+def _balance_connectors(tree: exp.Expression) -> exp.Expression:
+    """Rebuild each chain of AND (or of OR) as a balanced tree; iterative.
+
+    sqlglot parses ``a OR b OR c`` left-deep, one level per term. AND and OR are
+    associative (also in SQL's three-valued logic), so the balanced tree means
+    the same, in the same left-to-right order, with depth log2(terms). Only
+    chains of one connector are regrouped: an OR under an AND keeps its Paren.
+    """
+    roots, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        if type(node) in (exp.And, exp.Or) and type(node.parent) is not type(node):
+            roots.append(node)
+        stack.extend(_children(node))
+    for root in roots:
+        kind, operands, todo = type(root), [], [root]
+        while todo:
+            node = todo.pop()
+            if type(node) is kind:
+                todo.append(node.expression)
+                todo.append(node.this)
+            else:
+                operands.append(node)
+        if len(operands) <= 2:
+            continue
+        while len(operands) > 1:
+            paired = [kind(this=operands[i], expression=operands[i + 1])
+                      for i in range(0, len(operands) - 1, 2)]
+            if len(operands) % 2:
+                paired.append(operands[-1])
+            operands = paired
+        if root is tree:
+            tree = operands[0]
+        else:
+            root.replace(operands[0])
+    return tree
+
+
+def check_size(tree: exp.Expression) -> None:
+    """Refuse a tree deeper than MAX_DEPTH or larger than MAX_NODES (iteratively)."""
+    nodes, deepest, stack = 0, 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            raise QueryError(
+                f"the query's expression tree is more than {MAX_DEPTH} levels deep; this is "
+                "dpsql's limit, to keep planning within Python's stack: simplify nested "
+                "expressions (long chains of + - * / or unary minus, nested function calls), "
+                "and write long lists of alternatives as IN (...)")
+        if nodes > MAX_NODES:
+            raise QueryError(
+                f"the query has more than {MAX_NODES} syntax nodes; this is dpsql's limit on "
+                "query size: write long lists of alternatives as IN (...), or split the query")
+        stack.extend((child, depth + 1) for child in _children(node))
+
+
+# ----------------------------------------------------------------- parameters
+
+_NP_SCALARS = tuple(dict.fromkeys(
+    [np.bool_, np.float16, np.float32, np.float64, np.str_, np.datetime64]
+    + [np.dtype(code).type for code in "bhilqpBHILQP"]))
+
+
+def _type_name(value) -> str:
+    # type.__name__ read through type's own descriptor: a metaclass cannot override it.
+    name = type.__dict__["__name__"].__get__(type(value))
+    return name if len(name) <= 60 else name[:57] + "..."
+
+
+def _refuse(value, position: int | None, why: str) -> QueryError:
+    what = f"parameter {position}" if position is not None else "a value"
+    return QueryError(f"{what} (of type {_type_name(value)}) cannot be bound: {why}")
+
+
+def _number(text: str, negative: bool) -> exp.Expression:
+    """An unsigned numeric literal, negated and parenthesised if negative."""
+    node = exp.Literal(this=text, is_string=False)
+    return exp.Paren(this=exp.Neg(this=node)) if negative else node
+
+
+def _string(value: str, position, original) -> exp.Expression:
+    if "\x00" in value:
+        raise _refuse(original, position, "the string contains a NUL character (\\x00), "
+                      "which SQL strings cannot hold; remove it")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _refuse(original, position, "the string is not valid Unicode (it holds a lone "
+                      "surrogate); pass valid text") from None
+    return exp.Literal(this=value, is_string=True)
+
+
+def _timestamp(value: _dt.datetime, position, original) -> exp.Expression:
+    if value.tzinfo is not None:
+        raise _refuse(original, position, "the datetime is timezone-aware; pass a naive "
+                      "datetime (e.g. value.astimezone(datetime.timezone.utc)"
+                      ".replace(tzinfo=None)), as TIMESTAMP columns have no time zone")
+    text = _dt.datetime.isoformat(value, " ")
+    return exp.Cast(this=exp.Literal(this=text, is_string=True),
+                    to=exp.DataType.build("TIMESTAMP"))
+
+
+def _numpy(value, position):
+    """An exact numpy scalar as the equivalent plain Python value (numpy's own API)."""
+    kind = type(value)
+    if kind is not np.datetime64:
+        return kind.item(value)  # bool, int, float or str
+    if np.isnat(value):
+        raise _refuse(value, position, "it is NaT (not a time); pass None for SQL NULL")
+    unit = np.datetime_data(value.dtype)[0]
+    if unit in ("Y", "M", "W", "D"):
+        plain = value.astype("datetime64[D]").item()
+    else:
+        micro = value.astype("datetime64[us]")
+        if micro != value:
+            raise _refuse(value, position, "it has sub-microsecond precision; round it "
+                          "to microseconds")
+        plain = micro.item()
+    if type(plain) is not _dt.date and type(plain) is not _dt.datetime:
+        raise _refuse(value, position, "its date is outside years 1 to 9999")
+    return plain
+
+
+def literal(value, position: int | None = None) -> exp.Expression:
+    """A Python value as a SQL literal node (parameters and public key values).
+
+    ``position``: the parameter's 1-based position, for the error message.
+    Only exact types are accepted (see the module docstring), each rendered
+    from its value by the base type's own methods.
+    """
+    original, kind = value, type(value)
+    if any(kind is t for t in _NP_SCALARS):  # identity: a metaclass cannot fake it
+        value = _numpy(value, position)
+        kind = type(value)
     if value is None:
         return exp.Null()
-    if isinstance(value, bool):
-        return exp.Boolean(this=value)
-    if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
-        if isinstance(value, float) and not math.isfinite(value):
-            raise QueryError(f"a parameter is {value!r}; pass a finite number, a string or None")
-        node = exp.Literal.number(repr(value) if isinstance(value, float) else str(value))
-        return exp.Paren(this=node) if value < 0 else node
-    if isinstance(value, str):
-        return exp.Literal.string(value)
-    if isinstance(value, _dt.datetime):
-        return exp.Cast(this=exp.Literal.string(value.isoformat(sep=" ")), to=exp.DataType.build("TIMESTAMP"))
-    if isinstance(value, _dt.date):
-        return exp.Cast(this=exp.Literal.string(value.isoformat()), to=exp.DataType.build("DATE"))
-    if hasattr(value, "item"):  # numpy scalars
-        return literal(value.item())
-    raise QueryError(f"a parameter of type {type(value).__name__} cannot be bound; "
-                     "use int, float, str, bool, date, datetime or None")
+    if kind is bool:
+        return exp.Boolean(this=bool.__bool__(value))
+    if kind is int:
+        if int.bit_length(value) > 3000:
+            raise _refuse(original, position, "the integer has more than 900 digits")
+        return _number(int.__repr__(abs(value)), value < 0)
+    if kind is float:
+        if not math.isfinite(value):
+            raise _refuse(original, position, f"it is {float.__repr__(value)}; pass a finite "
+                          "number, or None for SQL NULL")
+        return _number(float.__repr__(abs(value)), math.copysign(1.0, value) < 0)
+    if kind is decimal.Decimal:
+        if not decimal.Decimal.is_finite(value):
+            raise _refuse(original, position, "the Decimal is not finite (NaN or Infinity); "
+                          "pass a finite number, or None for SQL NULL")
+        sign, digits, exponent = decimal.Decimal.as_tuple(value)
+        if len(digits) > 1000 or not -1000 <= exponent <= 1000:
+            raise _refuse(original, position, "the Decimal has more than 1000 digits or an "
+                          "exponent beyond +-1000")
+        text = decimal.Decimal.__format__(decimal.Decimal.copy_abs(value), "f")
+        return _number(text, bool(sign))
+    if kind is str:
+        return _string(value, position, original)
+    if kind is _dt.datetime:
+        return _timestamp(value, position, original)
+    if kind is _dt.date:
+        return exp.Cast(this=exp.Literal(this=_dt.date.isoformat(value), is_string=True),
+                        to=exp.DataType.build("DATE"))
+    for base in (bool, int, float, str, decimal.Decimal, _dt.datetime, _dt.date):
+        if issubclass(kind, base):
+            raise _refuse(original, position, f"it is a subclass of {base.__name__}, whose "
+                          f"text could be anything; convert it to a plain {base.__name__} "
+                          f"first; {_ACCEPTED}")
+    raise _refuse(original, position, _ACCEPTED)
+
+
+def _param_values(params) -> tuple:
+    """The parameters as a tuple, read once; refuses a str or a mapping."""
+    if params is None:
+        return ()
+    if isinstance(params, Mapping):
+        raise QueryError("parameters were given as a mapping (named, pyformat style); "
+                         "dpsql's paramstyle is qmark: write ? for each parameter and pass "
+                         "a sequence (tuple or list) of values")
+    if isinstance(params, (str, bytes, bytearray)):
+        raise QueryError("parameters must be a sequence (tuple or list) of values for the "
+                         f"'?' placeholders (paramstyle qmark), not a {_type_name(params)}; "
+                         "for one parameter write (value,)")
+    try:
+        return tuple(params)
+    except TypeError:
+        raise QueryError("parameters must be a sequence (tuple or list) of values for the "
+                         f"'?' placeholders (paramstyle qmark), not {_type_name(params)}") \
+            from None
+
+
+def typed_params(params) -> tuple:
+    """(params as a tuple or None, a cache key that tells their types apart).
+
+    Every value is checked (``literal``) before anything else sees it, so a
+    refused parameter is a QueryError here. The key holds each value's exact
+    type and rendered SQL: 1, 1.0, True, Decimal(1) and numpy.int64(1) differ.
+    """
+    if params is None:
+        return None, None
+    values = _param_values(params)
+    key = tuple((type(v), literal(v, i).sql(DIALECT)) for i, v in enumerate(values, 1))
+    return values, key
 
 
 def bind_params(tree: exp.Expression, params: Sequence | None) -> exp.Expression:
     """Replace each ``?`` with its parameter, in order of appearance."""
     # Pre-order (depth-first) traversal visits placeholders in textual order.
     holders = [p for p in tree.dfs() if isinstance(p, exp.Placeholder)]
-    params = list(params or [])
+    for holder in holders:
+        if holder.this is not None:
+            raise QueryError(f"placeholder {holder.sql(DIALECT)} is not supported: dpsql's "
+                             "paramstyle is qmark; write ? for each parameter and pass the "
+                             "values as a sequence in that order")
+    params = _param_values(params)
     if len(holders) != len(params):
         raise QueryError(f"the query has {len(holders)} '?' placeholder(s) but "
                          f"{len(params)} parameter(s) were given")
-    for holder, value in zip(holders, params):
+    for position, (holder, value) in enumerate(zip(holders, params), 1):
         parent = holder.parent
         if isinstance(parent, exp.Group) or (isinstance(parent, exp.Ordered) and parent.this is holder):
             raise QueryError("a '?' parameter cannot stand for a GROUP BY or ORDER BY position; "
                              "parameters are values, they never change the query's shape")
-        holder.replace(literal(value))
+        holder.replace(literal(value, position))
     return tree
 
 
@@ -85,6 +441,17 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
     """Parse exactly one SELECT statement (with parameters bound)."""
     if not isinstance(sql, str) or not sql.strip():
         raise QueryError("the query is empty; pass one SELECT statement")
+    sql = str.__str__(sql)  # a plain str, whatever subclass was passed
+    if len(sql) > MAX_SQL_LENGTH:
+        raise QueryError(f"the query is {len(sql):,} characters long, more than dpsql's limit "
+                         f"of {MAX_SQL_LENGTH:,}; write long lists of values as IN (...) or "
+                         "split the query")
+    if "\x00" in sql:
+        raise QueryError("the query contains a NUL character (\\x00); remove it")
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError:
+        raise QueryError("the query is not valid Unicode (it holds a lone surrogate)") from None
     statements = [s for s in _parse_all(sql) if s is not None]
     if len(statements) != 1:
         raise QueryError(f"expected one SQL statement, got {len(statements)}; "
@@ -96,4 +463,6 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
                                                  "except", "pragma", "set", "copy") else "not a SELECT"
         raise QueryError(f"only SELECT queries are answered, this statement is {kind}; "
                          "dpsql is read-only and releases aggregates only")
+    tree = _balance_connectors(tree)
+    check_size(tree)
     return bind_params(tree, params)

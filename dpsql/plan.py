@@ -22,8 +22,10 @@ from .errors import QueryError
 from .mechanisms import calibrate
 from .parse import literal
 from .privacy import Privacy, Stat
-from .rewrite import column, guard_errors, substitute, typed_column, typed_type
-from .statistics import Statistic, StatisticSet, plan_aggregates
+from .rewrite import TYPED_SOURCE, column, substitute
+from .sql.allowed import ENGINE_TYPES
+from .sql.typecheck import Checker, check, predicate
+from .statistics import Statistic, StatisticSet, aggregate_type, plan_aggregates
 from .validate import Query
 
 NOISY_TABLE = "_noisy"
@@ -44,10 +46,12 @@ class Plan:
     cost: tuple = (0.0, 0.0)
     notes: list = field(default_factory=list)
     passthrough: list | None = None        # statistic per output when post-processing is a no-op
+    key_kinds: list = field(default_factory=list)   # language type of each group key
 
     def __post_init__(self) -> None:
-        # Generated once: a cached plan is re-run without touching sqlglot.
-        self.exact_sql = self.exact.sql("duckdb")
+        # Generated once: a cached plan is re-run without touching sqlglot. The engine
+        # sets exact_sql: the plan over its table's typed relation (execute.Engine.attach).
+        self.exact_sql = None
         self.post_sql = self.post.sql("duckdb")
         self.bound_sql = self.query.tree.sql("duckdb")   # parameters bound: for the ledger
 
@@ -72,34 +76,37 @@ def _public_key_columns(query: Query) -> list | None:
     return domains
 
 
-def _source(query: Query, physical: exp.Table, engine_types: dict, needed: set) -> exp.Select:
-    table = query.table
-    projections = []
-    for col in table.columns.values():
-        if col.name.lower() in needed:
-            # The person id is used as stored: a cast or a default could merge two persons.
-            typed = (column(col.name) if col.private_id
-                     else typed_column(col, engine_types.get(col.name.lower(), "")))
-            projections.append(exp.alias_(typed, col.name, quoted=True))
-    if not projections:
-        projections.append(exp.alias_(exp.Literal.number(1), "_one", quoted=True))
-    return exp.select(*projections).from_(physical.copy())
-
-
-def _rows(query: Query, source: exp.Select, pid: str | None, domains: list | None) -> exp.Select:
-    """Row-level filtering, before truncation so the kept rows are ones the query uses."""
+def _rows(query: Query, pid: str | None, domains: list | None, types: dict) -> exp.Select:
+    """Row-level filtering of the typed relation, before truncation so the kept rows
+    are ones the query uses."""
     conditions = []
     if query.where is not None:
-        conditions.append(guard_errors(query.where, metadata_types(query.table), predicate=True))
+        conditions.append(predicate(query.where, types, "WHERE"))
     if pid is not None:
         conditions.append(exp.Not(this=exp.Is(this=column(pid), expression=exp.Null())))
     for col in domains or []:
-        conditions.append(exp.In(this=column(col.name), expressions=[literal(v) for v in col.values]))
-    rows = exp.select(exp.Star()).from_(exp.Subquery(this=source, alias=exp.TableAlias(
-        this=exp.to_identifier("_src"))))
+        conditions.append(exp.In(this=column(col.name), expressions=[
+            exp.TryCast(this=literal(v), to=exp.DataType.build(ENGINE_TYPES[col.type]))
+            for v in col.values]))
+    rows = exp.select(exp.Star()).from_(exp.Table(this=exp.to_identifier(TYPED_SOURCE, quoted=True),
+                                                  alias=exp.TableAlias(this=exp.to_identifier("_src"))))
     for cond in conditions:
         rows = rows.where(exp.Paren(this=cond))
     return rows
+
+
+def key_output(node: exp.Expression, kind: str) -> exp.Expression:
+    """A group key in a type that always converts to numpy: keys leave the engine as
+    BIGINT, DOUBLE, VARCHAR or BOOLEAN; times as microseconds since 1970 (release
+    turns them back into datetime64), so no key value can fail the conversion."""
+    if kind in ("int", "float"):
+        return exp.TryCast(this=node, to=exp.DataType.build(ENGINE_TYPES[kind]))
+    if kind == "datetime":
+        return exp.Try(this=exp.Anonymous(this="EPOCH_US", expressions=[node]))
+    if kind == "date":
+        return exp.Try(this=exp.Anonymous(this="EPOCH_US", expressions=[
+            exp.TryCast(this=node, to=exp.DataType.build("TIMESTAMP"))]))
+    return node
 
 
 def _truncated(rows: exp.Select, pid: str, k: int, fields: list) -> exp.Select:
@@ -134,17 +141,13 @@ def _truncated(rows: exp.Select, pid: str, k: int, fields: list) -> exp.Select:
             .with_("_rows", as_=rows).with_("_heavy", as_=heavy))
 
 
-def _referenced(exprs: list) -> set:
-    return {c.name.lower() for e in exprs if e is not None for c in e.find_all(exp.Column)}
-
-
-def _grid(domains: list, engine_types: dict) -> exp.Select:
-    """Every combination of public key values, typed as the engine stores the column."""
+def _grid(domains: list) -> exp.Select:
+    """Every combination of public key values, in the keys' output representation."""
     grid = None
     for i, col in enumerate(domains):
-        target = typed_type(col, engine_types.get(col.name.lower(), ""))
         values = exp.Values(expressions=[
-            exp.Tuple(expressions=[exp.TryCast(this=literal(v), to=exp.DataType.build(target))])
+            exp.Tuple(expressions=[key_output(exp.TryCast(
+                this=literal(v), to=exp.DataType.build(ENGINE_TYPES[col.type])), col.type)])
             for v in col.values], alias=exp.TableAlias(this=exp.to_identifier(f"_g{i}"),
                                                        columns=[exp.to_identifier(f"_k{i}", quoted=True)]))
         grid = exp.select(exp.Star()).from_(values) if grid is None else grid.join(values, join_type="CROSS")
@@ -178,13 +181,21 @@ def _split_budget(stats: StatisticSet, privacy: Privacy, threshold, needs_thresh
     return delta if needs_threshold else 0.0
 
 
-def build_plan(query: Query, privacy: Privacy, physical: exp.Table, engine_types: dict) -> Plan:
+def build_plan(query: Query, privacy: Privacy) -> Plan:
+    """The bounded plan of ``query`` over its table's typed relation, and its cost."""
     table = query.table
+    types = metadata_types(table)
+    keys = []
+    for key in query.keys:
+        node, kind = check(key, types, "GROUP BY")
+        if kind == "null":
+            raise QueryError(f"GROUP BY {key.sql('duckdb')} is a constant NULL; group by a column")
+        keys.append((node, kind))
     k = _contribution_bound(table)
     pid = None if (table.row_privacy or not table.private_ids) else table.private_ids[0]
     domains = _public_key_columns(query) if query.keys else None
     needs_threshold = bool(query.keys) and domains is None and table.censor_dims
-    stats = StatisticSet(k, bool(query.keys), pid, privacy.mechanisms, metadata_types(table))
+    stats = StatisticSet(k, bool(query.keys), pid, privacy.mechanisms, types)
     aggregate_outputs = plan_aggregates(query.aggregates, table, stats)
     threshold = None
     if needs_threshold:
@@ -197,31 +208,27 @@ def build_plan(query: Query, privacy: Privacy, physical: exp.Table, engine_types
         threshold = (persons or rows or [stats.count_rows(Stat.threshold)])[0]
     delta_t = _split_budget(stats, privacy, threshold, needs_threshold)
 
-    # The exact query: typed source -> filtered rows -> truncated -> grouped aggregates.
-    used = [query.where] + query.keys + [n.this for n in query.aggregates]
-    needed = _referenced(used) | ({pid.lower()} if pid else set())
-    source = _source(query, physical, engine_types, needed)
-    rows = _rows(query, source, pid, domains)
+    # The exact query: typed relation -> filtered rows -> truncated -> grouped aggregates.
+    rows = _rows(query, pid, domains, types)
     if pid is not None:
-        fields = sorted({c.name for e in query.keys + [s.aggregate for s in stats.items]
+        fields = sorted({c.name for e in [n for n, _ in keys] + [s.aggregate for s in stats.items]
                          for c in e.find_all(exp.Column)}, key=str.lower)
         rows = _truncated(rows, pid, k, [table.column(f).name if table.column(f) else f for f in fields])
     key_names = [f"_k{i}" for i in range(len(query.keys))]
-    types = metadata_types(table)
-    exact = exp.select(*[exp.alias_(guard_errors(key, types), name, quoted=True)
-                         for key, name in zip(query.keys, key_names)],
+    exact = exp.select(*[exp.alias_(key_output(node, kind), name, quoted=True)
+                         for (node, kind), name in zip(keys, key_names)],
                        *[exp.alias_(s.aggregate, s.name, quoted=True) for s in stats.items]
                        ).from_(exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier("_bounded"))))
     if query.keys:
         exact = exact.group_by(*[column(n) for n in key_names])
     if domains:
-        exact = _join_grid(exact, domains, engine_types, key_names, stats.items)
+        exact = _join_grid(exact, domains, key_names, stats.items)
 
-    post = _post_query(query, aggregate_outputs, key_names)
+    post = _post_query(query, aggregate_outputs, key_names, [kind for _, kind in keys])
     passthrough = _passthrough(query, post)
     plan = Plan(query=query, exact=exact, post=post, statistics=stats.items, key_names=key_names,
                 output_names=[name for name, _ in query.outputs], public_keys=bool(domains),
-                passthrough=passthrough,
+                passthrough=passthrough, key_kinds=[kind for _, kind in keys],
                 threshold=threshold, threshold_delta=delta_t)
     if threshold is not None:
         shift = 0 if threshold.meta.get("persons") else k - 1   # rows of one person in a key
@@ -235,9 +242,9 @@ def build_plan(query: Query, privacy: Privacy, physical: exp.Table, engine_types
     return plan
 
 
-def _join_grid(exact: exp.Select, domains, engine_types, key_names, stats) -> exp.Select:
+def _join_grid(exact: exp.Select, domains, key_names, stats) -> exp.Select:
     """Release every public key; combinations absent from the data get exact zeros."""
-    grid = _grid(domains, engine_types)
+    grid = _grid(domains)
     on = None
     for name in key_names:
         cond = exp.NullSafeEQ(this=exp.column(name, "_grid", quoted=True),
@@ -267,27 +274,53 @@ def _passthrough(query: Query, post: exp.Select) -> list | None:
     return names
 
 
-def _post_query(query: Query, aggregate_outputs: list, key_names: list) -> exp.Select:
-    """The user's SELECT list, HAVING, ORDER BY and LIMIT, over noisy statistics."""
+def _post_query(query: Query, aggregate_outputs: list, key_names: list, key_kinds: list) -> exp.Select:
+    """The user's SELECT list, HAVING, ORDER BY and LIMIT, over noisy statistics.
+
+    They are typed by the same allow-list as row-level expressions (keys and
+    aggregates are leaves of known type), so ``HAVING sex > 2`` on a string key
+    compares with '2' as WHERE would. Every order ends with the group keys (under
+    DISTINCT: every output), so no order depends on how the engine emitted groups.
+    """
+    table_types = metadata_types(query.table)
+    key_types = list(zip(query.keys, key_kinds))
+
+    def leaf(node):
+        for key, kind in key_types:
+            if node == key:
+                return kind
+        if isinstance(node, exp.AggFunc):
+            return aggregate_type(node, query.table)
+        return None
+
+    def typed(expr, clause):
+        return Checker(table_types, leaf, clause).check(expr)[0]
+
     # Each aggregate becomes a parenthesised expression: sqlglot prints trees as built, so
     # SUM(x) = (centred + m * n) must stay one operand inside SUM(x) / COUNT(*).
     mapping = [(node, exp.Paren(this=expr) if not isinstance(expr, exp.Column) else expr)
                for node, expr in aggregate_outputs]
     mapping += [(key, column(n)) for key, n in zip(query.keys, key_names)]
-    items = [exp.alias_(substitute(expr, mapping), f"_o{i}", quoted=True)
+    items = [exp.alias_(substitute(typed(expr, "SELECT"), mapping), f"_o{i}", quoted=True)
              for i, (_, expr) in enumerate(query.outputs)]
     post = exp.select(*items).from_(exp.to_table(NOISY_TABLE))
     if query.having is not None:
-        post = post.where(substitute(query.having, mapping))
+        post = post.where(substitute(Checker(table_types, leaf, "HAVING").predicate(query.having),
+                                     mapping))
     if query.distinct:
         post = post.distinct()
-    if query.order:
-        post = post.order_by(*[o.copy() for o in query.order])
-    elif key_names:
-        # A fixed order (by key; by output under DISTINCT, which can only order by its
-        # output) so that row order reveals nothing about the engine's work.
-        post = post.order_by(*([column(f"_o{i}") for i in range(len(items))] if query.distinct
-                               else [column(n) for n in key_names]))
+    order = []
+    for o in query.order:
+        target = o.this
+        if not (isinstance(target, exp.Column) and target.name.startswith("_o")):
+            target = substitute(typed(target, "ORDER BY"), mapping)
+        order.append(exp.Ordered(this=target, desc=o.args.get("desc"),
+                                 nulls_first=o.args.get("nulls_first")))
+    ties = ([column(f"_o{i}") for i in range(len(items))] if query.distinct
+            else [column(n) for n in key_names])
+    order += [exp.Ordered(this=t, nulls_first=False) for t in ties]
+    if order:
+        post = post.order_by(*order)
     if query.limit is not None:
         post = post.limit(query.limit)
     if query.offset is not None:

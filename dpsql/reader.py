@@ -12,15 +12,16 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+import duckdb
 import numpy as np
 import pandas as pd
 
 from .accounting import Accountant
-from .errors import OperationalError, ProgrammingError, QueryError
-from .execute import Engine
+from .errors import DataError, OperationalError, ProgrammingError, QueryError
+from .execute import Engine, _first_line
 from .explain import describe
 from .metadata import Metadata
-from .parse import literal, parse_query
+from .parse import parse_query, typed_params
 from .plan import Plan, build_plan
 from .privacy import Budget, Privacy, Stat
 from .release import add_noise
@@ -45,19 +46,16 @@ class Reader:
     def _plan(self, sql: str, params=None) -> Plan:
         # Parameters keyed with their types: 1, 1.0 and True are equal in Python.
         # literal() first refuses values that cannot be bound (lists, ...).
-        typed = (tuple((type(p).__name__, literal(p).sql()) for p in params)
-                 if params is not None else None)
+        params, typed = typed_params(params)
         key = (sql, typed, self._privacy_key())
         cached = self._plans.get(key)
         if cached is not None:
             return cached
         query = validate(parse_query(sql, params), self.metadata)
-        table = query.table
-        plan = build_plan(query, self.privacy, self.engine.table_node(table),
-                          self.engine.column_types(table))
-        # Bind both queries now, so that query errors surface before any data is read.
-        types = self.engine.result_types(plan.exact)
-        self.engine.post_process(plan.post_sql, _empty_noisy(plan, types))
+        plan = build_plan(query, self.privacy)
+        # Dry-run both queries now, so that query errors surface before any data is read.
+        self.engine.attach(plan)
+        self.engine.post_process(plan.post_sql, _empty_noisy(plan))
         with self._lock:
             self._plans[key] = plan
             if len(self._plans) > _PLAN_CACHE_SIZE:
@@ -128,15 +126,14 @@ def _native(value):
     return value
 
 
-_NUMPY_TYPES = {"BIGINT": np.int64, "INTEGER": np.int32, "SMALLINT": np.int16, "TINYINT": np.int8,
-                "HUGEINT": np.float64, "DOUBLE": np.float64, "FLOAT": np.float32,
-                "BOOLEAN": np.bool_, "TIMESTAMP": "datetime64[us]", "DATE": "datetime64[D]"}
+_NUMPY_TYPES = {"int": np.int64, "float": np.float64, "string": object, "boolean": np.bool_,
+                "datetime": "datetime64[us]", "date": "datetime64[us]"}
 
 
-def _empty_noisy(plan: Plan, types: dict) -> dict:
+def _empty_noisy(plan: Plan) -> dict:
     """A zero-row stand-in for the noisy table, typed as the real one will be."""
-    cols = {name: np.array([], dtype=_NUMPY_TYPES.get(types.get(name, ""), object))
-            for name in plan.key_names}
+    cols = {name: np.array([], dtype=_NUMPY_TYPES[kind])
+            for name, kind in zip(plan.key_names, plan.key_kinds)}
     for stat in plan.statistics:
         integer = (stat.integer and stat.mechanism.grid >= 1) or stat.stat in (Stat.count,
                                                                               Stat.threshold)
@@ -152,9 +149,49 @@ def _load(metadata) -> Metadata:
 
 def from_df(data, metadata, privacy: Privacy | None = None, budget: Budget | None = None,
             ledger=None) -> Reader:
-    """A session over DataFrames (or .csv/.parquet paths), scanned in place by DuckDB."""
+    """A session over DataFrames (or .csv/.parquet paths), scanned in place by DuckDB.
+
+    A DataFrame whose columns are views with negative strides (``df.iloc[::-1]``)
+    cannot be scanned by DuckDB: those columns alone are copied. The index is not
+    data, except a named one (``df.set_index('age')``), which becomes columns again.
+    """
     meta = _load(metadata)
-    return Reader(Engine.from_data(data, meta), meta, privacy, budget, _ledger(ledger, budget))
+    if isinstance(data, dict):
+        data = {name: _scannable(source) for name, source in data.items()}
+    else:
+        data = _scannable(data)
+    try:
+        engine = Engine.from_data(data, meta)
+    except duckdb.Error as err:
+        raise DataError(f"DuckDB cannot scan the data: {_first_line(err)}; pass DataFrames "
+                        "with plain columns (e.g. df.copy()) or .csv/.parquet paths") from None
+    return Reader(engine, meta, privacy, budget, _ledger(ledger, budget))
+
+
+def _reversed(array) -> bool:
+    """Does a column hold numpy buffers with a negative stride (a reversed view)?"""
+    buffers = [array] + [getattr(array, name, None) for name in ("_ndarray", "_data", "_mask",
+                                                                   "_codes")]
+    return any(isinstance(b, np.ndarray) and any(s < 0 for s in b.strides) for b in buffers)
+
+
+def _scannable(frame):
+    """A DataFrame DuckDB can scan: reversed columns copied, the rest shared (copy on write).
+
+    DuckDB never sees the index; a named index (``df.set_index('age')``) is turned
+    back into columns first, unless a column already has its name."""
+    if not isinstance(frame, pd.DataFrame):
+        return frame
+    names = [n for n in frame.index.names if n is not None]
+    if names and not any(n in frame.columns for n in names):
+        frame = frame.reset_index()
+    flipped = [i for i in range(frame.shape[1]) if _reversed(frame.iloc[:, i].array)]
+    if not flipped:
+        return frame
+    out = frame.copy(deep=False)
+    for i in flipped:
+        out.isetitem(i, frame.iloc[:, i].copy(deep=True))
+    return out
 
 
 def from_connection(connection, metadata, privacy: Privacy | None = None,
@@ -166,6 +203,12 @@ def from_connection(connection, metadata, privacy: Privacy | None = None,
     if engine is not None and str(engine).lower() != "duckdb":
         raise ProgrammingError(f"engine {engine!r} is not supported; dpsql runs on DuckDB "
                                "(pass a duckdb connection, or leave engine out)")
+    if not isinstance(connection, duckdb.DuckDBPyConnection):
+        kind = type(connection)
+        raise ProgrammingError(f"from_connection needs a duckdb.DuckDBPyConnection (from "
+                               f"duckdb.connect()), not {kind.__module__}.{kind.__qualname__}; "
+                               "dpsql runs on DuckDB only (for DataFrames or files use "
+                               "dpsql.from_df)")
     meta = _load(metadata)
     return Reader(Engine.from_connection(connection, meta), meta, privacy, budget,
                   _ledger(ledger, budget))

@@ -22,9 +22,18 @@ def _keys(values: np.ndarray) -> np.ndarray:
     return values
 
 
+def _times(values) -> np.ndarray:
+    """Microseconds since 1970 (how time keys leave the engine) as datetime64; NULL is NaT."""
+    data = np.ma.getdata(values).astype(np.int64, copy=False).view("datetime64[us]").copy()
+    mask = np.ma.getmaskarray(values)
+    data[mask] = np.datetime64("NaT")
+    return data
+
+
 def add_noise(plan, exact: dict) -> dict:
     """``exact``: column name -> numpy array (masked where NULL), as the engine returns."""
-    columns = {name: _keys(exact[name]) for name in plan.key_names}
+    columns = {name: _times(exact[name]) if kind in ("datetime", "date") else _keys(exact[name])
+               for name, kind in zip(plan.key_names, plan.key_kinds)}
     clamp_counts = plan.query.table.clamp_counts
     rows = len(next(iter(exact.values()))) if exact else 0
     for stat in plan.statistics:

@@ -22,7 +22,8 @@ from sqlglot import exp
 
 from .errors import QueryError
 from .privacy import Mechanisms, Stat
-from .rewrite import clamp, column, fixed_point, guard_errors, shift
+from .rewrite import clamp, column, fixed_point, shift
+from .sql.typecheck import check
 
 FIXED_POINT_BITS = 30
 """Float columns are summed as integers of |x| <= 2^30 units (exact in DuckDB)."""
@@ -90,10 +91,10 @@ class StatisticSet:
             if (self.private_id and isinstance(inner, exp.Column)
                     and inner.name.lower() == self.private_id.lower()):
                 return self.count_distinct_persons()
-            agg = exp.Count(this=exp.Distinct(expressions=[guard_errors(inner, self.types)]))
+            agg = exp.Count(this=exp.Distinct(expressions=[check(inner, self.types, "COUNT")[0]]))
             return self.add(node.sql("duckdb"), agg, Stat.count, self.k, self.k, True)
-        return self.add(node.sql("duckdb"), exp.Count(this=guard_errors(arg, self.types)), Stat.count,
-                        self.k, self.k, True)
+        return self.add(node.sql("duckdb"), exp.Count(this=check(arg, self.types, "COUNT")[0]),
+                        Stat.count, self.k, self.k, True)
 
     # -- sums ---------------------------------------------------------------
     def _sum_stat(self, bound: float, integer: bool) -> Stat:
@@ -114,11 +115,15 @@ class StatisticSet:
         bound = max(abs(upper - offset), abs(lower - offset))
         magnitude, subtract = max(abs(upper), abs(lower)), offset
         if square_offset is not None:
+            if integer and bound >= 2 ** 31:
+                # d * d would pass 2^62: sum the square in fixed point instead, so that
+                # no row and no sum can overflow whatever the stored type was.
+                integer = False
+                value = exp.Cast(this=value, to=exp.DataType.build("DOUBLE"))
+                row = clamp(value, float(lower), float(upper))
             d = shift(row, offset)
-            # d * d stays an exact integer for int columns; POWER would compute in DOUBLE.
-            left = d if not (integer and bound >= 2 ** 31) else exp.Cast(
-                this=exp.Paren(this=d), to=exp.DataType.build("HUGEINT"))
-            row = exp.Mul(this=exp.Paren(this=left), expression=exp.Paren(this=d.copy()))
+            # d * d stays an exact integer (below 2^62) for int columns.
+            row = exp.Mul(this=exp.Paren(this=d), expression=exp.Paren(this=d.copy()))
             magnitude, subtract = bound * bound, square_offset
             bound = max(square_offset, bound * bound - square_offset)
         unit = 1.0
@@ -151,8 +156,26 @@ def _bounds(col, node) -> tuple:
         raise QueryError(f"{node.sql('duckdb')}: column {col.name!r} has no lower and upper "
                          "bound in the metadata, so its sensitivity is unknown; add both bounds "
                          "(chosen without looking at the data)")
-    integer = col.type == "int" and float(col.lower).is_integer() and float(col.upper).is_integer()
+    # Integer arithmetic is exact below 2^53; wider bounds are summed in fixed point.
+    integer = (col.type == "int" and float(col.lower).is_integer() and float(col.upper).is_integer()
+               and max(abs(col.lower), abs(col.upper)) < 2 ** 53)
     return col.lower, col.upper, integer
+
+
+def aggregate_type(node, table) -> str:
+    """The language type of an aggregate's released value (for post-processing)."""
+    if isinstance(node, exp.Count):
+        return "int"
+    if isinstance(node, exp.Sum) and isinstance(node.this, exp.Column):
+        col = table.column(node.this.name)
+        if col is not None and col.type in ("int", "boolean") and _integral_bounds(col):
+            return "int"
+    return "float"
+
+
+def _integral_bounds(col) -> bool:
+    return col.type == "boolean" or (col.lower is not None and col.upper is not None and float(
+        col.lower).is_integer() and float(col.upper).is_integer())
 
 
 def _value(col) -> exp.Expression:

@@ -30,7 +30,7 @@ REFUSED = [
     ("SELECT COUNT(*) OVER () FROM PUMS.PUMS", "window"),
     ("SELECT COUNT(*) FROM PUMS.PUMS LIMIT -1", "LIMIT"),
     ("SELEC COUNT(*) FROM PUMS.PUMS", ""),
-    ("SELECT COUNT(*) FROM PUMS.PUMS WHERE no_such_function(age) > 1", "cannot bind"),
+    ("SELECT COUNT(*) FROM PUMS.PUMS WHERE no_such_function(age) > 1", "NO_SUCH_FUNCTION() is not allowed"),
 ]
 
 

@@ -1,0 +1,471 @@
+"""Type a row-level expression by the allow-list, and make it total.
+
+Owns: applying ``dpsql.sql.allowed`` to a bound expression tree. Every node is
+looked up in the allow-list (anything else is refused by name, for free), given
+a type derived from the metadata types of the columns it reads and from its
+literals (never from the data), and rewritten so that evaluating it can never
+raise on any row: literals get fixed types, literals compared with another
+type are converted now, casts become TRY_CAST, and the nodes that can fail on
+some values are wrapped in TRY(...). The result is the tree the engine runs.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import Callable
+
+from sqlglot import exp
+
+from ..errors import QueryError
+from .allowed import (CAST_REFUSED, CAST_TARGETS, DATE_PARTS, ENGINE_TYPES, NUMERIC, TEMPORAL,
+                      TRUNC_PARTS, entry_for, name_of)
+
+INT64 = (-2 ** 63, 2 ** 63 - 1)
+Typed = tuple  # (expression, type name)
+
+
+def _refuse(message: str) -> None:
+    raise QueryError(message)
+
+
+def _class(kind: str) -> str:
+    """Types that compare with each other without a run-time cast share a class."""
+    if kind in NUMERIC:
+        return "number"
+    if kind in TEMPORAL:
+        return "temporal"
+    return kind
+
+
+def float_literal(value: float) -> exp.Expression:
+    """A DOUBLE literal: an exponent makes DuckDB type it DOUBLE, not DECIMAL."""
+    if not math.isfinite(value):
+        _refuse(f"the number {value!r} is out of range; use a finite number")
+    text = repr(float(value))
+    if "e" not in text:
+        text += "e0"
+    node = exp.Literal.number(text.lstrip("-"))
+    return exp.Paren(this=exp.Neg(this=node)) if text.startswith("-") else node
+
+
+def int_literal(value: int) -> exp.Expression:
+    node = exp.Literal.number(str(abs(value)))
+    return exp.Paren(this=exp.Neg(this=node)) if value < 0 else node
+
+
+def number_literal(text: str, negative: bool = False) -> Typed:
+    """A number written in the query, with its type fixed by its text alone."""
+    clean = text.strip().replace("_", "")
+    if clean.lstrip("+-").isdigit():
+        value = -int(clean) if negative else int(clean)
+        if INT64[0] <= value <= INT64[1]:
+            return int_literal(value), "int"
+        return float_literal(float(value)), "float"
+    try:
+        value = float(clean)
+    except ValueError:
+        _refuse(f"{text!r} is not a number")
+    return float_literal(-value if negative else value), "float"
+
+
+def _literal_value(node: exp.Expression):
+    """(kind, python value, text) of a bare literal operand, or None."""
+    negative = False
+    inner = node
+    while isinstance(inner, exp.Paren):
+        inner = inner.this
+    if isinstance(inner, exp.Neg) and isinstance(inner.this, exp.Literal) and not inner.this.is_string:
+        negative, inner = True, inner.this
+    if isinstance(inner, exp.Literal):
+        if inner.is_string:
+            return "string", inner.this, inner.this
+        return "number", None, ("-" if negative else "") + inner.this
+    return None
+
+
+def _temporal_literal(text: str, kind: str) -> exp.Expression:
+    try:
+        if kind == "date":
+            value = dt.date.fromisoformat(text.strip())
+            return exp.Cast(this=exp.Literal.string(value.isoformat()), to=exp.DataType.build("DATE"))
+        value = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        _refuse(f"'{text}' is not a {'date' if kind == 'date' else 'timestamp'} "
+                "(write it as 'YYYY-MM-DD' or 'YYYY-MM-DD HH:MM:SS')")
+    if value.tzinfo is not None:
+        _refuse(f"'{text}' has a time zone; timestamps in dpsql have none")
+    return exp.Cast(this=exp.Literal.string(value.isoformat(sep=" ")), to=exp.DataType.build("TIMESTAMP"))
+
+
+def _convert_literal(original: exp.Expression, target: str, context: str) -> Typed:
+    """A literal operand converted, at plan time, to the type it is compared with."""
+    kind, value, text = _literal_value(original)
+    if target == "string" and kind == "number":
+        return exp.Literal.string(text.replace(" ", "")), "string"
+    if target in NUMERIC and kind == "string":
+        try:
+            float(value)
+        except ValueError:
+            _refuse(f"{context}: '{value}' is not a number, but it is compared with a number "
+                    "(the column is numeric in the metadata)")
+        return number_literal(value)
+    if target in TEMPORAL and kind == "string":
+        return _temporal_literal(value, target), target
+    if target == "boolean" and kind == "string" and value.strip().lower() in ("true", "false"):
+        return exp.Boolean(this=value.strip().lower() == "true"), "boolean"
+    _refuse(f"{context}: cannot compare a {target} with the literal {original.sql('duckdb')}")
+
+
+class Checker:
+    """Types and guards the expressions of one clause.
+
+    ``columns``: lower-case column name -> language type (from the metadata).
+    ``leaf``: optional callback for nodes typed by the caller (aggregates and
+    group keys in post-processing); it returns a type, or None to go on.
+    """
+
+    def __init__(self, columns: dict, leaf: Callable | None = None, clause: str = "WHERE"):
+        self.columns, self.leaf, self.clause = columns, leaf, clause
+
+    # -- entry points ----------------------------------------------------------
+    def check(self, node: exp.Expression) -> Typed:
+        if self.leaf is not None:
+            kind = self.leaf(node)
+            if kind is not None:
+                return node, kind
+        entry = entry_for(node)
+        if entry is None:
+            _refuse(f"{name_of(node)} is not allowed in {self.clause} "
+                    f"({node.sql('duckdb')[:80]}); dpsql accepts only the functions and "
+                    "operators listed in docs/sql.md, whose failures it can rule out")
+        return getattr(self, "_" + entry.rule)(node)
+
+    def predicate(self, node: exp.Expression) -> exp.Expression:
+        out, kind = self.check(node)
+        if kind not in ("boolean", "null"):
+            _refuse(f"{self.clause} needs a boolean condition, but {node.sql('duckdb')[:80]} "
+                    f"is of type {kind}; compare it with something (e.g. = 1)")
+        return out
+
+    # -- helpers ------------------------------------------------------------
+    def _unify(self, operands: list, context: str) -> tuple[list, str]:
+        """Operands of one type: literals converted to the others' type at plan time."""
+        typed = [self.check(o) for o in operands]
+        anchors = {k for o, (_, k) in zip(operands, typed)
+                   if k != "null" and _literal_value(o) is None}
+        if not anchors:
+            anchors = {k for _, k in typed if k != "null"}
+        classes = {_class(k) for k in anchors}
+        if len(classes) > 1:
+            shown = ", ".join(sorted(anchors))
+            _refuse(f"{context}: operands of different types ({shown}); CAST one of them so "
+                    "that they agree")
+        if not classes:
+            return [n for n, _ in typed], "null"
+        target = sorted(anchors)[0] if len(anchors) == 1 else (
+            "float" if classes == {"number"} else "datetime")
+        out = []
+        for original, (node, kind) in zip(operands, typed):
+            if kind != "null" and _class(kind) != _class(target):
+                node, kind = _convert_literal(original, target, context) if _literal_value(
+                    original) is not None else _refuse(f"{context}: cannot compare {kind} with {target}")
+            out.append(node)
+        return out, target
+
+    def _need(self, node, kind: str, allowed: set, what: str) -> None:
+        if kind != "null" and kind not in allowed:
+            _refuse(f"{what} needs {' or '.join(sorted(allowed))}, but "
+                    f"{node.sql('duckdb')[:80]} is of type {kind} (in {self.clause})")
+
+    def _args(self, node, keys=("this", "expression")) -> list:
+        return [(k, node.args.get(k)) for k in keys if node.args.get(k) is not None]
+
+    def _rebuild(self, node, typed_args: dict) -> exp.Expression:
+        new = node.copy()
+        for key, value in typed_args.items():
+            new.set(key, value)
+        return new
+
+    def _only(self, node, keys: set) -> None:
+        extra = sorted(k for k, v in node.args.items() if v not in (None, False, []) and k not in keys)
+        if extra:
+            _refuse(f"{name_of(node)} with {', '.join(extra)} is not supported (in {self.clause})")
+
+    # -- rules ----------------------------------------------------------------
+    def _column(self, node):
+        kind = self.columns.get(node.name.lower())
+        if kind is None:
+            _refuse(f"unknown column {node.sql('duckdb')} in {self.clause}")
+        return node.copy(), kind
+
+    def _literal(self, node):
+        if isinstance(node, exp.Null):
+            return node.copy(), "null"
+        if isinstance(node, exp.Boolean):
+            return node.copy(), "boolean"
+        if node.is_string:
+            return node.copy(), "string"
+        return number_literal(node.this)
+
+    def _paren(self, node):
+        inner, kind = self.check(node.this)
+        return type(node)(this=inner), kind
+
+    def _logic(self, node):
+        self._only(node, {"this", "expression"})
+        parts = {}
+        for key, child in self._args(node):
+            out, kind = self.check(child)
+            self._need(child, kind, {"boolean"}, node.key.upper())
+            parts[key] = out
+        return self._rebuild(node, parts), "boolean"
+
+    def _compare(self, node):
+        name = node.key.upper()
+        if isinstance(node, exp.In):
+            self._only(node, {"this", "expressions"})
+            operands = [node.this] + list(node.expressions)
+        elif isinstance(node, exp.Between):
+            self._only(node, {"this", "low", "high"})
+            operands = [node.this, node.args["low"], node.args["high"]]
+        else:
+            self._only(node, {"this", "expression"})
+            operands = [node.this, node.expression]
+        out, _ = self._unify(operands, f"{name} in {self.clause}")
+        if isinstance(node, exp.In):
+            return exp.In(this=out[0], expressions=out[1:]), "boolean"
+        if isinstance(node, exp.Between):
+            return exp.Between(this=out[0], low=out[1], high=out[2]), "boolean"
+        return type(node)(this=out[0], expression=out[1]), "boolean"
+
+    def _is(self, node):
+        self._only(node, {"this", "expression"})
+        inner, kind = self.check(node.this)
+        if not isinstance(node.expression, exp.Null):
+            self._need(node.this, kind, {"boolean"}, "IS TRUE/IS FALSE")
+        return exp.Is(this=inner, expression=node.expression.copy()), "boolean"
+
+    def _like(self, node):
+        if isinstance(node, exp.Escape):
+            escape = node.expression
+            if not (isinstance(escape, exp.Literal) and escape.is_string and len(escape.this) == 1):
+                _refuse("the ESCAPE of LIKE must be a one-character string literal")
+            if not isinstance(node.this, (exp.Like, exp.ILike)):
+                _refuse(f"ESCAPE is only allowed after LIKE or ILIKE (in {self.clause})")
+            inner, _ = self._like(node.this)
+            return exp.Escape(this=inner, expression=escape.copy()), "boolean"
+        self._only(node, {"this", "expression"})
+        pattern = node.expression
+        if not (isinstance(pattern, exp.Null) or (isinstance(pattern, exp.Literal) and pattern.is_string)):
+            _refuse(f"the pattern of {node.key.upper()} must be a string literal (in {self.clause})")
+        value, kind = self.check(node.this)
+        self._need(node.this, kind, {"string"}, node.key.upper())
+        return type(node)(this=value, expression=pattern.copy()), "boolean"
+
+    def _case(self, node):
+        if isinstance(node, exp.If):
+            conds, results, default = [node.this], [node.args.get("true")], node.args.get("false")
+            operand = None
+        else:
+            self._only(node, {"this", "ifs", "default"})
+            operand = node.args.get("this")
+            conds = [i.this for i in node.args.get("ifs") or []]
+            results = [i.args.get("true") for i in node.args.get("ifs") or []]
+            default = node.args.get("default")
+        if operand is not None:
+            out, _ = self._unify([operand] + conds, f"CASE in {self.clause}")
+            operand, conds = out[0], out[1:]
+        else:
+            conds = [self.predicate_in(c, "CASE WHEN") for c in conds]
+        branches = results + ([default] if default is not None else [])
+        values, kind = self._unify(branches, f"the results of CASE in {self.clause}")
+        ifs = [exp.If(this=c, true=v) for c, v in zip(conds, values)]
+        new = exp.Case(ifs=ifs, default=values[len(ifs)] if default is not None else None)
+        if operand is not None:
+            new.set("this", operand)
+        return new, kind
+
+    def predicate_in(self, node, what: str) -> exp.Expression:
+        out, kind = self.check(node)
+        self._need(node, kind, {"boolean"}, what)
+        return out
+
+    def _same(self, node):
+        if isinstance(node, exp.Nullif):
+            args = [node.this, node.expression]
+        else:
+            args = [node.this] + list(node.expressions)
+        out, kind = self._unify([a for a in args if a is not None], f"{name_of(node)} in {self.clause}")
+        if isinstance(node, exp.Nullif):
+            return exp.Nullif(this=out[0], expression=out[1]), kind
+        # Anonymous: sqlglot would expand GREATEST/LEAST into NULL-guarding CASEs.
+        name = {exp.Coalesce: "COALESCE", exp.Greatest: "GREATEST", exp.Least: "LEAST"}[type(node)]
+        return exp.Anonymous(this=name, expressions=out), kind
+
+    def _cast(self, node):
+        to = node.args["to"]
+        target = CAST_TARGETS.get(to.this)
+        if target is None or to.args.get("kind"):
+            _refuse(f"CAST to {to.sql('duckdb')} is not allowed (in {self.clause}); cast to "
+                    "BIGINT, DOUBLE, VARCHAR, BOOLEAN, DATE or TIMESTAMP")
+        literal = _literal_value(node.this)
+        if literal is not None:
+            kind = "string" if literal[0] == "string" else "number"
+            if target in TEMPORAL and kind == "string":
+                return _temporal_literal(literal[1], target), target
+            if target in NUMERIC:
+                value, vkind = (number_literal(literal[1]) if kind == "string"
+                                else number_literal(literal[2].lstrip("-"), literal[2].startswith("-")))
+                if target == "float" and vkind == "int":
+                    value = float_literal(float(literal[1] if kind == "string" else literal[2]))
+                if target == "int" and vkind == "float":
+                    return exp.TryCast(this=value, to=exp.DataType.build("BIGINT")), "int"
+                return value, target
+        inner, kind = self.check(node.this)
+        if (kind, target) in CAST_REFUSED:
+            _refuse(f"CAST of a {kind} to {to.sql('duckdb')} is not supported (in {self.clause})")
+        if kind == target:
+            return inner, kind
+        if to.this in (exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT):
+            inner = exp.TryCast(this=inner, to=exp.DataType.build(to.this.value))
+        return exp.TryCast(this=inner, to=exp.DataType.build(ENGINE_TYPES[target])), target
+
+    def _arith(self, node):
+        parts, kinds = {}, []
+        for key, child in self._args(node):
+            out, kind = self.check(child)
+            self._need(child, kind, NUMERIC, node.key.upper())
+            parts[key], _ = out, kinds.append(kind)
+        kind = "float" if "float" in kinds else "int" if "int" in kinds else "null"
+        return exp.Try(this=self._rebuild(node, parts)), kind
+
+    def _div(self, node):
+        out, _ = self._arith(node)
+        return out, "float"
+
+    def _neg(self, node):
+        if _literal_value(node) is not None:
+            return number_literal(node.this.this, negative=True)
+        inner, kind = self.check(node.this)
+        self._need(node.this, kind, NUMERIC, "-")
+        return exp.Try(this=exp.Neg(this=inner)), kind
+
+    def _unary(self, node, allowed: set, result: str | None, what: str = "", extra=()) -> Typed:
+        self._only(node, {"this"} | set(extra))
+        inner, kind = self.check(node.this)
+        self._need(node.this, kind, allowed, what or name_of(node))
+        return self._rebuild(node, {"this": inner}), result or kind
+
+    def _numeric_same(self, node):
+        out, kind = self._unary(node, NUMERIC, None)
+        return exp.Try(this=out), kind
+
+    def _numeric_int(self, node):
+        out, _ = self._unary(node, NUMERIC, "int")
+        return exp.Try(this=out), "int"
+
+    def _round(self, node):
+        self._only(node, {"this", "decimals"})
+        decimals = node.args.get("decimals")
+        inner, kind = self.check(node.this)
+        self._need(node.this, kind, NUMERIC, "ROUND")
+        new = exp.Round(this=inner)
+        if decimals is not None:
+            lit = _literal_value(decimals)
+            if lit is None or lit[0] != "number" or not lit[2].lstrip("-").isdigit() \
+                    or abs(int(lit[2])) > 30:
+                _refuse("the digits of ROUND(x, n) must be an integer literal from -30 to 30")
+            new.set("decimals", int_literal(int(lit[2])))
+        return exp.Try(this=new), kind
+
+    def _numeric_float(self, node):
+        parts = {}
+        for key, child in self._args(node):
+            out, kind = self.check(child)
+            self._need(child, kind, NUMERIC, name_of(node))
+            parts[key] = out
+        self._only(node, {"this", "expression"})
+        return exp.Try(this=self._rebuild(node, parts)), "float"
+
+    def _float_bool(self, node):
+        return self._unary(node, NUMERIC, "boolean")
+
+    def _string_same(self, node):
+        if isinstance(node, exp.Trim):
+            self._only(node, {"this", "position"})
+        return self._unary(node, {"string"}, None, extra=("position",))
+
+    def _string_int(self, node):
+        return self._unary(node, {"string"}, "int")
+
+    def _substring(self, node):
+        keys = ("this", "start", "length") if isinstance(node, exp.Substring) else ("this", "expression")
+        self._only(node, set(keys))
+        parts = {}
+        for key, child in self._args(node, keys):
+            out, kind = self.check(child)
+            self._need(child, kind, {"string"} if key == "this" else {"int"}, name_of(node))
+            parts[key] = out
+        return exp.Try(this=self._rebuild(node, parts)), "string"
+
+    def _string_pair(self, node, keys):
+        self._only(node, set(keys))
+        parts = {}
+        for key, child in self._args(node, keys):
+            out, kind = self.check(child)
+            self._need(child, kind, {"string"}, name_of(node))
+            parts[key] = out
+        return self._rebuild(node, parts)
+
+    def _string_pair_int(self, node):
+        return self._string_pair(node, ("this", "substr")), "int"
+
+    def _string_pair_bool(self, node):
+        return self._string_pair(node, ("this", "expression")), "boolean"
+
+    def _concat(self, node):
+        if isinstance(node, exp.DPipe):
+            return self._string_pair(node, ("this", "expression", "safe")), "string"
+        self._only(node, {"expressions", "safe", "coalesce"})
+        args = [self.check(a)[0] for a in node.expressions]
+        # Anonymous: sqlglot prints CONCAT as ||, which has other NULL and type rules.
+        return exp.Anonymous(this="CONCAT", expressions=args), "string"
+
+    def _part(self, node, part, allowed: set, what: str) -> str:
+        text = part.name if isinstance(part, (exp.Var, exp.Literal)) else None
+        if text is None or text.lower() not in allowed:
+            _refuse(f"the part of {what} must be one of {', '.join(sorted(allowed))}, "
+                    f"written literally (in {self.clause})")
+        return text.lower()
+
+    def _extract(self, node):
+        if isinstance(node, exp.Anonymous):
+            if len(node.expressions) != 2:
+                _refuse("DATE_PART takes a part and a date")
+            part, value = node.expressions
+        else:
+            part, value = node.this, node.expression
+        name = self._part(node, part, DATE_PARTS, "EXTRACT/DATE_PART")
+        inner, kind = self.check(value)
+        self._need(value, kind, TEMPORAL, "EXTRACT")
+        return exp.Try(this=exp.Extract(this=exp.var(name.upper()), expression=inner)), "int"
+
+    def _date_int(self, node):
+        out, _ = self._unary(node, TEMPORAL, "int")
+        return exp.Try(this=out), "int"
+
+    def _trunc(self, node):
+        self._only(node, {"this", "unit"})
+        name = self._part(node, node.args.get("unit"), TRUNC_PARTS, "DATE_TRUNC")
+        inner, kind = self.check(node.this)
+        self._need(node.this, kind, TEMPORAL, "DATE_TRUNC")
+        return exp.Try(this=exp.TimestampTrunc(this=inner, unit=exp.var(name.upper()))), "datetime"
+
+
+def check(node: exp.Expression, columns: dict, clause: str = "WHERE", leaf=None) -> Typed:
+    """(guarded expression, type) of a row-level expression; raises QueryError if refused."""
+    return Checker(columns, leaf, clause).check(node)
+
+
+def predicate(node: exp.Expression, columns: dict, clause: str = "WHERE", leaf=None) -> exp.Expression:
+    return Checker(columns, leaf, clause).predicate(node)
