@@ -152,16 +152,26 @@ class _Binder:
             _fail(f"unknown table or alias {node.table!r} in {node.sql('duckdb')}{{at}}", node)
         return self.table.column(node.name)
 
-    def bind(self, expr: exp.Expression, clause: str, aliases: dict | None = None) -> exp.Expression:
-        """Columns of the table first, then (HAVING, ORDER BY) output aliases, as DuckDB."""
+    def bind(self, expr: exp.Expression, clause: str, aliases: dict | None = None,
+             keys: list | None = None) -> exp.Expression:
+        """Columns of the table first, then (HAVING, ORDER BY) output aliases, as DuckDB.
+
+        In ORDER BY an output alias wins over a column (as in DuckDB). In HAVING a
+        name outside any aggregate that is not a grouped column binds to an output
+        alias of that name, as SmartNoise does (``HAVING income > 100000`` with
+        ``SUM(income) AS income``)."""
         aliases = aliases or {}
+        grouped = {k.name.lower() for k in keys or [] if isinstance(k, exp.Column)}
 
         def rule(node):
             if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+                name = node.name.lower()
+                is_alias = not node.table and name in aliases and node.find_ancestor(exp.AggFunc) is None
                 col = self.column(node)
+                if is_alias and (col is None or clause == "ORDER BY"
+                                 or (clause == "HAVING" and name not in grouped)):
+                    return aliases[name].copy()
                 if col is None:
-                    if not node.table and node.name.lower() in aliases:
-                        return aliases[node.name.lower()].copy()
                     known = ", ".join(self.table.columns)
                     _fail(f"unknown column {node.sql('duckdb')} in {clause}{{at}}; "
                           f"columns of {self.table.full_name}: {known}", node)
@@ -239,10 +249,8 @@ def _resolve_group(tree: exp.Select, binder: _Binder, items: list) -> list:
     keys = []
     by_alias = {_output_name(i).lower(): i for i in items if isinstance(i, exp.Alias)}
     for key in group.expressions:
-        if isinstance(key, exp.Literal) and not key.is_string:
-            index = int(key.this)
-            if not 1 <= index <= len(items):
-                _fail(f"GROUP BY {index} is out of range: the SELECT list has {len(items)} items")
+        index = _position(key, "GROUP BY", len(items))
+        if index is not None:
             key = items[index - 1].unalias()
         elif (isinstance(key, exp.Column) and not key.table and binder.table.column(key.name) is None
               and key.name.lower() in by_alias):
@@ -296,13 +304,16 @@ def validate(tree: exp.Select, metadata: Metadata) -> Query:
     having = tree.args.get("having")
     if having is not None:
         _check_row_level_except_aggregates(having.this)
-        having = binder.bind(having.this.copy(), "HAVING", aliases)
+        having = binder.bind(having.this.copy(), "HAVING", aliases, keys)
         aggregates += _aggregates_in(having)
         _uses_only_keys(having, keys, "HAVING")
     order = []
     order_node = tree.args.get("order")
     for ordered in (order_node.expressions if order_node else []):
-        order.append(_resolve_order(ordered, outputs, binder, aliases))
+        resolved = _resolve_order(ordered, outputs, binder, aliases, keys, distinct)
+        order.append(resolved)
+        if not (isinstance(resolved.this, exp.Column) and resolved.this.name.startswith("_o")):
+            aggregates += _aggregates_in(resolved.this)
     if not aggregates and not keys:
         _fail("the query selects no aggregate; dpsql releases aggregates such as COUNT(*), "
               "SUM(col) or AVG(col), optionally with GROUP BY")
@@ -316,14 +327,28 @@ def validate(tree: exp.Select, metadata: Metadata) -> Query:
                  offset=_int_literal(tree.args.get("offset"), "OFFSET"), distinct=distinct)
 
 
-def _resolve_order(ordered: exp.Ordered, outputs: list, binder: _Binder, aliases: set) -> exp.Ordered:
-    """ORDER BY binds output aliases first, then output expressions (as DuckDB does)."""
+def _position(key: exp.Expression, clause: str, size: int) -> int | None:
+    """The 1-based position of ``GROUP BY 2``/``ORDER BY 2``, or None if not a number."""
+    if not (isinstance(key, exp.Literal) and not key.is_string):
+        return None
+    if not key.this.isdigit():
+        _fail(f"{clause} {key.this} is not a position; write a whole number from 1 to {size}, "
+              "or name a column")
+    index = int(key.this)
+    if not 1 <= index <= size:
+        _fail(f"{clause} {index} is out of range: the SELECT list has {size} items")
+    return index
+
+
+def _resolve_order(ordered: exp.Ordered, outputs: list, binder: _Binder, aliases: dict,
+                   keys: list, distinct: bool) -> exp.Ordered:
+    """ORDER BY binds positions and output aliases first, then expressions (as DuckDB).
+
+    An expression that is not an output is evaluated over keys and aggregates, like
+    a SELECT item (``ORDER BY CAST(gender AS INTEGER) * -1``)."""
     key = ordered.this
-    target = None
-    if isinstance(key, exp.Literal) and not key.is_string:
-        index = int(key.this)
-        if not 1 <= index <= len(outputs):
-            _fail(f"ORDER BY {index} is out of range: the SELECT list has {len(outputs)} items")
+    index = _position(key, "ORDER BY", len(outputs))
+    if index is not None:
         target = index - 1
     elif isinstance(key, exp.Column) and not key.table and key.name.lower() in aliases:
         target = [n.lower() for n, _ in outputs].index(key.name.lower())
@@ -331,8 +356,13 @@ def _resolve_order(ordered: exp.Ordered, outputs: list, binder: _Binder, aliases
         bound = binder.bind(key.copy(), "ORDER BY", aliases)
         matches = [i for i, (_, expr) in enumerate(outputs) if expr == bound]
         if not matches:
-            _fail(f"ORDER BY {key.sql('duckdb')} is not in the output{{at}}; order by a "
-                  "selected column, alias or position", key)
+            if distinct:
+                _fail(f"ORDER BY {key.sql('duckdb')} is not in the output of SELECT DISTINCT"
+                      "{at}; order by a selected column, alias or position", key)
+            _check_row_level_except_aggregates(bound)
+            _uses_only_keys(bound, keys, "ORDER BY")
+            return exp.Ordered(this=bound, desc=ordered.args.get("desc"),
+                               nulls_first=ordered.args.get("nulls_first"))
         target = matches[0]
     return exp.Ordered(this=exp.column(f"_o{target}", quoted=True),
                        desc=ordered.args.get("desc"), nulls_first=ordered.args.get("nulls_first"))
