@@ -7,6 +7,8 @@ scale, 95% accuracy and share of the query's budget.
 from __future__ import annotations
 
 from .plan import Plan
+from .rewrite import TYPED_SOURCE
+from .sql.allowed import ENGINE_TYPES
 
 DIALECT = "duckdb"
 
@@ -26,6 +28,9 @@ def describe(plan: Plan) -> str:
             else f"person ({table.private_ids[0]}), at most {table.max_ids} row(s) each")
     lines = [f"table: {table.full_name}; privacy unit: {unit}",
              f"cost: epsilon={eps:.6g}, delta={delta:.3g}", "",
+             f"typed relation {TYPED_SOURCE}: {table.full_name} with every column cast to its "
+             "metadata type (a cell that does not convert is NULL): "
+             + ", ".join(f"{c.name} {ENGINE_TYPES[c.type]}" for c in table.columns.values()), "",
              "bounded plan (runs on the engine):", plan.exact.sql(DIALECT, pretty=True), "",
              "noisy statistics:"]
     for stat in plan.statistics:

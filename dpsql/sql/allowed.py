@@ -47,7 +47,8 @@ CAST_TARGETS = {
     exp.DataType.Type.VARCHAR: "string", exp.DataType.Type.TEXT: "string",
     exp.DataType.Type.CHAR: "string", exp.DataType.Type.NVARCHAR: "string",
     exp.DataType.Type.BOOLEAN: "boolean",
-    exp.DataType.Type.TIMESTAMP: "datetime", exp.DataType.Type.DATETIME: "datetime",
+    exp.DataType.Type.TIMESTAMP: "datetime", exp.DataType.Type.TIMESTAMPNTZ: "datetime",
+    exp.DataType.Type.DATETIME: "datetime",
     exp.DataType.Type.DATE: "date",
 }
 # Casts DuckDB cannot bind between these types (refused at plan time).

@@ -178,7 +178,7 @@ class Checker:
                     f"{node.sql('duckdb')[:80]} is of type {kind} (in {self.clause})")
 
     def _args(self, node, keys=("this", "expression")) -> list:
-        return [(k, node.args.get(k)) for k in keys if node.args.get(k) is not None]
+        return [(k, node.args.get(k)) for k in keys if isinstance(node.args.get(k), exp.Expression)]
 
     def _rebuild(self, node, typed_args: dict) -> exp.Expression:
         new = node.copy()
@@ -253,14 +253,17 @@ class Checker:
             if not isinstance(node.this, (exp.Like, exp.ILike)):
                 _refuse(f"ESCAPE is only allowed after LIKE or ILIKE (in {self.clause})")
             inner, _ = self._like(node.this)
+            if isinstance(inner, exp.Not):       # NOT LIKE ... ESCAPE c
+                return exp.Not(this=exp.Escape(this=inner.this, expression=escape.copy())), "boolean"
             return exp.Escape(this=inner, expression=escape.copy()), "boolean"
-        self._only(node, {"this", "expression"})
+        self._only(node, {"this", "expression", "negate"})
         pattern = node.expression
         if not (isinstance(pattern, exp.Null) or (isinstance(pattern, exp.Literal) and pattern.is_string)):
             _refuse(f"the pattern of {node.key.upper()} must be a string literal (in {self.clause})")
         value, kind = self.check(node.this)
         self._need(node.this, kind, {"string"}, node.key.upper())
-        return type(node)(this=value, expression=pattern.copy()), "boolean"
+        out = type(node)(this=value, expression=pattern.copy())
+        return (exp.Not(this=out) if node.args.get("negate") else out), "boolean"
 
     def _case(self, node):
         if isinstance(node, exp.If):
