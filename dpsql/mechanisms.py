@@ -27,7 +27,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import noise, zcdp
-from .errors import DataError, InternalError, QueryError
+from .errors import InternalError, QueryError
 from .privacy import Mechanism
 
 _DISCRETE = (Mechanism.geometric, Mechanism.discrete_laplace, Mechanism.discrete_gaussian)
@@ -181,12 +181,12 @@ class Calibrated:
                 arr = arr.astype(np.float64)
             except (TypeError, ValueError):
                 raise InternalError("release: exact values must be numbers") from None
+        # Exact values beyond the range are clamped into it, never refused: whether a
+        # release fails must not depend on the data. Clamping is 1-Lipschitz, so the
+        # sensitivity still holds.
         if arr.dtype.kind == "f":
-            if not np.isfinite(arr).all():
-                raise DataError(f"a {self.mechanism.value} statistic has a missing or infinite "
-                                "exact value; the engine must replace NULL aggregates first")
-            if np.abs(arr).max(initial=0) >= _LIMIT * min(self.grid, 1.0):
-                raise DataError("a statistic's exact value is too large to release exactly")
+            edge = float(_LIMIT) * min(self.grid, 1.0) - 2 ** 11 * max(self.grid, 1.0)
+            arr = np.clip(np.nan_to_num(arr, nan=0.0, posinf=edge, neginf=-edge), -edge, edge)
             if not self.integer:
                 return np.rint(arr / self.grid).astype(np.int64)  # / 2^e is exact
             if not (arr == np.rint(arr)).all():
@@ -196,9 +196,8 @@ class Calibrated:
             step = int(self.grid)
             return arr if step == 1 else (arr + step // 2) // step    # round half up
         per_unit = int(1 / self.grid)
-        if np.abs(arr).max(initial=0) >= _LIMIT // per_unit:
-            raise DataError("a statistic's exact value is too large to release exactly")
-        return arr * per_unit
+        edge = _LIMIT // per_unit - 1
+        return np.clip(arr, -edge, edge) * per_unit
 
     def release(self, values) -> np.ndarray:
         """Noisy values, one independent draw per entry, on the grid.

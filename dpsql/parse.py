@@ -9,27 +9,29 @@ before anything else sees them. Every refusal is a ``QueryError`` (nothing is
 run, nothing is spent).
 
 Limits on the SQL text and its tree. sqlglot's parser and the planner's
-rewrites are recursive, so an unbounded query would exhaust Python's stack
-(a ``RecursionError`` deep inside the planner) or its time. The limits are
-far above what a hand-written or generated aggregate query needs:
+steps are recursive, so an unbounded query would exhaust Python's stack (a
+``RecursionError`` deep inside the planner) or its time. The limits are far
+above what a hand-written or generated aggregate query needs, and were
+measured so that parsing and planning a query at any of them need at most
+about 520 of Python's default 1,000 frames: a caller up to about 450 frames
+deep (notebooks, test runners and web frameworks are well below) never sees a
+``RecursionError``.
 
 * ``MAX_SQL_LENGTH`` = 100,000 characters of SQL text.
-* ``MAX_NESTING`` = 25 levels of brackets ``( [ {`` and ``CASE ... END``,
-  counted on the tokens (so brackets inside string literals do not count),
-  before parsing. sqlglot's recursive-descent parser spends up to about 25
-  Python frames per bracket level, so 25 levels need about 700 of Python's
-  default 1,000 frames, leaving room for the caller's own stack. (If the
-  parser still runs out of stack, e.g. on a long ``NOT NOT NOT ...`` chain,
-  that is a ``QueryError`` too.)
-* ``MAX_DEPTH`` = 100 levels and ``MAX_NODES`` = 20,000 nodes of the parsed
-  tree, measured iteratively right after parsing, so that the later recursive
-  steps (validation, rewriting, SQL generation: a few frames per level) stay
-  well inside Python's recursion limit whatever the query. Chains of AND, and
-  chains of OR, are first rebuilt as balanced trees (both are associative, also
-  with NULLs), so ``a = 1 OR a = 2 OR ... `` of thousands of terms has a depth
-  of about log2(terms) and is limited by the node count only (about 4,000
-  terms, at 5 nodes a term); ``IN (...)`` costs a node per value and is the
-  better way to write a long list.
+* ``MAX_NESTING`` = 20 levels of brackets ``( [ {`` and ``CASE ... END``,
+  counted on the tokens (brackets inside string literals do not count), before
+  parsing: sqlglot's recursive-descent parser spends up to 25 Python frames per
+  bracket level. If the parser still runs out of stack (e.g. on a long
+  ``NOT NOT NOT ...`` chain, 10 frames a level), that is a ``QueryError`` too.
+* ``MAX_DEPTH`` = 64 levels and ``MAX_NODES`` = 20,000 nodes of the parsed
+  tree, measured iteratively right after parsing (the later steps spend about 8
+  frames per level). Chains of AND, and chains of OR, are first rebuilt as
+  balanced trees (both are associative, also with NULLs), so
+  ``a = 1 OR a = 2 OR ...`` of thousands of terms has a depth of about
+  log2(terms) and is limited by the node count only (about 4,000 terms at 5
+  nodes a term); ``x IN (1, 2, ...)`` costs one node a value and is the better
+  way to write a long list. Other chains (``a + b + c ...``, ``- - - 1``) add a
+  level per term.
 
 Parameters (``?``, paramstyle qmark) must be exactly one of: int, float
 (finite), str (without NUL), bool, None, decimal.Decimal (finite),
@@ -59,8 +61,8 @@ from .errors import QueryError
 DIALECT = "duckdb"
 
 MAX_SQL_LENGTH = 100_000
-MAX_NESTING = 25
-MAX_DEPTH = 100
+MAX_NESTING = 20
+MAX_DEPTH = 64
 MAX_NODES = 20_000
 
 _ACCEPTED = ("accepted types: int, float (finite), str, bool, None, decimal.Decimal (finite), "
@@ -421,9 +423,9 @@ def bind_params(tree: exp.Expression, params: Sequence | None) -> exp.Expression
     holders = [p for p in tree.dfs() if isinstance(p, exp.Placeholder)]
     for holder in holders:
         if holder.this is not None:
-            raise QueryError(f"placeholder {holder.sql(DIALECT)} is not supported: dpsql's "
-                             "paramstyle is qmark; write ? for each parameter and pass the "
-                             "values as a sequence in that order")
+            raise QueryError("named or numbered placeholders ($1, $name, :name) are not "
+                             "supported: dpsql's paramstyle is qmark; write ? for each "
+                             "parameter and pass the values as a sequence, in order")
     params = _param_values(params)
     if len(holders) != len(params):
         raise QueryError(f"the query has {len(holders)} '?' placeholder(s) but "

@@ -1,0 +1,210 @@
+"""Issue 7's cases that are not statistical: intake, query-only failures, crashes,
+SmartNoise compatibility, residual engine failures. Each test is named after its case.
+(The neighbouring-data-set checks of cases 1-6 and 8 are in test_attacks_neighbours.py.)"""
+from __future__ import annotations
+
+import logging
+import warnings
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpsql
+
+warnings.simplefilter("ignore")
+PUMS_META = {"": {"PUMS": {"PUMS": {
+    "row_privacy": True, "age": {"type": "int", "lower": 0, "upper": 100},
+    "sex": {"type": "string"}, "educ": {"type": "string"}, "race": {"type": "string"},
+    "income": {"type": "int", "lower": 0, "upper": 500000}, "married": {"type": "string"}}}}}
+
+
+@pytest.fixture
+def reader(pums, data_dir):
+    return dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=5.0))
+
+
+# -- case 3: group keys that fail to convert -------------------------------------------
+@pytest.mark.parametrize("key", ["CAST(age AS INTERVAL)", "CAST(CAST(age AS VARCHAR) AS TIMETZ)",
+                                 "age * INTERVAL 1 DAY", "to_days(age)"])
+def test_case3_key_types_that_could_fail_to_convert_are_refused(reader, key):
+    with pytest.raises(dpsql.QueryError):
+        reader.execute_df(f"SELECT {key} AS k, COUNT(*) AS n FROM PUMS.PUMS GROUP BY 1")
+    assert reader.spent == (0.0, 0.0)
+
+
+def test_case3_time_keys_leave_the_engine_as_integers_and_come_back_as_times(reader):
+    df = reader.execute_df("SELECT CAST('2020-02-29' AS DATE) AS d, DATE_TRUNC('year', "
+                           "CAST('2021-06-01 10:00:00' AS TIMESTAMP)) AS t, COUNT(*) AS n "
+                           "FROM PUMS.PUMS GROUP BY 1, 2")
+    assert df.d[0] == pd.Timestamp("2020-02-29") and df.t[0] == pd.Timestamp("2021-01-01")
+
+
+# -- case 4: dpsql's own arithmetic ---------------------------------------------------
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "uint8", "uint16", "uint32", "uint64"])
+def test_case4_var_of_narrow_integer_storage_never_overflows(dtype):
+    info = np.iinfo(dtype)
+    df = pd.DataFrame({"x": np.array([info.min, info.max, 0, info.max // 2], dtype=dtype)})
+    upper = min(int(info.max), 2 ** 32)      # wider: VAR noise would pass the samplers range
+    meta = {"": {"s": {"t": {"row_privacy": True,
+                             "x": {"type": "int", "lower": int(info.min), "upper": upper}}}}}
+    r = dpsql.from_df(df, meta, privacy=dpsql.Privacy(epsilon=1.0))
+    out = r.execute_df("SELECT VAR(x) AS v, STDDEV(x) AS s, AVG(x) AS a, SUM(x) AS t FROM s.t")
+    assert np.isfinite(out.v[0]) and np.isfinite(out.t[0])
+
+
+def test_case4_var_with_bounds_beyond_2_53_and_int32_duckdb_table():
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT (-2147483647 + range * 1073741823)::INTEGER AS x "
+                "FROM range(5)")
+    meta = {"": {"": {"t": {"row_privacy": True,
+                            "x": {"type": "int", "lower": -2 ** 55, "upper": 2 ** 55}}}}}
+    r = dpsql.from_connection(con, meta, privacy=dpsql.Privacy(epsilon=1.0))
+    out = r.execute_df("SELECT AVG(x) AS a, SUM(x) AS s FROM t WHERE x > -2147483647")
+    assert np.isfinite(out.a[0]) and np.isfinite(out.s[0])
+    with pytest.raises(dpsql.QueryError, match="out of range"):   # its noise would be > 1e33
+        r.execute_df("SELECT VAR(x) AS v FROM t")
+    assert r.spent[0] > 0 and r.execute_df("SELECT COUNT(*) AS n FROM t").n[0] >= 0
+
+
+# -- case 5: types inferred from the data ----------------------------------------------
+def test_case5_plan_and_cost_do_not_depend_on_storage_type(pums, data_dir):
+    as_float = pums.assign(income=pums.income.astype("float64"), age=pums.age.astype("int32"))
+    a = dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=1.0))
+    b = dpsql.from_df(as_float, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=1.0))
+    for sql in ["SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE CAST(income AS VARCHAR) LIKE '%.0'",
+                "SELECT AVG(income) AS a, VAR(age) AS v FROM PUMS.PUMS GROUP BY sex"]:
+        assert a.explain(sql) == b.explain(sql)
+        assert a.get_privacy_cost(sql) == b.get_privacy_cost(sql)
+
+
+def test_case5_csv_with_one_fraction_reads_every_other_value_alike(tmp_path, pums):
+    meta = {"": {"PUMS": {"PUMS": {**PUMS_META[""]["PUMS"]["PUMS"],
+                                   "income": {"type": "float", "lower": 0, "upper": 500000}}}}}
+    whole, fraction = tmp_path / "whole.csv", tmp_path / "fraction.csv"
+    pums.to_csv(whole, index=False)
+    pums.assign(income=pums.income.where(pums.index != 0, 1234.5)).to_csv(fraction, index=False)
+    sql = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE CAST(income AS VARCHAR) LIKE '%.0'"
+    counts = []
+    for path in (whole, fraction):
+        r = dpsql.from_df({"PUMS.PUMS": path}, meta, privacy=dpsql.Privacy(epsilon=5.0))
+        counts.append(int(r.execute_df(sql).n[0]))
+        with pytest.raises(dpsql.QueryError):
+            r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE income & 1 = 1")
+    # Every income is a DOUBLE on both: n is about 1000 on both (not ~0 on one).
+    assert abs(counts[0] - counts[1]) < 20 and min(counts) > 900
+
+
+# -- case 10: failures that depend only on the query are refused, free --------------------
+@pytest.mark.parametrize("sql", [
+    "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > 9999999999999999999999999999999999999999",
+    "SELECT CAST(age AS UHUGEINT) AS k, COUNT(*) AS n FROM PUMS.PUMS GROUP BY CAST(age AS UHUGEINT)",
+    "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE CAST(age AS VARINT) > 1",
+    "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > CAST('x' AS BIGINT)",
+    "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > 1 // 0",
+])
+def test_case10_query_only_failures_never_charge(reader, sql):
+    try:
+        out = reader.execute_df(sql)
+    except dpsql.QueryError:
+        assert reader.spent == (0.0, 0.0)
+    else:
+        assert len(out) == 1
+
+
+# -- case 11: crashes ----------------------------------------------------------------
+@pytest.mark.parametrize("sql", ["SELECT COUNT(*) AS n FROM PUMS.PUMS GROUP BY 1.5",
+                                 "SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex ORDER BY 1e1",
+                                 "SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex ORDER BY -1"])
+def test_case11_fractional_positions_are_query_errors(reader, sql):
+    with pytest.raises(dpsql.QueryError, match="position|out of range|not in the output"):
+        reader.execute_df(sql)
+
+
+def test_case11_date_group_key(reader):
+    df = reader.execute_df("SELECT CAST(CAST(1950 + age AS VARCHAR) || '-01-01' AS DATE) AS born, "
+                           "COUNT(*) AS n FROM PUMS.PUMS GROUP BY 1")
+    assert len(df) > 10 and str(df.born.dtype).startswith("datetime64")
+
+
+def test_case11_dataframe_with_a_reversed_index(pums, data_dir):
+    r = dpsql.from_df(pums.iloc[::-1], data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=1.0))
+    assert len(r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")) == 1
+
+
+# -- case 12: data intake ---------------------------------------------------------------
+def test_case12_csv_with_unknown_in_an_int_column_reads_it_as_null(tmp_path, pums, data_dir):
+    path = tmp_path / "PUMS.csv"
+    bad = pums.astype({"age": object})
+    bad.loc[5, "age"] = "unknown"
+    bad.to_csv(path, index=False)
+    r = dpsql.from_df({"PUMS.PUMS": path}, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=5.0))
+    out = r.execute_df("SELECT COUNT(age) AS n, AVG(age) AS a, COUNT(*) AS m FROM PUMS.PUMS")
+    assert 950 < out.n[0] < 1050 and 0 <= out.a[0] <= 100
+
+
+def test_case12_csv_header_that_does_not_match_the_metadata(tmp_path, pums, data_dir):
+    path = tmp_path / "PUMS.csv"
+    pums.rename(columns={"income": "salary", "age": "years"}).to_csv(path, index=False)
+    with pytest.raises(dpsql.MetadataError, match="income") as err:
+        dpsql.from_df({"PUMS.PUMS": path}, data_dir / "PUMS.yaml")
+    assert "age" in str(err.value) and "salary" in str(err.value)
+
+
+def test_case12_empty_csv(tmp_path, data_dir):
+    path = tmp_path / "PUMS.csv"
+    path.write_text("")
+    with pytest.raises(dpsql.MetadataError, match="empty"):
+        dpsql.from_df({"PUMS.PUMS": path}, data_dir / "PUMS.yaml")
+
+
+def test_case12_dataframe_missing_a_column(pums, data_dir):
+    with pytest.raises(dpsql.MetadataError, match="married"):
+        dpsql.from_df(pums.drop(columns=["married"]), data_dir / "PUMS.yaml")
+
+
+def test_case12_csv_written_by_pandas_with_float_ints(tmp_path, pums, data_dir):
+    # An int column with a NaN is written as 31.0, 45.0, ...: still the ints 31, 45.
+    path = tmp_path / "PUMS.csv"
+    pums.assign(age=pums.age.where(pums.index != 3)).to_csv(path, index=False)
+    r = dpsql.from_df({"PUMS.PUMS": path}, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=5.0))
+    assert 950 < r.execute_df("SELECT COUNT(age) AS n FROM PUMS.PUMS").n[0] < 1050
+
+
+# -- SmartNoise compatibility -----------------------------------------------------------
+def test_having_name_that_is_not_a_grouped_column_binds_to_the_output_alias(reader):
+    df = reader.execute_df("SELECT age, sex, COUNT(*) AS n, SUM(income) AS income FROM PUMS.PUMS "
+                           "GROUP BY age, sex HAVING income > 100000 OR sex = 1")
+    assert len(df) and ((df.income > 100000) | (df.sex == "1")).all()
+
+
+def test_having_string_key_compared_with_a_number_is_typed_at_plan_time(reader):
+    plan = reader._plan("SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex HAVING sex > 0")
+    assert "'0'" in plan.post_sql
+    df = reader.execute_df("SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex HAVING sex > 0 "
+                           "ORDER BY sex = 1")
+    assert list(df.sex) == ["1"]
+
+
+def test_order_by_an_expression_over_output_aliases(reader):
+    df = reader.execute_df("SELECT sex AS gender, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex "
+                           "ORDER BY (CAST(gender AS INTEGER) * -1) DESC")
+    assert list(df.gender) == ["0", "1"]
+
+
+def test_ties_are_broken_by_the_group_keys(reader):
+    df = reader.execute_df("SELECT educ, COUNT(*) * 0 AS z FROM PUMS.PUMS GROUP BY educ ORDER BY z")
+    assert list(df.educ) == sorted(df.educ)
+
+
+# -- residual failures --------------------------------------------------------------------
+def test_residual_engine_failure_is_withheld_and_logged_without_values(reader, caplog):
+    table = reader.metadata.find_table("PUMS.PUMS")
+    node = reader.engine.table_node(table).sql("duckdb")
+    secret = "s3cr3t-value"
+    with caplog.at_level(logging.ERROR, logger="dpsql"):
+        with pytest.raises(dpsql.OperationalError, match="withheld") as err:
+            reader.engine.run(f"SELECT CAST('{secret}' || sex AS INTEGER) FROM {node}")
+    assert secret not in str(err.value)
+    assert caplog.records and secret not in caplog.text and "ConversionException" in caplog.text
