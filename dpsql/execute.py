@@ -204,6 +204,13 @@ def _check_columns(table: Table, present: list) -> None:
 
 def _bind(con, view: str, source, table: Table) -> None:
     if isinstance(source, pd.DataFrame):
+        # DuckDB infers the type of an object column from a sample of its values: one
+        # person's value could change it, or fail the scan. Such columns are bound as
+        # text (copied once, here; other columns are scanned in place).
+        wanted = {c.name.lower() for c in table.columns.values()}
+        objects = [c for c in source.columns if source[c].dtype == object and str(c).lower() in wanted]
+        if objects:
+            source = source.assign(**{str(c): source[c].astype("string") for c in objects})
         con.register(view, source)
         return
     path = Path(source)

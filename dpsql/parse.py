@@ -13,9 +13,9 @@ steps are recursive, so an unbounded query would exhaust Python's stack (a
 ``RecursionError`` deep inside the planner) or its time. The limits are far
 above what a hand-written or generated aggregate query needs, and were
 measured so that parsing and planning a query at any of them need at most
-about 520 of Python's default 1,000 frames: a caller up to about 450 frames
-deep (notebooks, test runners and web frameworks are well below) never sees a
-``RecursionError``.
+about 520 of Python's default 1,000 frames: a caller up to 400 frames deep
+(notebooks, test runners and web frameworks are well below) never sees a
+``RecursionError`` (tests/test_parse_safety.py checks it).
 
 * ``MAX_SQL_LENGTH`` = 100,000 characters of SQL text.
 * ``MAX_NESTING`` = 20 levels of brackets ``( [ {`` and ``CASE ... END``,
@@ -133,9 +133,11 @@ def _check_tokens(tokens: list) -> None:
 
 def _token_error(err: TokenError, sql: str) -> QueryError:
     cause = str(err.__cause__ or err)
-    missing = re.match(r"Missing (.+) from (\d+):(\d+)", cause)
+    missing = re.match(r"Missing (.+) from \d+:(\d+)", cause)
     if missing:
-        quote, line, col = missing.groups()
+        quote, offset = missing.group(1), int(missing.group(2))  # 0-based offset in the text
+        line = sql.count("\n", 0, offset) + 1
+        col = offset - (sql.rfind("\n", 0, offset) + 1) + 1
         return QueryError(f"cannot read the query: the {quote} opened at line {line}, "
                           f"column {col} is never closed (an unterminated string or quoted "
                           f"name); close it with {quote}, and write a {quote} inside it twice")

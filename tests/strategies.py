@@ -1,0 +1,913 @@
+"""Hypothesis strategies for tests/test_properties.py: random metadata, random data
+stored in every storage type, bound in every way dpsql binds data, and queries drawn
+from the whole grammar dpsql accepts (plus constructs it must refuse).
+
+A ``Scenario`` is one table: its metadata (a SmartNoise-shaped dict), the columns'
+storage types, a pandas DataFrame holding the data as stored, and how the data is
+bound (``from_df`` on the DataFrame, a CSV file, a Parquet file, or a table in a
+DuckDB connection given to ``from_connection``). ``queries(scenario)`` draws SQL
+text (and ``?`` parameters) over that table.
+
+Everything is drawn with ``draw`` calls whose simplest choice comes first, so that
+Hypothesis shrinks a failure towards a short query over a few rows.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import os
+from dataclasses import dataclass, field
+
+import duckdb
+import numpy as np
+import pandas as pd
+from hypothesis import reject
+from hypothesis import strategies as st
+
+import dpsql
+
+try:  # pandas writes Parquet only through pyarrow; without it DuckDB writes the file
+    import pyarrow  # noqa: F401
+    HAVE_PYARROW = True
+except ImportError:
+    HAVE_PYARROW = False
+
+TYPES = ("int", "float", "string", "boolean", "datetime")
+
+# Column names: plain ones, mixed case, and two that must be quoted in SQL.
+COLUMN_NAMES = ("x", "age", "Income", "sex", "score", "flag", "ts", "name", "city", "amount",
+                "Weight", "code", "zip", "v1", "my col", "order")
+NEEDS_QUOTES = {"my col", "order"}
+
+INT_EXTREMES = (0, 1, -1, 2, 7, 100, -100, 2 ** 31 - 1, -2 ** 31, 2 ** 31, 2 ** 53, 2 ** 53 + 1,
+                2 ** 62, -2 ** 62, 2 ** 63 - 1, -2 ** 63)
+FLOAT_EXTREMES = (0.0, -0.0, 1.0, -1.0, 0.5, 2.0 ** 53, 1e300, -1e300, 1e-300, 5e-324,
+                  1.7976931348623157e308, -1.7976931348623157e308, float("nan"), float("inf"),
+                  float("-inf"), 3.0, 1e15, 123.456)
+STRINGS = ("a", "b", "", "A", "abc", " a", "a ", "é", "日本語", "🙂", "'", "''", '"', "%", "_",
+           "a%b", "a_b", "50%", "\\", "\\%", "1", "01", "1.0", "-3", "1e3", "NaN", "inf", "true",
+           "FALSE", "t", "yes", "2020-01-01", "2020-01-01 12:00:00", "2020-13-45", "NULL",
+           "null", " ", "\t", "line\nbreak", "x" * 40, "O'Brien", "a;b", "--", "/*")
+DATETIMES = ("2020-01-01 00:00:00", "2020-02-29 12:34:56.789", "1970-01-01 00:00:00",
+             "1999-12-31 23:59:59.999999", "1900-01-01 00:00:00", "2100-06-15 08:00:00",
+             "1677-09-22 00:00:00", "2262-04-11 00:00:00")
+BAD_DATETIME_TEXT = ("not a date", "", "2020-02-30", "2020-13-01", "0001-01-01",
+                     "9999-12-31 23:59:59", "infinity", "-infinity", "2020-01-01T05:06:07",
+                     "2020-01-01 00:00:00+02", "1e3", "epoch", "20200101", "  2020-01-01 ")
+JUNK = ("abc", "", " 7 ", "3.0", "1e3", "0x10", "１２", "NaN", "inf", "-0", "9" * 25, "true",
+        "2020-01-01", None)
+
+INT_STORAGES = ("int64", "int8", "int16", "int32", "uint8", "uint64", "float64", "object",
+                "Int64", "str", "objmix")
+FLOAT_STORAGES = ("float64", "float32", "int64", "object", "str", "objmix")
+STRING_STORAGES = ("object", "str", "int64", "float64", "objmix")
+BOOLEAN_STORAGES = ("bool", "object", "int64", "boolean", "objmix")
+DATETIME_STORAGES = ("datetime64[ns]", "object-str", "object-date", "datetime64[us]", "str")
+STORAGES = {"int": INT_STORAGES, "float": FLOAT_STORAGES, "string": STRING_STORAGES,
+            "boolean": BOOLEAN_STORAGES, "datetime": DATETIME_STORAGES}
+BINDINGS = ("df", "csv", "parquet", "connection")
+
+# Storage types or bindings left out (comma-separated), to hunt for further findings
+# once one is known, e.g. DPSQL_HYPOTHESIS_EXCLUDE=objmix,parquet.
+EXCLUDE = {s for s in os.environ.get("DPSQL_HYPOTHESIS_EXCLUDE", "").split(",") if s}
+
+
+def flag(draw, p: float) -> bool:
+    """True with probability p; shrinks to False."""
+    return draw(st.integers(0, 999)) >= 1000 - int(p * 1000)
+
+
+def pick(draw, options):
+    """One of ``options``; shrinks to the first."""
+    return draw(st.sampled_from(list(options)))
+
+
+# ------------------------------------------------------------------ scenario
+
+@dataclass
+class Col:
+    name: str
+    type: str
+    storage: str
+    private_id: bool = False
+    lower: object = None
+    upper: object = None
+    values: list | None = None
+    nullable: bool | None = None
+    missing_value: object = None
+
+    def to_meta(self) -> dict:
+        out = {"type": self.type}
+        for key in ("private_id", "lower", "upper", "values", "nullable", "missing_value"):
+            value = getattr(self, key)
+            if value is not None and value is not False:
+                out[key] = list(value) if key == "values" else value
+        if self.nullable is False:
+            out["nullable"] = False
+        return out
+
+
+@dataclass
+class Scenario:
+    schema: str
+    table: str
+    columns: list
+    row_privacy: bool
+    max_ids: int
+    censor_dims: bool
+    binding: str
+    frame: pd.DataFrame
+    extra_table_keys: dict = field(default_factory=dict)
+
+    @property
+    def pid(self) -> Col | None:
+        return next((c for c in self.columns if c.private_id), None)
+
+    @property
+    def metadata(self) -> dict:
+        table = dict(self.extra_table_keys)
+        if self.row_privacy:
+            table["row_privacy"] = True
+        else:
+            table["max_ids"] = self.max_ids
+        table["censor_dims"] = self.censor_dims
+        for col in self.columns:
+            table[col.name] = col.to_meta()
+        return {"": {self.schema: {self.table: table}}}
+
+    def __repr__(self) -> str:
+        return "Scenario(\n" + self.describe() + ")"
+
+    def describe(self, frame: pd.DataFrame | None = None) -> str:
+        """A reproduction: metadata, storage and binding, and the rows."""
+        frame = self.frame if frame is None else frame
+        return "\n".join([
+            f"metadata = {self.metadata!r}",
+            f"binding = {self.binding!r}",
+            "storage = " + repr({c.name: c.storage for c in self.columns}),
+            f"dtypes = {dict(frame.dtypes.astype(str))!r}",
+            f"rows ({len(frame)}) = {frame.to_dict('records')!r}"])
+
+
+def _int_bounds(draw):
+    kind = pick(draw, ("small", "none", "extreme", "equal", "tiny", "one"))
+    if kind == "none":
+        return None, None
+    if kind == "one":
+        v = draw(st.integers(-100, 100))
+        return (v, None) if flag(draw, 0.5) else (None, v)
+    if kind == "small":
+        lo = draw(st.integers(-100, 100))
+        return lo, lo + draw(st.integers(0, 1000))
+    if kind == "equal":
+        v = pick(draw, INT_EXTREMES)
+        return v, v
+    if kind == "tiny":
+        lo = pick(draw, INT_EXTREMES[:-1])
+        return lo, lo + 1
+    wide = INT_EXTREMES + (-2 ** 70, 2 ** 70)
+    lo, hi = sorted([pick(draw, wide), pick(draw, wide)])
+    return lo, hi
+
+
+def _float_bounds(draw):
+    kind = pick(draw, ("small", "none", "extreme", "equal", "int-valued"))
+    if kind == "none":
+        return None, None
+    finite = st.floats(allow_nan=False, allow_infinity=False)
+    if kind == "small":
+        lo = draw(st.floats(-1000, 1000))
+        return lo, lo + draw(st.floats(0, 1000))
+    if kind == "equal":
+        v = draw(st.sampled_from([0.0, -0.0, 1e-300, -1e300, 1e300, 2.5]) | finite)
+        return v, v
+    if kind == "int-valued":
+        lo = float(draw(st.integers(-100, 100)))
+        return lo, lo + float(draw(st.integers(0, 100)))
+    mags = st.sampled_from([1e-300, 1e-30, 1e-5, 1.0, 1e5, 1e30, 1e300, 1.7976931348623157e308])
+    a = draw(mags) * pick(draw, (1, -1))
+    b = draw(finite) if flag(draw, 0.3) else draw(mags) * pick(draw, (1, -1))
+    return min(a, b), max(a, b)
+
+
+def _int_value(draw, col: Col):
+    kind = pick(draw, ("range", "extreme", "null"))
+    if kind == "null":
+        return None
+    if kind == "extreme":
+        return pick(draw, INT_EXTREMES)
+    lo = col.lower if col.lower is not None else -50
+    hi = col.upper if col.upper is not None else 50
+    lo, hi = sorted([min(max(lo, -2 ** 63), 2 ** 63 - 1), min(max(hi, -2 ** 63), 2 ** 63 - 1)])
+    return draw(st.integers(lo, hi))
+
+
+def _float_value(draw, col: Col):
+    kind = pick(draw, ("range", "extreme", "null", "any", "integral"))
+    if kind == "null":
+        return None
+    if kind == "extreme":
+        return pick(draw, FLOAT_EXTREMES)
+    if kind == "any":
+        return draw(st.floats())
+    if kind == "integral":
+        return float(draw(st.integers(-10, 10)))
+    lo = col.lower if col.lower is not None else -100.0
+    hi = col.upper if col.upper is not None else 100.0
+    return draw(st.floats(min_value=float(lo), max_value=float(hi), allow_nan=False))
+
+
+def _datetime_value(draw):
+    kind = pick(draw, ("pool", "null", "range"))
+    if kind == "null":
+        return None
+    if kind == "pool":
+        return dt.datetime.fromisoformat(pick(draw, DATETIMES))
+    return draw(st.datetimes(min_value=dt.datetime(1700, 1, 1), max_value=dt.datetime(2250, 1, 1)))
+
+
+def _text(v) -> str:
+    if isinstance(v, dt.datetime):
+        return v.isoformat(sep=" ")
+    return str(v)
+
+
+def _store(draw, col: Col, values: list) -> pd.Series:
+    """The logical values of ``col`` as stored in ``col.storage``."""
+    s, kind = col.storage, col.type
+    if s in ("int8", "int16", "int32", "int64", "uint8", "uint64"):
+        info, out = np.iinfo(s), []
+        for v in values:
+            if v is None or isinstance(v, (str, dt.date)):
+                v = 0
+            elif isinstance(v, float):
+                v = int(v) if np.isfinite(v) and abs(v) < 2 ** 63 else 0
+            out.append(min(max(int(v), int(info.min)), int(info.max)))
+        return pd.Series(out, dtype=s)
+    if s == "Int64":
+        return pd.Series(values, dtype="Int64")
+    if s in ("float64", "float32"):
+        return pd.Series([np.nan if v is None else float(v) for v in values], dtype=s)
+    if s == "bool":
+        return pd.Series([bool(v) for v in values], dtype=bool)
+    if s == "boolean":
+        return pd.Series(values, dtype="boolean")
+    if s == "str":
+        return pd.Series([None if v is None else _text(v) for v in values], dtype="str")
+    if s in ("object", "object-str"):
+        out = []
+        for v in values:
+            if v is not None and kind in ("int", "float") and flag(draw, 0.08):
+                out.append(pick(draw, JUNK))
+            elif v is None or kind == "boolean":
+                out.append(v)
+            else:
+                out.append(_text(v))
+        return pd.Series(out, dtype=object)
+    if s == "object-date":
+        return pd.Series([None if v is None else v.date() for v in values], dtype=object)
+    if s in ("datetime64[ns]", "datetime64[us]"):
+        return pd.Series([pd.NaT if v is None else pd.Timestamp(v) for v in values],
+                         dtype="datetime64[ns]").astype(s)
+    if s == "objmix":
+        # Python objects of several types in one column, as pandas holds them after
+        # concatenating frames: the native values plus numbers, strings and booleans.
+        out = []
+        for v in values:
+            alt = pick(draw, ("same", "text", "int", "float", "bool", "junk"))
+            if v is None or alt == "same":
+                out.append(v)
+            elif alt == "text":
+                out.append(_text(v))
+            elif alt == "int":
+                out.append(draw(st.integers(-3, 3)))
+            elif alt == "float":
+                out.append(pick(draw, (1.5, -0.0, 2.0, float("nan"))))
+            elif alt == "bool":
+                out.append(pick(draw, (True, False)))
+            else:
+                out.append(pick(draw, JUNK))
+        return pd.Series(out, dtype=object)
+    raise AssertionError(s)
+
+
+def _cell(draw, col: Col):
+    """One logical value of ``col``, fitting its storage."""
+    if col.private_id:
+        if flag(draw, 0.05):
+            return None
+        return draw(st.integers(1, 4)) if col.type == "int" else pick(draw, ("p1", "p2", "P1", "p3", "", " p1"))
+    if col.type == "int":
+        return _int_value(draw, col)
+    if col.type == "float":
+        return _float_value(draw, col)
+    if col.type == "string":
+        if col.storage == "int64":
+            return pick(draw, (1, 2, 0, -1, 10, 2 ** 53 + 1))
+        if col.storage == "float64":
+            return None if flag(draw, 0.1) else pick(draw, (1.0, 2.0, 0.0, -0.0, 1.5, 1e20,
+                                                             2.0 ** 53 + 2, 1e300))
+        return None if flag(draw, 0.1) else pick(draw, STRINGS)
+    if col.type == "boolean":
+        if col.storage == "int64":
+            return pick(draw, (0, 1, 2, -1))
+        if col.storage == "object":
+            return pick(draw, (True, False, None, "true", "false", "T", "0", "yes", ""))
+        return pick(draw, (True, False, None))
+    v = _datetime_value(draw)
+    if col.storage in ("object-str", "str") and v is not None and flag(draw, 0.2):
+        return pick(draw, BAD_DATETIME_TEXT)
+    return v
+
+
+@st.composite
+def scenarios(draw, max_rows: int = 12) -> Scenario:
+    ncols = draw(st.integers(2, 6))
+    names = draw(st.lists(st.sampled_from(COLUMN_NAMES), min_size=ncols, max_size=ncols,
+                          unique_by=str.lower))
+    row_privacy = not flag(draw, 0.5)
+    columns = []
+    for name in names:
+        kind = pick(draw, TYPES)
+        storage = pick(draw, [s for s in STORAGES[kind] if s not in EXCLUDE] or STORAGES[kind][:1])
+        col = Col(name, kind, storage)
+        if kind == "int":
+            col.lower, col.upper = _int_bounds(draw)
+        elif kind == "float":
+            col.lower, col.upper = _float_bounds(draw)
+        if kind in ("int", "string") and flag(draw, 0.25):
+            pool = st.sampled_from(STRINGS) if kind == "string" else (
+                st.sampled_from(INT_EXTREMES) | st.integers(-5, 20))
+            col.values = draw(st.lists(pool, min_size=1, max_size=5, unique=True))
+        if flag(draw, 0.3):
+            col.nullable = flag(draw, 0.5)
+        if kind in ("int", "string") and flag(draw, 0.05):
+            col.missing_value = draw(st.integers(-5, 5)) if kind == "int" else pick(draw, STRINGS)
+        columns.append(col)
+    max_ids = 1
+    if not row_privacy:
+        kind = pick(draw, ("int", "string"))
+        taken = {c.name.lower() for c in columns}
+        name = pick(draw, [n for n in ("pid", "PersonID", "user") if n.lower() not in taken])
+        options = INT_STORAGES if kind == "int" else ("object", "str", "objmix")
+        storage = pick(draw, [s for s in options if s not in EXCLUDE] or options[:1])
+        pid = Col(name, kind, storage, private_id=True)
+        if flag(draw, 0.2):
+            pid.nullable = flag(draw, 0.5)
+        columns.insert(pick(draw, range(len(columns) + 1)), pid)
+        max_ids = draw(st.integers(1, 5))
+    censor_dims = not flag(draw, 0.4)
+    schema = pick(draw, ("S", "", "PUMS", "My_Schema"))
+    table = pick(draw, ("T", "pums", "Data"))
+    binding = pick(draw, [b for b in BINDINGS if b not in EXCLUDE] or ["df"])
+    extra = {}
+    if flag(draw, 0.2):
+        extra["clamp_counts"] = flag(draw, 0.5)
+    if flag(draw, 0.2):
+        extra["rows"] = draw(st.integers(0, 10 ** 6))
+    nrows = draw(st.integers(0, max_rows))
+    frame = pd.DataFrame({col.name: _store(draw, col, [_cell(draw, col) for _ in range(nrows)])
+                          for col in columns})
+    return Scenario(schema, table, columns, row_privacy, max_ids, censor_dims, binding, frame, extra)
+
+
+# ------------------------------------------------------------------ neighbours and binding
+
+def neighbour(draw, scn: Scenario) -> tuple:
+    """(the data without one random row, or without one random person's rows; what went)."""
+    frame = scn.frame
+    if len(frame) == 0:
+        return frame, "nothing (the table is empty)"
+    i = draw(st.integers(0, len(frame) - 1))
+    pid = scn.pid
+    if pid is None:
+        return frame.drop(index=frame.index[i]).reset_index(drop=True), f"row {i}"
+    col = frame[pid.name]
+    target = col.iloc[i]
+    same = col.isna() if pd.isna(target) else (col.astype(object) == target)
+    keep = ~np.asarray(same, dtype=bool)
+    return frame[keep].reset_index(drop=True), f"the rows of person {target!r}"
+
+
+def bind(scn: Scenario, frame: pd.DataFrame, tmpdir: str, tag: str):
+    """A reader over ``frame`` bound as ``scn.binding``, with Privacy(epsilon=1) and no
+    budget. If the harness itself cannot materialise the data (DuckDB cannot write it
+    to Parquet or into a table), the example is rejected: that is not dpsql's doing."""
+    privacy = dpsql.Privacy(epsilon=1.0)
+    meta = scn.metadata
+    if scn.binding == "df":
+        return dpsql.from_df(frame, meta, privacy=privacy)
+    if scn.binding == "csv":
+        path = os.path.join(tmpdir, f"{tag}.csv")
+        frame.to_csv(path, index=False)
+        return dpsql.from_df(path, meta, privacy=privacy)
+    if scn.binding == "parquet":
+        path = os.path.join(tmpdir, f"{tag}.parquet")
+        try:
+            if HAVE_PYARROW:
+                frame.to_parquet(path, index=False)
+            else:
+                con = duckdb.connect()
+                con.register("_src", frame)
+                con.execute(f"COPY _src TO '{path}' (FORMAT parquet)")
+                con.close()
+        except Exception:  # noqa: BLE001 - the harness cannot write this frame
+            reject()
+        return dpsql.from_df(path, meta, privacy=privacy)
+    con = duckdb.connect()
+    try:
+        con.register("_src", frame)
+        target = f'"{scn.table}"'
+        if scn.schema:
+            con.execute(f'CREATE SCHEMA IF NOT EXISTS "{scn.schema}"')
+            target = f'"{scn.schema}".{target}'
+        con.execute(f"CREATE TABLE {target} AS SELECT * FROM _src")
+        con.unregister("_src")
+    except duckdb.Error:
+        reject()
+    return dpsql.from_connection(con, meta, privacy=privacy)
+
+
+# ------------------------------------------------------------------ queries
+
+@dataclass
+class Query:
+    sql: str
+    params: list | None
+
+    def __repr__(self) -> str:
+        return f"Query(sql={self.sql!r}, params={self.params!r})"
+
+
+CAST_SPELLINGS = {
+    "int": ("BIGINT", "INTEGER", "INT", "SMALLINT", "TINYINT", "INT8", "LONG"),
+    "float": ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "DECIMAL(10, 2)", "NUMERIC", "DECIMAL(38, 0)"),
+    "string": ("VARCHAR", "TEXT", "CHAR", "STRING", "VARCHAR(3)"),
+    "boolean": ("BOOLEAN", "BOOL"),
+    "datetime": ("TIMESTAMP", "DATETIME"),
+    "date": ("DATE",),
+}
+REFUSED_CASTS = ("HUGEINT", "UBIGINT", "UINTEGER", "UHUGEINT", "INTERVAL", "TIME", "TIMESTAMPTZ",
+                 "TIMESTAMP WITH TIME ZONE", "BLOB", "JSON", "UUID", "BIT", "VARINT", "INT[]",
+                 "STRUCT(a INT)", "TIMESTAMP_NS", "TIMESTAMP_S", "MAP(INT, INT)", "ENUM('a')")
+DATE_PARTS = ("year", "month", "day", "quarter", "week", "dayofweek", "dow", "dayofyear", "doy",
+              "hour", "minute", "second", "isodow", "isoyear")
+BAD_DATE_PARTS = ("epoch", "millennium", "microseconds", "timezone", "decade", "era", "'year'")
+TRUNC_PARTS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second")
+LIKE_PATTERNS = ("%", "_", "a%", "%a%", "", "%\\%%", "a\\_b", "%é%", "%''%", "[a]%", "%%", "A%",
+                 "%1", "2020%", "___")
+LIKE_ESCAPES = ("\\", "!", "%")
+INT_LITERALS = ("1", "0", "2", "-1", "7", "42", "100", "-100", "2147483647", "-2147483648",
+                "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+                "1" + "0" * 39, "-" + "9" * 40, "00012", "1_000")
+FLOAT_LITERALS = ("0.5", "1.5", "-2.25", "0.0", "-0.0", "1e308", "1e309", "-1e309", "1e-320",
+                  "3.14159", ".5", "5.", "1E3", "0.1", "123456789012345678901234567890.5",
+                  "1e400", "2.5e-3", "-1e-300")
+DATETIME_LITERALS = ("'2020-01-01 12:34:56'", "'2020-01-01'", "'1970-01-01 00:00:00'",
+                     "'2262-04-11 23:47:16.854775'", "'0001-01-01'", "'9999-12-31 23:59:59'",
+                     "'2020-02-30'", "'not a date'", "'2020-01-01T00:00:00'",
+                     "'2020-01-01 00:00:00+01:00'")
+DATE_LITERALS = ("'2020-02-29'", "'2021-12-31'", "'1970-01-01'", "'0001-01-01'",
+                 "'2021-02-29'", "'yesterday'")
+EXPR_KINDS = ("int", "float", "string", "boolean", "datetime", "date")
+
+# Constructs dpsql must refuse (or that are ill-formed), with operands of any type;
+# each stands where an expression of some type is expected.
+REFUSED = (
+    "levenshtein({s}, {s})", "repeat({s}, 3)", "regexp_matches({s}, 'a')", "random()",
+    "md5({s})", "hash({x})", "lpad({s}, 5, 'x')", "now()", "current_date", "read_csv('x.csv')",
+    "getenv('HOME')", "(SELECT 1)", "EXISTS (SELECT 1)", "{x} IN (SELECT 1)", "nope_col",
+    "other_table.{c}", "INTERVAL 1 DAY", "{s} SIMILAR TO 'a'", "{s} GLOB 'a*'", "{s} ~ 'a'",
+    "list_value(1, 2)", "[1, 2][1]", "{{'a': 1}}", "{s} LIKE {s}", "ROUND({n}, 99)",
+    "EXTRACT(epoch FROM {t})", "DATE_TRUNC('millennium', {t})", "TRIM({s}, 'x')",
+    "TRIM(BOTH 'x' FROM {s})", "error('x')", "SUM({n})", "COUNT(*) OVER ()",
+    "{s} COLLATE nocase", "COLUMNS(*)", "ROW_NUMBER() OVER ()", "range(10)",
+    "string_split({s}, ',')", "strftime({t}, '%Y')", "{s} LIKE 'a' ESCAPE 'ab'",
+    "{s} LIKE 'a' ESCAPE {s}", "DATE_PART({s}, {t})", "{n} BETWEEN SYMMETRIC 1 AND 2",
+    "CAST({x} AS {bad})", "TRY_CAST({x} AS {bad})", "{x}::{bad}", "current_setting('threads')",
+    "query('SELECT 1')", "parquet_scan('x')", "{x} IS NOT DISTINCT FROM (SELECT 1)",
+    "*", "GROUPING(1)", "typeof({x})", "nextval('s')", "{n} @ 2", "{s} ^@ {s}",
+    "coalesce()", "greatest({n})", "substring({s})", "POWER({n})", "{n} << 70",
+)
+
+
+class QueryGen:
+    """Draws one query over a scenario's table."""
+
+    def __init__(self, draw, scn: Scenario):
+        self.draw, self.scn = draw, scn
+        self.params: list = []
+        self.bad = 0.03       # probability of a refused construct at each node
+        self.qualifier = None
+        self.post = False     # drawing over aggregates (SELECT list, HAVING, ORDER BY)
+        self.keys: list = []  # (sql, type) of the GROUP BY keys: leaves in post mode
+        self.aggs: list = []  # (sql, type) of the aggregates drawn so far
+
+    # -- helpers -----------------------------------------------------------
+    def flag(self, p):
+        return flag(self.draw, p)
+
+    def pick(self, options):
+        return pick(self.draw, options)
+
+    def ints(self, lo, hi):
+        return self.draw(st.integers(lo, hi))
+
+    def colref(self, col: Col) -> str:
+        name = col.name
+        if name in NEEDS_QUOTES or self.flag(0.1):
+            text = f'"{name}"'
+        else:
+            text = self.pick((name, name.upper(), name.lower()))
+        if self.qualifier and self.flag(0.3):
+            text = f"{self.qualifier}.{text}"
+        return text
+
+    # -- literals and parameters ----------------------------------------------
+    def param(self, kind) -> str:
+        typed = {
+            "int": st.integers(-10, 10) | st.sampled_from(INT_EXTREMES) | st.integers()
+            | st.sampled_from([np.int8(-3), np.uint64(2 ** 64 - 1), np.int64(5), np.int32(7),
+                               np.uint8(200), decimal.Decimal("3"), True]),
+            "float": st.floats() | st.sampled_from([np.float32(1.5), np.float64(-2.5),
+                                                    np.float16(0.5), decimal.Decimal("1.25"),
+                                                    decimal.Decimal("1e-30"),
+                                                    decimal.Decimal("NaN"), 1e300]),
+            "string": st.text(max_size=6) | st.sampled_from(STRINGS + (np.str_("a"),)),
+            "boolean": st.sampled_from([True, False, np.bool_(True), "true", 1]),
+            "datetime": st.datetimes(min_value=dt.datetime(1, 1, 1))
+            | st.sampled_from([np.datetime64("2020-01-01T10:00:00"), np.datetime64("NaT"),
+                               np.datetime64("2020-01-01T00:00:00.000000001"),
+                               dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc),
+                               "2020-01-01 00:00:00"]),
+            "date": st.dates() | st.sampled_from([np.datetime64("2020-01-01"), "2020-01-01"]),
+        }.get(kind, st.none())
+        anything = st.sampled_from([None, 1, 1.5, "x", True, decimal.Decimal("2.5"),
+                                    dt.date(2020, 1, 1), dt.datetime(2020, 1, 1, 1, 2, 3),
+                                    np.int16(4), np.bool_(False), b"bytes", [1], float("nan")])
+        self.params.append(self.draw(anything) if self.flag(0.15) else self.draw(typed))
+        return "?"
+
+    def literal(self, kind) -> str:
+        if self.flag(0.06):
+            return "NULL"
+        if self.flag(0.08):
+            return self.param(kind)
+        if kind == "int":
+            return self.pick(INT_LITERALS)
+        if kind == "float":
+            return self.pick(FLOAT_LITERALS)
+        if kind == "string":
+            return "'" + self.pick(STRINGS).replace("'", "''") + "'"
+        if kind == "boolean":
+            return self.pick(("TRUE", "FALSE", "'true'"))
+        if kind == "datetime":
+            text = self.pick(DATETIME_LITERALS)
+            return self.pick((f"CAST({text} AS TIMESTAMP)", text, f"TIMESTAMP {text}"))
+        if kind == "date":
+            text = self.pick(DATE_LITERALS)
+            return self.pick((f"CAST({text} AS DATE)", f"DATE {text}", text))
+        return "NULL"
+
+    # -- row-level expressions -------------------------------------------------
+    def leaf(self, kind) -> str:
+        if self.post:
+            options = [s for s, k in self.aggs + self.keys
+                       if k == kind or (kind == "float" and k == "int")]
+            if options and not self.flag(0.25):
+                return self.pick(options)
+            if kind in ("int", "float") and not self.flag(0.3):
+                return self.aggregate(kind)
+            return self.literal(kind)
+        cols = [c for c in self.scn.columns if c.type == (kind if kind != "date" else "datetime")]
+        if cols and not self.flag(0.3):
+            ref = self.colref(self.pick(cols))
+            return ref if kind != "date" else f"CAST({ref} AS DATE)"
+        return self.literal(kind)
+
+    def refused(self) -> str:
+        return self.pick(REFUSED).format(
+            s=self.expr("string", 0), n=self.expr("int", 0), t=self.expr("datetime", 0),
+            x=self.expr(self.pick(("int", "string", "datetime")), 0),
+            c=self.colref(self.pick(self.scn.columns)), bad=self.pick(REFUSED_CASTS))
+
+    def expr(self, kind: str, depth: int) -> str:
+        if self.flag(self.bad):
+            return self.refused()
+        if self.flag(0.03):          # an operand of another type than the one expected
+            kind = self.pick(EXPR_KINDS)
+        if depth <= 0 or self.flag(0.3):
+            return self.leaf(kind)
+        return getattr(self, "_" + kind)(depth - 1)
+
+    def _generic(self, kind, depth) -> str:
+        """CASE, IF, COALESCE, ..., CAST: constructs of any result type."""
+        e = lambda k=kind: self.expr(k, depth)  # noqa: E731
+        form = self.pick(("paren", "case", "case-simple", "if", "coalesce", "ifnull", "nullif",
+                          "greatest", "least", "cast", "try", "try_cast", "colon"))
+        if form == "paren":
+            return f"({e()})"
+        if form == "case":
+            whens = " ".join(f"WHEN {self.expr('boolean', depth)} THEN {e()}"
+                             for _ in range(self.ints(1, 2)))
+            return f"CASE {whens}{f' ELSE {e()}' if self.flag(0.6) else ''} END"
+        if form == "case-simple":
+            k = self.pick(("int", "string", "float", "boolean"))
+            whens = " ".join(f"WHEN {self.expr(k, depth)} THEN {e()}" for _ in range(self.ints(1, 2)))
+            return f"CASE {self.expr(k, depth)} {whens} ELSE {e()} END"
+        if form == "if":
+            return f"IF({self.expr('boolean', depth)}, {e()}, {e()})"
+        if form in ("coalesce", "greatest", "least"):
+            return f"{form.upper()}({', '.join(e() for _ in range(self.ints(1, 3)))})"
+        if form in ("ifnull", "nullif"):
+            return f"{form.upper()}({e()}, {e()})"
+        if form == "try":
+            return f"TRY({e()})"
+        source = self.expr(self.pick(EXPR_KINDS), depth)
+        target = self.pick(CAST_SPELLINGS[kind])
+        return {"cast": f"CAST({source} AS {target})", "try_cast": f"TRY_CAST({source} AS {target})",
+                "colon": f"({source})::{target}"}[form]
+
+    def _int(self, depth) -> str:
+        e = lambda k="int": self.expr(k, depth)  # noqa: E731
+        temporal = lambda: e(self.pick(("datetime", "date")))  # noqa: E731
+        form = self.pick(("arith", "generic", "neg", "abs", "sign", "round", "floor", "length",
+                          "strpos", "position", "extract", "date_part", "date_fn", "mod"))
+        if form == "arith":
+            return f"{e()} {self.pick(('+', '-', '*', '//', '%'))} {e()}"
+        if form == "generic":
+            return self._generic("int", depth)
+        if form == "neg":
+            return f"-{e()}" if self.flag(0.5) else f"-({e()})"
+        if form == "abs":
+            return f"ABS({e()})"
+        if form == "sign":
+            return f"SIGN({e(self.pick(('int', 'float')))})"
+        if form == "round":
+            return f"ROUND({e()})"
+        if form == "floor":
+            return f"{self.pick(('FLOOR', 'CEIL', 'CEILING', 'TRUNC'))}({e()})"
+        if form == "length":
+            return f"{self.pick(('LENGTH', 'LEN', 'CHAR_LENGTH'))}({e('string')})"
+        if form == "strpos":
+            return f"{self.pick(('STRPOS', 'INSTR'))}({e('string')}, {e('string')})"
+        if form == "position":
+            return f"POSITION({e('string')} IN {e('string')})"
+        if form in ("extract", "date_part"):
+            part = self.pick(BAD_DATE_PARTS) if self.flag(0.1) else self.pick(DATE_PARTS)
+            if form == "extract":
+                return f"EXTRACT({part} FROM {temporal()})"
+            return f"{self.pick(('DATE_PART', 'DATEPART'))}('{part}', {temporal()})"
+        if form == "date_fn":
+            fn = self.pick(("YEAR", "QUARTER", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND",
+                            "DAYOFWEEK", "DAYOFYEAR"))
+            return f"{fn}({temporal()})"
+        return f"MOD({e()}, {e()})"
+
+    def _float(self, depth) -> str:
+        e = lambda: self.expr("float", depth)  # noqa: E731
+        num = lambda: self.expr(self.pick(("int", "float")), depth)  # noqa: E731
+        form = self.pick(("arith", "div", "generic", "fn", "power", "round", "neg", "abs"))
+        if form == "arith":
+            return f"{num()} {self.pick(('+', '-', '*', '//', '%'))} {e()}"
+        if form == "div":
+            return f"{num()} / {num()}"
+        if form == "generic":
+            return self._generic("float", depth)
+        if form == "fn":
+            fn = self.pick(("SQRT", "CBRT", "LN", "LOG", "LOG10", "LOG2", "EXP", "FLOOR", "CEIL"))
+            return f"{fn}({num()})"
+        if form == "power":
+            return self.pick((f"POWER({num()}, {num()})", f"POW({num()}, {num()})",
+                              f"{num()} ** {num()}", f"LOG({num()}, {num()})"))
+        if form == "round":
+            return f"ROUND({num()}, {self.ints(-31, 31)})"
+        if form == "neg":
+            return f"-({e()})"
+        return f"ABS({e()})"
+
+    def _string(self, depth) -> str:
+        e = lambda k="string": self.expr(k, depth)  # noqa: E731
+        form = self.pick(("fn", "generic", "substring", "left", "concat", "pipe"))
+        if form == "fn":
+            fn = self.pick(("LOWER", "UPPER", "TRIM", "LTRIM", "RTRIM", "REVERSE", "LCASE", "UCASE"))
+            return f"{fn}({e()})"
+        if form == "generic":
+            return self._generic("string", depth)
+        if form == "substring":
+            return self.pick((f"SUBSTRING({e()}, {e('int')})",
+                              f"SUBSTRING({e()}, {e('int')}, {e('int')})",
+                              f"SUBSTR({e()}, {e('int')}, {e('int')})",
+                              f"SUBSTRING({e()} FROM {e('int')} FOR {e('int')})"))
+        if form == "left":
+            return f"{self.pick(('LEFT', 'RIGHT'))}({e()}, {e('int')})"
+        if form == "concat":
+            kinds = ("string", "int", "float", "boolean", "datetime")
+            return f"CONCAT({', '.join(e(self.pick(kinds)) for _ in range(self.ints(1, 3)))})"
+        return f"{e()} || {e()}"
+
+    def _boolean(self, depth) -> str:
+        e = lambda k="boolean": self.expr(k, depth)  # noqa: E731
+        form = self.pick(("compare", "and", "or", "not", "is_null", "is_bool", "like", "in",
+                          "between", "distinct", "generic", "isnan", "starts"))
+        k = self.pick(("int", "string", "float", "datetime", "boolean", "date"))
+        if form == "compare":
+            op = self.pick(("=", "<>", "<", "<=", ">", ">=", "!=", "=="))
+            return f"{e(k)} {op} {e(k)}"
+        if form == "and":
+            return f"{e()} AND {e()}"
+        if form == "or":
+            return f"({e()} OR {e()})"
+        if form == "not":
+            return f"NOT {e()}" if self.flag(0.5) else f"NOT ({e()})"
+        if form == "is_null":
+            return f"{e(k)} IS {self.pick(('', 'NOT '))}NULL"
+        if form == "is_bool":
+            return f"{e()} IS {self.pick(('', 'NOT '))}{self.pick(('TRUE', 'FALSE'))}"
+        if form == "like":
+            op = self.pick(("LIKE", "ILIKE", "NOT LIKE", "NOT ILIKE"))
+            pattern = "'" + self.pick(LIKE_PATTERNS).replace("'", "''") + "'"
+            escape = f" ESCAPE '{self.pick(LIKE_ESCAPES)}'" if self.flag(0.2) else ""
+            return f"{e('string')} {op} {pattern}{escape}"
+        if form == "in":
+            items = ", ".join(e(k) for _ in range(self.ints(1, 3)))
+            return f"{e(k)} {self.pick(('IN', 'NOT IN'))} ({items})"
+        if form == "between":
+            return f"{e(k)} {self.pick(('BETWEEN', 'NOT BETWEEN'))} {e(k)} AND {e(k)}"
+        if form == "distinct":
+            return f"{e(k)} IS {self.pick(('', 'NOT '))}DISTINCT FROM {e(k)}"
+        if form == "generic":
+            return self._generic("boolean", depth)
+        if form == "isnan":
+            return f"{self.pick(('ISNAN', 'ISINF', 'ISFINITE'))}({e(self.pick(('float', 'int')))})"
+        return f"{self.pick(('STARTS_WITH', 'CONTAINS', 'PREFIX', 'SUFFIX'))}({e('string')}, {e('string')})"
+
+    def _datetime(self, depth) -> str:
+        if self.flag(0.5):
+            return self._generic("datetime", depth)
+        part = self.pick(BAD_DATE_PARTS) if self.flag(0.1) else self.pick(TRUNC_PARTS)
+        return f"DATE_TRUNC('{part}', {self.expr(self.pick(('datetime', 'date')), depth)})"
+
+    def _date(self, depth) -> str:
+        if self.flag(0.5):
+            return self._generic("date", depth)
+        return f"CAST({self.expr(self.pick(('datetime', 'string', 'date')), depth)} AS DATE)"
+
+    # -- aggregates -----------------------------------------------------------
+    def aggregate(self, kind="int") -> str:
+        saved, self.post = self.post, False
+        try:
+            text, k = self._aggregate(kind)
+        finally:
+            self.post = saved
+        self.aggs.append((text, k))
+        return text
+
+    def _aggregate(self, kind) -> tuple:
+        cols = self.scn.columns
+        if self.flag(self.bad):
+            arg = self.colref(self.pick(cols))
+            return self.pick((f"MIN({arg})", f"MAX({arg})", f"MEDIAN({arg})",
+                              f"quantile_cont({arg}, 0.5)", f"string_agg({arg}, ',')",
+                              f"SUM(SUM({arg}))", f"COUNT(COUNT(*))", f"list({arg})",
+                              f"approx_count_distinct({arg})", f"COUNT(DISTINCT {arg}, {arg})",
+                              f"SUM({arg}) FILTER (WHERE TRUE)", f"AVG(DISTINCT {arg})")), "int"
+        numeric = [c for c in cols if c.type in ("int", "float", "boolean")]
+        if kind == "float" and numeric and not self.flag(0.2):
+            fn = self.pick(("AVG", "SUM", "VAR", "VARIANCE", "VAR_POP", "VAR_SAMP", "STDDEV",
+                            "STD", "STDDEV_POP", "STDDEV_SAMP"))
+            if self.flag(0.05):
+                arg = self.expr("int", 1)                       # refused: not a column
+            else:
+                arg = self.colref(self.pick(numeric) if not self.flag(0.05) else self.pick(cols))
+            return f"{fn}({arg})", "float"
+        form = self.pick(("star", "col", "distinct", "one", "sum", "pid"))
+        if form == "star":
+            return "COUNT(*)", "int"
+        if form == "one":
+            return self.pick(("COUNT(1)", "COUNT(TRUE)", "COUNT('x')", "COUNT(NULL)")), "int"
+        if form == "sum" and numeric:
+            return f"SUM({self.colref(self.pick(numeric))})", "float"
+        if form == "pid" and self.scn.pid is not None:
+            return f"COUNT(DISTINCT {self.colref(self.scn.pid)})", "int"
+        arg = (self.colref(self.pick(cols)) if self.flag(0.5) else
+               self.expr(self.pick(("int", "string", "float", "boolean", "datetime")), 1))
+        return (f"COUNT(DISTINCT {arg})" if form == "distinct" else f"COUNT({arg})"), "int"
+
+    # -- the query ------------------------------------------------------------
+    def group_key(self) -> tuple:
+        if not self.flag(0.4):
+            col = self.pick(self.scn.columns)
+            return self.colref(col), col.type
+        kind = self.pick(("int", "string", "boolean", "float", "datetime", "date"))
+        return self.expr(kind, self.ints(1, 2)), kind
+
+    def table_ref(self) -> str:
+        scn = self.scn
+        tname = f'"{scn.table}"' if self.flag(0.1) else scn.table
+        table = tname
+        if scn.schema and not self.flag(0.3):
+            table = (f'"{scn.schema}"' if self.flag(0.1) else scn.schema) + "." + tname
+        if self.flag(0.02):
+            table = self.pick(("S.Nope", "(SELECT 1) q", "read_csv('x.csv')",
+                               f"{table} USING SAMPLE 10", f"{table} TABLESAMPLE 10",
+                               f"{table}, {table} b", f"{table} JOIN {table} b ON TRUE"))
+        if self.flag(0.2):
+            self.qualifier = self.pick(("t", "q", "Alias1"))
+            return f"{table} AS {self.qualifier}"
+        if self.flag(0.1):
+            self.qualifier = tname
+        return table
+
+    def query(self) -> Query:
+        table = self.table_ref()
+        distinct_keys = self.flag(0.05)       # SELECT DISTINCT a, b: keys only
+        nkeys = self.ints(1, 2) if distinct_keys else self.pick((0, 1, 1, 2))
+        self.keys = [self.group_key() for _ in range(nkeys)]
+
+        items, names, key_refs = [], [], []   # SELECT items; output names; GROUP BY entries
+        for i, (ksql, kkind) in enumerate(self.keys):
+            if distinct_keys or self.flag(0.7):
+                alias = self.pick(("k0", "k1", "n", "AGE", "x")) if self.flag(0.4) else None
+                items.append(ksql + (f" AS {alias}" if alias else ""))
+                names.append(alias or ksql)
+                ref = self.pick(("expr", "position", "alias"))
+                key_refs.append(str(len(items)) if ref == "position" else
+                                alias if ref == "alias" and alias else ksql)
+            else:
+                key_refs.append(ksql)
+        if not distinct_keys:
+            for _ in range(self.ints(1, 3)):
+                self.post = True
+                text = (self.expr(self.pick(("int", "float", "boolean", "string")), 2)
+                        if self.flag(0.3) else self.aggregate(self.pick(("int", "float"))))
+                self.post = False
+                alias = self.pick(("n", "s", "avg_x", "x", '"my out"', "k0")) if self.flag(0.5) else None
+                items.append(text + (f" AS {alias}" if alias else ""))
+                names.append(alias or text)
+            if self.flag(0.03):
+                items.append(self.pick(("*", self.colref(self.pick(self.scn.columns)))))
+
+        head = "SELECT "
+        if distinct_keys or self.flag(0.04):
+            head += "DISTINCT "
+        if self.flag(0.03):
+            head += f"TOP {self.ints(0, 5)} "
+        sql = head + ", ".join(items) + f" FROM {table}"
+        if self.flag(0.6):
+            sql += f" WHERE {self.expr('boolean', self.ints(0, 3))}"
+        if key_refs and not distinct_keys:
+            sql += " GROUP BY " + ", ".join(key_refs)
+        elif self.flag(0.02):
+            sql += " GROUP BY " + self.pick(("ALL", "ROLLUP (1)", "0", "99", "1.5", "?"))
+            if sql.endswith("?"):
+                self.params.append(1)
+        if self.flag(0.25):
+            self.post = True
+            plain = [n for n in names if n.replace("_", "").isalnum()]
+            if plain and self.flag(0.3):
+                lhs = self.pick(plain)
+            else:
+                lhs = self.expr(self.pick(("int", "float")), 1)
+            op = self.pick((">", "<", ">=", "=", "<>"))
+            cond = f"{lhs} {op} {self.literal(self.pick(('int', 'float', 'string')))}"
+            if self.flag(0.3):
+                cond = f"{cond} {self.pick(('AND', 'OR'))} {self.expr('boolean', 1)}"
+            sql += f" HAVING {cond}"
+            self.post = False
+        if self.flag(0.4):
+            orders = []
+            for _ in range(self.ints(1, 2)):
+                form = self.pick(("position", "name", "expr"))
+                if form == "position":
+                    o = str(self.ints(0, len(items) + 1))
+                elif form == "name" and names:
+                    o = self.pick(names)
+                else:
+                    self.post = True
+                    o = self.expr(self.pick(("int", "float", "string")), 1)
+                    self.post = False
+                orders.append(o + self.pick(("", " ASC", " DESC"))
+                              + self.pick(("", " NULLS FIRST", " NULLS LAST")))
+            sql += " ORDER BY " + ", ".join(orders)
+        if self.flag(0.3):
+            sql += " LIMIT " + self.pick(("1", "0", "3", "100", "-1", "'2'", "1.5", "?"))
+            if sql.endswith("?"):
+                self.params.append(self.ints(0, 3))
+            if self.flag(0.3):
+                sql += " OFFSET " + self.pick(("1", "0", "2"))
+        params = list(self.params) if self.params else None
+        if params is None and self.flag(0.02):
+            params = [1]               # a parameter too many
+        elif params is not None and self.flag(0.03):
+            params = params[:-1]       # one too few
+        if self.flag(0.02):
+            sql = self.pick((sql + "; SELECT 1", sql.replace("SELECT", "SELEC", 1),
+                             "DELETE FROM " + table, sql + " UNION ALL " + sql,
+                             "WITH w AS (SELECT 1) " + sql, sql[: len(sql) // 2]))
+        return Query(sql, params)
+
+
+@st.composite
+def queries(draw, scn: Scenario) -> Query:
+    return QueryGen(draw, scn).query()
