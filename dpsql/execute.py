@@ -15,6 +15,7 @@ depend on values: their text is withheld and only their class is logged.
 """
 from __future__ import annotations
 
+import csv
 import hashlib
 import logging
 import threading
@@ -227,16 +228,36 @@ def _bind(con, view: str, source, table: Table) -> None:
         raise DataError(f"cannot read {path}: {_first_line(err)}") from None
 
 
+def _csv_header(path: Path) -> list:
+    with open(path, "rb") as f:
+        line = f.readline()
+    try:
+        first = line.decode("utf-8-sig").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: the header row is not UTF-8 text") from None
+    names = next(csv.reader([first]), [])
+    if len(set(n.lower() for n in names)) != len(names):
+        raise MetadataError(f"{path}: the header row names a column twice: {', '.join(names)}")
+    return names
+
+
 def _load_csv(con, view: str, path: Path, table: Table) -> None:
     """Load a CSV as a typed table: read as text (no type sniffing, so one odd value
-    cannot change a column's type or fail a query), converted by the metadata."""
+    cannot change a column's type or fail a query), converted by the metadata.
+    The file must be comma-separated, UTF-8, with a header row."""
     if not path.is_file():
         raise DataError(f"cannot read {path}: no such file")
     if path.stat().st_size == 0:
         raise MetadataError(f"{path} is empty; the table {table.full_name} needs a header "
                             "row naming its columns")
-    rel = con.read_csv(str(path), all_varchar=True, header=True)
-    _check_columns(table, list(rel.columns))
+    # Nothing is sniffed from the data (delimiter, quoting, types): one row could change
+    # it. The header names the columns; a row that does not parse is dropped, like a
+    # cell that does not convert.
+    header = _csv_header(path)
+    _check_columns(table, header)
+    rel = con.read_csv(str(path), header=True, auto_detect=False, delimiter=",", quotechar='"',
+                       escapechar='"', ignore_errors=True,
+                       columns={name: "VARCHAR" for name in header})
     rel.create_view(view + "_text")
     source = exp.Table(this=exp.to_identifier(view + "_text", quoted=True))
     typed = typed_relation(table, source, {c.name.lower(): "VARCHAR" for c in table.columns.values()})

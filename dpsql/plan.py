@@ -24,7 +24,7 @@ from .parse import literal
 from .privacy import Privacy, Stat
 from .rewrite import TYPED_SOURCE, column, substitute
 from .sql.allowed import ENGINE_TYPES
-from .sql.typecheck import Checker, check, predicate
+from .sql.typecheck import Checker, check, float_literal, predicate
 from .statistics import Statistic, StatisticSet, aggregate_type, plan_aggregates
 from .validate import Query
 
@@ -99,8 +99,15 @@ def key_output(node: exp.Expression, kind: str) -> exp.Expression:
     """A group key in a type that always converts to numpy: keys leave the engine as
     BIGINT, DOUBLE, VARCHAR or BOOLEAN; times as microseconds since 1970 (release
     turns them back into datetime64), so no key value can fail the conversion."""
-    if kind in ("int", "float"):
-        return exp.TryCast(this=node, to=exp.DataType.build(ENGINE_TYPES[kind]))
+    if kind == "int":
+        return exp.TryCast(this=node, to=exp.DataType.build("BIGINT"))
+    if kind == "float":
+        # DuckDB puts 0.0 and -0.0 (and NaNs of any sign) in one group and shows the value
+        # of whichever row it met first: one canonical value per group, or that would leak.
+        value = exp.TryCast(this=node, to=exp.DataType.build("DOUBLE"))
+        return exp.Case(ifs=[exp.If(this=exp.IsNan(this=value.copy()), true=exp.Cast(
+            this=exp.Literal.string("nan"), to=exp.DataType.build("DOUBLE")))],
+            default=exp.Add(this=value, expression=float_literal(0.0)))
     if kind == "datetime":
         return exp.Try(this=exp.Anonymous(this="EPOCH_US", expressions=[node]))
     if kind == "date":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import os
+import string
 from dataclasses import dataclass, field
 
 import duckdb
@@ -374,57 +375,64 @@ def scenarios(draw, max_rows: int = 12) -> Scenario:
 # ------------------------------------------------------------------ neighbours and binding
 
 def neighbour(draw, scn: Scenario) -> tuple:
-    """(the data without one random row, or without one random person's rows; what went)."""
+    """(positions of the rows kept: all but one random row, or all but one random
+    person's rows when the table has a private_id; what was removed)."""
     frame = scn.frame
     if len(frame) == 0:
-        return frame, "nothing (the table is empty)"
+        return [], "nothing (the table is empty)"
     i = draw(st.integers(0, len(frame) - 1))
     pid = scn.pid
     if pid is None:
-        return frame.drop(index=frame.index[i]).reset_index(drop=True), f"row {i}"
+        return [j for j in range(len(frame)) if j != i], f"row {i}"
     col = frame[pid.name]
     target = col.iloc[i]
-    same = col.isna() if pd.isna(target) else (col.astype(object) == target)
-    keep = ~np.asarray(same, dtype=bool)
-    return frame[keep].reset_index(drop=True), f"the rows of person {target!r}"
+    same = np.asarray(col.isna() if pd.isna(target) else (col.astype(object) == target), dtype=bool)
+    return [j for j in range(len(frame)) if not same[j]], f"the rows of person {target!r}"
 
 
-def bind(scn: Scenario, frame: pd.DataFrame, tmpdir: str, tag: str):
-    """A reader over ``frame`` bound as ``scn.binding``, with Privacy(epsilon=1) and no
-    budget. If the harness itself cannot materialise the data (DuckDB cannot write it
-    to Parquet or into a table), the example is rejected: that is not dpsql's doing."""
+def bind(scn: Scenario, keep: list | None, tmpdir: str, tag: str):
+    """A reader over the rows ``keep`` (positions; None: all) of the data, bound as
+    ``scn.binding``, with Privacy(epsilon=1) and no budget.
+
+    The rows kept never change the storage schema: a DataFrame keeps its dtypes, and
+    a DuckDB table or Parquet file of some rows has the schema DuckDB gives the whole
+    frame (DuckDB infers the type of an object column from its values). If the
+    harness itself cannot materialise the data, the example is rejected."""
     privacy = dpsql.Privacy(epsilon=1.0)
     meta = scn.metadata
+    frame = scn.frame if keep is None else scn.frame.iloc[keep]
     if scn.binding == "df":
         return dpsql.from_df(frame, meta, privacy=privacy)
     if scn.binding == "csv":
         path = os.path.join(tmpdir, f"{tag}.csv")
         frame.to_csv(path, index=False)
         return dpsql.from_df(path, meta, privacy=privacy)
-    if scn.binding == "parquet":
-        path = os.path.join(tmpdir, f"{tag}.parquet")
-        try:
-            if HAVE_PYARROW:
-                frame.to_parquet(path, index=False)
-            else:
-                con = duckdb.connect()
-                con.register("_src", frame)
-                con.execute(f"COPY _src TO '{path}' (FORMAT parquet)")
-                con.close()
-        except Exception:  # noqa: BLE001 - the harness cannot write this frame
-            reject()
-        return dpsql.from_df(path, meta, privacy=privacy)
+    rows = "TRUE" if keep is None else f"_rn IN ({', '.join(map(str, keep)) or 'NULL'})"
+    subset = f"SELECT * EXCLUDE (_rn) FROM _src WHERE {rows}"
     con = duckdb.connect()
     try:
-        con.register("_src", frame)
-        target = f'"{scn.table}"'
-        if scn.schema:
-            con.execute(f'CREATE SCHEMA IF NOT EXISTS "{scn.schema}"')
-            target = f'"{scn.schema}".{target}'
-        con.execute(f"CREATE TABLE {target} AS SELECT * FROM _src")
-        con.unregister("_src")
-    except duckdb.Error:
+        con.register("_src", scn.frame.assign(_rn=np.arange(len(scn.frame))))
+        if scn.binding == "parquet":
+            path = os.path.join(tmpdir, f"{tag}.parquet")
+            if HAVE_PYARROW:
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+                schema = pa.Schema.from_pandas(scn.frame, preserve_index=False)
+                pq.write_table(pa.Table.from_pandas(frame, schema=schema, preserve_index=False), path)
+            else:
+                con.execute(f"COPY ({subset}) TO '{path}' (FORMAT parquet)")
+            con.close()
+        else:
+            target = f'"{scn.table}"'
+            if scn.schema:
+                con.execute(f'CREATE SCHEMA "{scn.schema}"')
+                target = f'"{scn.schema}".{target}'
+            con.execute(f"CREATE TABLE {target} AS {subset}")
+            con.unregister("_src")
+    except Exception:  # noqa: BLE001 - the harness cannot materialise this frame
         reject()
+    if scn.binding == "parquet":
+        return dpsql.from_df(path, meta, privacy=privacy)
     return dpsql.from_connection(con, meta, privacy=privacy)
 
 
@@ -455,7 +463,7 @@ DATE_PARTS = ("year", "month", "day", "quarter", "week", "dayofweek", "dow", "da
 BAD_DATE_PARTS = ("epoch", "millennium", "microseconds", "timezone", "decade", "era", "'year'")
 TRUNC_PARTS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second")
 LIKE_PATTERNS = ("%", "_", "a%", "%a%", "", "%\\%%", "a\\_b", "%é%", "%''%", "[a]%", "%%", "A%",
-                 "%1", "2020%", "___")
+                 "%1", "2020%", "___", "a\\", "%!", "!", "a!%")
 LIKE_ESCAPES = ("\\", "!", "%")
 INT_LITERALS = ("1", "0", "2", "-1", "7", "42", "100", "-100", "2147483647", "-2147483648",
                 "9223372036854775807", "-9223372036854775808", "9223372036854775808",
@@ -489,6 +497,17 @@ REFUSED = (
     "*", "GROUPING(1)", "typeof({x})", "nextval('s')", "{n} @ 2", "{s} ^@ {s}",
     "coalesce()", "greatest({n})", "substring({s})", "POWER({n})", "{n} << 70",
 )
+
+
+class _Lazy(dict):
+    """Fields of a template, each drawn when the template uses it."""
+
+    def __init__(self, fill):
+        super().__init__()
+        self.fill = fill
+
+    def __missing__(self, key):
+        return self.fill[key]()
 
 
 class QueryGen:
@@ -586,10 +605,15 @@ class QueryGen:
         return self.literal(kind)
 
     def refused(self) -> str:
-        return self.pick(REFUSED).format(
-            s=self.expr("string", 0), n=self.expr("int", 0), t=self.expr("datetime", 0),
-            x=self.expr(self.pick(("int", "string", "datetime")), 0),
-            c=self.colref(self.pick(self.scn.columns)), bad=self.pick(REFUSED_CASTS))
+        template = self.pick(REFUSED)
+        fill = {
+            "s": lambda: self.expr("string", 0), "n": lambda: self.expr("int", 0),
+            "t": lambda: self.expr("datetime", 0),
+            "x": lambda: self.expr(self.pick(("int", "string", "datetime")), 0),
+            "c": lambda: self.colref(self.pick(self.scn.columns)),
+            "bad": lambda: self.pick(REFUSED_CASTS)}
+        # Only the fields the template uses are drawn (a drawn '?' adds a parameter).
+        return string.Formatter().vformat(template, (), _Lazy(fill))
 
     def expr(self, kind: str, depth: int) -> str:
         if self.flag(self.bad):
@@ -842,7 +866,8 @@ class QueryGen:
                 text = (self.expr(self.pick(("int", "float", "boolean", "string")), 2)
                         if self.flag(0.3) else self.aggregate(self.pick(("int", "float"))))
                 self.post = False
-                alias = self.pick(("n", "s", "avg_x", "x", '"my out"', "k0")) if self.flag(0.5) else None
+                alias = self.pick((f"a{len(items)}", "n", "s", "x", '"my out"', "k0")) \
+                    if self.flag(0.5) else None
                 items.append(text + (f" AS {alias}" if alias else ""))
                 names.append(alias or text)
             if self.flag(0.03):
@@ -880,7 +905,8 @@ class QueryGen:
             for _ in range(self.ints(1, 2)):
                 form = self.pick(("position", "name", "expr"))
                 if form == "position":
-                    o = str(self.ints(0, len(items) + 1))
+                    o = str(self.ints(1, len(items)) if not self.flag(0.05) else
+                            self.pick((0, len(items) + 1)))
                 elif form == "name" and names:
                     o = self.pick(names)
                 else:

@@ -67,11 +67,11 @@ def refusal(result: tuple) -> bool:
     return failed(result) and result[0] not in ("OperationalError", "BudgetExceededError")
 
 
-def bind_outcome(scn: Scenario, frame, tmpdir: str, tag: str) -> tuple:
+def bind_outcome(scn: Scenario, keep, tmpdir: str, tag: str) -> tuple:
     """(reader or None, outcome of binding); the path of a temporary file is hidden
     from messages, so that the same failure on two files compares equal."""
     box = {}
-    result = outcome(lambda: box.setdefault("reader", bind(scn, frame, os.path.join(tmpdir, tag), tag)))
+    result = outcome(lambda: box.setdefault("reader", bind(scn, keep, os.path.join(tmpdir, tag), tag)))
     if failed(result):
         result = (result[0], result[1].replace(os.path.join(tmpdir, tag), "<dir>").replace(tag, "<tag>"))
     return box.get("reader"), result
@@ -89,13 +89,12 @@ def test_refusals_are_free_and_do_not_depend_on_data(data):
     """(a) and (b): on the real table and on an empty one with the same metadata."""
     scn = data.draw(scenarios(), label="scenario")
     qs = data.draw(st.lists(queries(scn), min_size=1, max_size=QUERIES_PER_EXAMPLE), label="queries")
-    empty_frame = scn.frame.iloc[:0]
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for tag in ("real", "empty"):
             os.mkdir(os.path.join(tmp, tag))
-        real, bound_real = bind_outcome(scn, scn.frame, tmp, "real")
-        empty, bound_empty = bind_outcome(scn, empty_frame, tmp, "empty")
+        real, bound_real = bind_outcome(scn, None, tmp, "real")
+        empty, bound_empty = bind_outcome(scn, [], tmp, "empty")
         assert bound_real == bound_empty, "binding depends on the data" + report(
             scn, None, real=bound_real, empty=bound_empty)
         if real is None:
@@ -126,13 +125,13 @@ def test_neighbours_fail_alike(data):
     """(a) and (c): the data, and the data without one row (or one person)."""
     scn = data.draw(scenarios(), label="scenario")
     qs = data.draw(st.lists(queries(scn), min_size=1, max_size=QUERIES_PER_EXAMPLE), label="queries")
-    smaller, removed = neighbour(data.draw, scn)
+    kept, removed = neighbour(data.draw, scn)
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for tag in ("full", "nbr"):
             os.mkdir(os.path.join(tmp, tag))
-        full, bound_full = bind_outcome(scn, scn.frame, tmp, "full")
-        nbr, bound_nbr = bind_outcome(scn, smaller, tmp, "nbr")
+        full, bound_full = bind_outcome(scn, None, tmp, "full")
+        nbr, bound_nbr = bind_outcome(scn, kept, tmp, "nbr")
         assert bound_full == bound_nbr, f"binding fails on one neighbour (removed {removed})" + \
             report(scn, None, full=bound_full, neighbour=bound_nbr)
         if full is None:
