@@ -99,8 +99,9 @@ def key_output(node: exp.Expression, kind: str) -> exp.Expression:
     """A group key in a type that always converts to numpy: keys leave the engine as
     BIGINT, DOUBLE, VARCHAR or BOOLEAN; times as microseconds since 1970 (release
     turns them back into datetime64), so no key value can fail the conversion."""
-    if kind == "int":
-        return exp.TryCast(this=node, to=exp.DataType.build("BIGINT"))
+    if kind == "int":   # a column of the typed relation is BIGINT already
+        return node if isinstance(node, exp.Column) else exp.TryCast(
+            this=node, to=exp.DataType.build("BIGINT"))
     if kind == "float":
         # DuckDB puts 0.0 and -0.0 (and NaNs of any sign) in one group and shows the value
         # of whichever row it met first: one canonical value per group, or that would leak.

@@ -12,13 +12,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-import duckdb
 import numpy as np
 import pandas as pd
 
 from .accounting import Accountant
-from .errors import DataError, OperationalError, ProgrammingError, QueryError
-from .execute import Engine, _first_line
+from .errors import OperationalError, ProgrammingError, QueryError
+from .execute import Engine
 from .explain import describe
 from .metadata import Metadata
 from .parse import parse_query, typed_params
@@ -46,6 +45,9 @@ class Reader:
     def _plan(self, sql: str, params=None) -> Plan:
         # Parameters keyed with their types: 1, 1.0 and True are equal in Python.
         # literal() first refuses values that cannot be bound (lists, ...).
+        if not isinstance(sql, str):
+            raise QueryError(f"the query must be a string, not {type(sql).__name__}")
+        sql = str.__str__(sql)      # a str subclass could fake equality in the plan cache
         params, typed = typed_params(params)
         key = (sql, typed, self._privacy_key())
         cached = self._plans.get(key)
@@ -152,46 +154,46 @@ def from_df(data, metadata, privacy: Privacy | None = None, budget: Budget | Non
     """A session over DataFrames (or .csv/.parquet paths), scanned in place by DuckDB.
 
     A DataFrame whose columns are views with negative strides (``df.iloc[::-1]``)
-    cannot be scanned by DuckDB: those columns alone are copied. The index is not
-    data, except a named one (``df.set_index('age')``), which becomes columns again.
+    cannot be scanned by DuckDB: those columns alone are copied, the rest are
+    shared (copy on write). The index is not data, except a named one
+    (``df.set_index('age')``), which becomes columns again unless a column
+    already has its name.
     """
+    import duckdb
+
+    from .errors import DataError
+
+    def reversed_view(array) -> bool:
+        buffers = [array] + [getattr(array, name, None)
+                             for name in ("_ndarray", "_data", "_mask", "_codes")]
+        return any(isinstance(b, np.ndarray) and any(s < 0 for s in b.strides) for b in buffers)
+
+    def scannable(frame):
+        if not isinstance(frame, pd.DataFrame):
+            return frame
+        names = [n for n in frame.index.names if n is not None]
+        if names and not any(n in frame.columns for n in names):
+            frame = frame.reset_index()
+        flipped = [i for i in range(frame.shape[1]) if reversed_view(frame.iloc[:, i].array)]
+        if not flipped:
+            return frame
+        out = frame.copy(deep=False)
+        for i in flipped:
+            out.isetitem(i, frame.iloc[:, i].copy(deep=True))
+        return out
+
     meta = _load(metadata)
     if isinstance(data, dict):
-        data = {name: _scannable(source) for name, source in data.items()}
+        data = {name: scannable(source) for name, source in data.items()}
     else:
-        data = _scannable(data)
+        data = scannable(data)
     try:
         engine = Engine.from_data(data, meta)
     except duckdb.Error as err:
-        raise DataError(f"DuckDB cannot scan the data: {_first_line(err)}; pass DataFrames "
-                        "with plain columns (e.g. df.copy()) or .csv/.parquet paths") from None
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise DataError(f"DuckDB cannot scan the data: {first}; pass DataFrames with plain "
+                        "columns (e.g. df.copy()) or .csv/.parquet paths") from None
     return Reader(engine, meta, privacy, budget, _ledger(ledger, budget))
-
-
-def _reversed(array) -> bool:
-    """Does a column hold numpy buffers with a negative stride (a reversed view)?"""
-    buffers = [array] + [getattr(array, name, None) for name in ("_ndarray", "_data", "_mask",
-                                                                   "_codes")]
-    return any(isinstance(b, np.ndarray) and any(s < 0 for s in b.strides) for b in buffers)
-
-
-def _scannable(frame):
-    """A DataFrame DuckDB can scan: reversed columns copied, the rest shared (copy on write).
-
-    DuckDB never sees the index; a named index (``df.set_index('age')``) is turned
-    back into columns first, unless a column already has its name."""
-    if not isinstance(frame, pd.DataFrame):
-        return frame
-    names = [n for n in frame.index.names if n is not None]
-    if names and not any(n in frame.columns for n in names):
-        frame = frame.reset_index()
-    flipped = [i for i in range(frame.shape[1]) if _reversed(frame.iloc[:, i].array)]
-    if not flipped:
-        return frame
-    out = frame.copy(deep=False)
-    for i in flipped:
-        out.isetitem(i, frame.iloc[:, i].copy(deep=True))
-    return out
 
 
 def from_connection(connection, metadata, privacy: Privacy | None = None,
@@ -203,6 +205,7 @@ def from_connection(connection, metadata, privacy: Privacy | None = None,
     if engine is not None and str(engine).lower() != "duckdb":
         raise ProgrammingError(f"engine {engine!r} is not supported; dpsql runs on DuckDB "
                                "(pass a duckdb connection, or leave engine out)")
+    import duckdb
     if not isinstance(connection, duckdb.DuckDBPyConnection):
         kind = type(connection)
         raise ProgrammingError(f"from_connection needs a duckdb.DuckDBPyConnection (from "

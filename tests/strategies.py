@@ -119,6 +119,7 @@ class Scenario:
     binding: str
     frame: pd.DataFrame
     extra_table_keys: dict = field(default_factory=dict)
+    repeat: int = 1           # the frame is its first len/repeat rows, repeated
 
     @property
     def pid(self) -> Col | None:
@@ -147,7 +148,9 @@ class Scenario:
             f"binding = {self.binding!r}",
             "storage = " + repr({c.name: c.storage for c in self.columns}),
             f"dtypes = {dict(frame.dtypes.astype(str))!r}",
-            f"rows ({len(frame)}) = {frame.to_dict('records')!r}"])
+            (f"rows ({len(frame)}) = {frame.to_dict('records')!r}" if self.repeat == 1 else
+             f"rows ({len(frame)}: these {len(frame) // self.repeat}, repeated {self.repeat} "
+             f"times) = {frame.iloc[:len(frame) // self.repeat].to_dict('records')!r}")])
 
 
 def _int_bounds(draw):
@@ -164,9 +167,9 @@ def _int_bounds(draw):
         v = pick(draw, INT_EXTREMES)
         return v, v
     if kind == "tiny":
-        lo = pick(draw, INT_EXTREMES[:-1])
-        return lo, lo + 1
-    wide = INT_EXTREMES + (-2 ** 70, 2 ** 70)
+        lo = pick(draw, INT_EXTREMES[:-1] + (2 ** 50, 2 ** 52 - 3, 10 ** 15, -10 ** 15))
+        return lo, lo + pick(draw, (1, 2, 3))
+    wide = INT_EXTREMES + (-2 ** 70, 2 ** 70, 2 ** 52, -10 ** 200, 10 ** 200)
     lo, hi = sorted([pick(draw, wide), pick(draw, wide)])
     return lo, hi
 
@@ -369,7 +372,13 @@ def scenarios(draw, max_rows: int = 12) -> Scenario:
     nrows = draw(st.integers(0, max_rows))
     frame = pd.DataFrame({col.name: _store(draw, col, [_cell(draw, col) for _ in range(nrows)])
                           for col in columns})
-    return Scenario(schema, table, columns, row_privacy, max_ids, censor_dims, binding, frame, extra)
+    repeat = 1
+    if nrows and flag(draw, 0.03):
+        # Now and then a large table (the rows repeated): counts and sums in the thousands.
+        repeat = draw(st.integers(100, 1500))
+        frame = pd.concat([frame] * repeat, ignore_index=True)
+    return Scenario(schema, table, columns, row_privacy, max_ids, censor_dims, binding, frame,
+                    extra, repeat)
 
 
 # ------------------------------------------------------------------ neighbours and binding

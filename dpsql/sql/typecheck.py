@@ -181,9 +181,18 @@ class Checker:
         return [(k, node.args.get(k)) for k in keys if isinstance(node.args.get(k), exp.Expression)]
 
     def _rebuild(self, node, typed_args: dict) -> exp.Expression:
-        new = node.copy()
-        for key, value in typed_args.items():
-            new.set(key, value)
+        """``node`` with its checked children; other arguments copied (not deep-copying
+        the children it replaces keeps long AND/OR chains linear)."""
+        new = type(node)()
+        for key, value in node.args.items():
+            if key in typed_args:
+                new.set(key, typed_args[key])
+            elif isinstance(value, exp.Expression):
+                new.set(key, value.copy())
+            elif isinstance(value, list):
+                new.set(key, [v.copy() if isinstance(v, exp.Expression) else v for v in value])
+            else:
+                new.set(key, value)
         return new
 
     def _only(self, node, keys: set) -> None:
