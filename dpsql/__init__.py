@@ -5,6 +5,12 @@ The data flow, one module per step: ``parse`` -> ``validate`` -> ``plan``
 -> ``accounting`` (charge) -> ``release`` (noise, from ``noise``/``mechanisms``)
 -> post-processing on noisy values -> result; ``reader`` runs them in that order.
 """
+import logging as _logging
+
+# Residual engine failures are logged for the operator, never shown to the analyst:
+# without a handler configured by the operator, nothing reaches stderr.
+_logging.getLogger("dpsql").addHandler(_logging.NullHandler())
+
 from .dbapi import (BINARY, DATETIME, NUMBER, ROWID, STRING, Binary, Date, DateFromTicks, Time,
                     TimeFromTicks, Timestamp, TimestampFromTicks, connect)
 from .errors import (BudgetExceededError, DatabaseError, DataError, Error, IntegrityError,

@@ -111,7 +111,10 @@ def _python(value):
         if value is pd.NA or value is pd.NaT:
             return None
         if isinstance(value, pd.Timestamp):
-            return value.to_pydatetime()
+            try:
+                return value.to_pydatetime()
+            except (ValueError, OverflowError):   # beyond year 9999: keep numpy's value
+                return value.to_datetime64()
     except ImportError:  # pragma: no cover - pandas is a dependency
         pass
     return value

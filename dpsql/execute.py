@@ -150,6 +150,7 @@ class Engine:
         except duckdb.Error as err:
             # A bug: the plan is built so that no value can make it fail. The message
             # may quote a value, so only the error's class and the plan's digest are logged.
+            # The dpsql logger has no handler unless the operator adds one (see __init__).
             log.error("dpsql: the engine failed on data (plan %s, %s); please report it",
                       hashlib.sha256(sql.encode()).hexdigest()[:16], type(err).__name__)
             raise OperationalError(
@@ -256,7 +257,7 @@ def _load_csv(con, view: str, path: Path, table: Table) -> None:
     header = _csv_header(path)
     _check_columns(table, header)
     rel = con.read_csv(str(path), header=True, auto_detect=False, delimiter=",", quotechar='"',
-                       escapechar='"', ignore_errors=True,
+                       escapechar='"', ignore_errors=True, strict_mode=False,
                        columns={name: "VARCHAR" for name in header})
     rel.create_view(view + "_text")
     source = exp.Table(this=exp.to_identifier(view + "_text", quoted=True))

@@ -98,6 +98,9 @@ class Ledger:
         if budget is not None and not isinstance(budget, Budget):
             raise ProgrammingError("Ledger: budget must be a dpsql.Budget or None, "
                                    f"got {type(budget).__name__}")
+        if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+            raise ProgrammingError("Ledger: the path must be a str or an os.PathLike of str, "
+                                   f"got {type(path).__name__}")
         # The directory resolved, the last name kept: _open checks what it is.
         head, tail = os.path.split(os.path.join(os.getcwd(), os.fspath(path)))
         self.path = os.path.join(os.path.realpath(head), tail)

@@ -89,6 +89,8 @@ class Mechanisms:
     """An integer SUM whose bound exceeds this is a ``sum_large_int``."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.large, bool) or not isinstance(self.large, int) or self.large < 1:
+            raise ProgrammingError(f"Mechanisms: large must be a whole number >= 1, got {self.large!r}")
         if not isinstance(self.map, _MechanismMap):
             self.map = _MechanismMap({**_default_map(), **_MechanismMap(self.map)})
 
@@ -100,10 +102,22 @@ class Mechanisms:
         return tuple((s.value, self.for_stat(s).value) for s in Stat) + (self.large,)
 
 
+def _number(value) -> float | None:
+    """``value`` as a finite float, or None (bools, strings, huge ints are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        value = float(value)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
+
+
 def _check_eps_delta(epsilon: float, delta: float, what: str) -> None:
-    if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
+    eps, dlt = _number(epsilon), _number(delta)
+    if eps is None or eps <= 0:
         raise ProgrammingError(f"{what}: epsilon must be a finite number > 0, got {epsilon!r}")
-    if not (isinstance(delta, (int, float)) and 0 <= delta < 1):
+    if dlt is None or not 0 <= dlt < 1:
         raise ProgrammingError(f"{what}: delta must be in [0, 1), got {delta!r}")
 
 
@@ -116,7 +130,15 @@ class Privacy:
     mechanisms: Mechanisms = field(default_factory=Mechanisms)
 
     def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Validate (again: the fields can be changed after construction)."""
         _check_eps_delta(self.epsilon, self.delta, "Privacy")
+        if not isinstance(self.mechanisms, Mechanisms):
+            raise ProgrammingError("Privacy: mechanisms must be a dpsql.Mechanisms, got "
+                                   f"{type(self.mechanisms).__name__}")
+        self.mechanisms.__post_init__()
 
 
 @dataclass

@@ -9,6 +9,7 @@ query costs nothing.
 """
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 
@@ -66,6 +67,9 @@ class Reader:
 
     def _privacy_key(self) -> tuple:
         p = self.privacy
+        if not isinstance(p, Privacy):
+            raise ProgrammingError(f"reader.privacy must be a dpsql.Privacy, not {type(p).__name__}")
+        p.check()        # its fields may have been changed since it was made
         return (p.epsilon, p.delta, p.mechanisms.key())
 
     def get_privacy_cost(self, sql, params=None) -> tuple:
@@ -220,5 +224,8 @@ def from_connection(connection, metadata, privacy: Privacy | None = None,
 def _ledger(ledger, budget):
     if ledger is None or hasattr(ledger, "charge"):
         return ledger
+    if not isinstance(ledger, (str, os.PathLike)):
+        raise ProgrammingError(f"ledger must be a file path (str or os.PathLike) or a "
+                               f"dpsql Ledger, not {type(ledger).__name__}")
     from .ledger import Ledger
     return Ledger(ledger, budget)

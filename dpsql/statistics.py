@@ -113,6 +113,9 @@ class StatisticSet:
         """
         row = clamp(value, lower, upper)
         bound = max(abs(upper - offset), abs(lower - offset))
+        if not math.isfinite(float(bound) * (float(bound) if square_offset is not None else 1.0) * self.k):
+            raise QueryError(f"{label}: the column's bounds are too wide for this statistic "
+                             "(its sensitivity would be infinite); narrow the bounds")
         magnitude, subtract = max(abs(upper), abs(lower)), offset
         if square_offset is not None:
             if integer and bound >= 2 ** 31:

@@ -74,8 +74,9 @@ EXCLUDE = {s for s in os.environ.get("DPSQL_HYPOTHESIS_EXCLUDE", "").split(",") 
 
 
 def flag(draw, p: float) -> bool:
-    """True with probability p; shrinks to False."""
-    return draw(st.integers(0, 999)) >= 1000 - int(p * 1000)
+    """True with probability p (to 1%); shrinks to False. (A bounded st.integers is
+    not uniform: Hypothesis favours small values; sampled_from is uniform.)"""
+    return draw(st.sampled_from(range(100))) >= 100 - round(p * 100)
 
 
 def pick(draw, options):
@@ -96,10 +97,13 @@ class Col:
     values: list | None = None
     nullable: bool | None = None
     missing_value: object = None
+    cardinality: int | None = None
+    sensitivity: float | None = None
 
     def to_meta(self) -> dict:
         out = {"type": self.type}
-        for key in ("private_id", "lower", "upper", "values", "nullable", "missing_value"):
+        for key in ("private_id", "lower", "upper", "values", "nullable", "missing_value",
+                    "cardinality", "sensitivity"):
             value = getattr(self, key)
             if value is not None and value is not False:
                 out[key] = list(value) if key == "values" else value
@@ -341,8 +345,18 @@ def scenarios(draw, max_rows: int = 12) -> Scenario:
             col.lower, col.upper = _float_bounds(draw)
         if kind in ("int", "string") and flag(draw, 0.25):
             pool = st.sampled_from(STRINGS) if kind == "string" else (
-                st.sampled_from(INT_EXTREMES) | st.integers(-5, 20))
+                st.sampled_from(INT_EXTREMES + (2 ** 70, -2 ** 64)) | st.integers(-5, 20))
             col.values = draw(st.lists(pool, min_size=1, max_size=5, unique=True))
+        elif kind in ("boolean", "float", "datetime") and flag(draw, 0.05):
+            pool = {"boolean": st.booleans(), "float": st.sampled_from([0.0, 1.5, -2.0, 1e300]),
+                    "datetime": st.sampled_from(DATETIMES[:4])}[kind]
+            col.values = draw(st.lists(pool, min_size=1, max_size=3, unique=True))
+        if flag(draw, 0.05):
+            col.cardinality = draw(st.integers(0, 10))
+            if col.values and 0 < col.cardinality < len(col.values):
+                col.cardinality = len(col.values)
+        if col.lower is not None and col.upper is not None and flag(draw, 0.05):
+            col.sensitivity = pick(draw, (1.0, 0.5, 1e6))
         if flag(draw, 0.3):
             col.nullable = flag(draw, 0.5)
         if kind in ("int", "string") and flag(draw, 0.05):
@@ -367,6 +381,9 @@ def scenarios(draw, max_rows: int = 12) -> Scenario:
     extra = {}
     if flag(draw, 0.2):
         extra["clamp_counts"] = flag(draw, 0.5)
+    for key in ("sample_max_ids", "clamp_columns", "use_dpsu"):
+        if flag(draw, 0.05):
+            extra[key] = flag(draw, 0.5)
     if flag(draw, 0.2):
         extra["rows"] = draw(st.integers(0, 10 ** 6))
     nrows = draw(st.integers(0, max_rows))
@@ -525,7 +542,7 @@ class QueryGen:
     def __init__(self, draw, scn: Scenario):
         self.draw, self.scn = draw, scn
         self.params: list = []
-        self.bad = 0.03       # probability of a refused construct at each node
+        self.bad = 0.02       # probability of a refused construct at each node
         self.qualifier = None
         self.post = False     # drawing over aggregates (SELECT list, HAVING, ORDER BY)
         self.keys: list = []  # (sql, type) of the GROUP BY keys: leaves in post mode
@@ -627,7 +644,7 @@ class QueryGen:
     def expr(self, kind: str, depth: int) -> str:
         if self.flag(self.bad):
             return self.refused()
-        if self.flag(0.03):          # an operand of another type than the one expected
+        if self.flag(0.02):          # an operand of another type than the one expected
             kind = self.pick(EXPR_KINDS)
         if depth <= 0 or self.flag(0.3):
             return self.leaf(kind)
@@ -759,9 +776,13 @@ class QueryGen:
             return f"{e()} IS {self.pick(('', 'NOT '))}{self.pick(('TRUE', 'FALSE'))}"
         if form == "like":
             op = self.pick(("LIKE", "ILIKE", "NOT LIKE", "NOT ILIKE"))
-            pattern = "'" + self.pick(LIKE_PATTERNS).replace("'", "''") + "'"
-            escape = f" ESCAPE '{self.pick(LIKE_ESCAPES)}'" if self.flag(0.2) else ""
-            return f"{e('string')} {op} {pattern}{escape}"
+            pattern, escape = self.pick(LIKE_PATTERNS), ""
+            if self.flag(0.3):
+                char = self.pick(LIKE_ESCAPES)
+                escape = f" ESCAPE '{char}'"
+                if self.flag(0.3):    # a pattern ending in its escape character
+                    pattern = self.pick(("", "a", "%")) + char
+            return f"{e('string')} {op} '{pattern.replace(chr(39), chr(39) * 2)}'{escape}"
         if form == "in":
             items = ", ".join(e(k) for _ in range(self.ints(1, 3)))
             return f"{e(k)} {self.pick(('IN', 'NOT IN'))} ({items})"
@@ -877,6 +898,9 @@ class QueryGen:
                 self.post = False
                 alias = self.pick((f"a{len(items)}", "n", "s", "x", '"my out"', "k0")) \
                     if self.flag(0.5) else None
+                if (alias or text).strip('"').lower() in {n.strip('"').lower() for n in names} \
+                        and not self.flag(0.05):
+                    alias = f"a{len(items)}"        # two outputs of one name are refused
                 items.append(text + (f" AS {alias}" if alias else ""))
                 names.append(alias or text)
             if self.flag(0.03):
@@ -888,8 +912,8 @@ class QueryGen:
         if self.flag(0.03):
             head += f"TOP {self.ints(0, 5)} "
         sql = head + ", ".join(items) + f" FROM {table}"
-        if self.flag(0.6):
-            sql += f" WHERE {self.expr('boolean', self.ints(0, 3))}"
+        if self.flag(0.7):
+            sql += f" WHERE {self.expr('boolean', self.pick((1, 2, 3, 0)))}"
         if key_refs and not distinct_keys:
             sql += " GROUP BY " + ", ".join(key_refs)
         elif self.flag(0.02):
@@ -932,9 +956,9 @@ class QueryGen:
             if self.flag(0.3):
                 sql += " OFFSET " + self.pick(("1", "0", "2"))
         params = list(self.params) if self.params else None
-        if params is None and self.flag(0.02):
+        if params is None and self.flag(0.01):
             params = [1]               # a parameter too many
-        elif params is not None and self.flag(0.03):
+        elif params is not None and self.flag(0.01):
             params = params[:-1]       # one too few
         if self.flag(0.02):
             sql = self.pick((sql + "; SELECT 1", sql.replace("SELECT", "SELEC", 1),

@@ -271,3 +271,31 @@ def test_order_of_ties(pums, sql):
 ], ids=["levenshtein_one_side", "levenshtein_both_sides"])
 def test_timing(pums, sql):
     attack(_neighbours(pums), sql, count_bucket, runs=RUNS, timed=True)
+
+
+# -- found by the black-box review after the fixes above ----------------------------
+_FAR_DATE = (f"CAST(CONCAT(CASE WHEN {PERSON} THEN '300000' ELSE '2000' END, '-01-01') AS DATE)")
+_TS = "CAST('2020-01-01' AS TIMESTAMP)"
+
+
+@pytest.mark.parametrize("sql", [
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE COALESCE({_FAR_DATE}, {_TS}) IS NULL",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE GREATEST({_FAR_DATE}, {_TS}) IS NULL",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE (CASE WHEN age > 0 THEN {_FAR_DATE} ELSE {_TS} END) IS NULL",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE {_FAR_DATE} IN ({_TS})",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE DATE_TRUNC('month', {_FAR_DATE}) = {_FAR_DATE}",
+], ids=["coalesce", "greatest", "case", "in", "date_trunc"])
+def test_date_meets_timestamp_past_year_294247(pums, sql):
+    # DuckDB cast the DATE to TIMESTAMP implicitly, and that cast failed for the person only.
+    attack(_neighbours(pums), sql, count_bucket, runs=RUNS)
+
+
+@pytest.mark.parametrize("sql", [
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE (CASE WHEN {PERSON} THEN 'a' ELSE 'b' END) "
+    "LIKE 'a\\' ESCAPE '\\'",
+    "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE CAST(income AS VARCHAR) ILIKE '4205\\' ESCAPE '\\'",
+], ids=["case", "prefix_oracle"])
+def test_like_pattern_ending_in_its_escape(pums, sql):
+    # DuckDB raised 'pattern must not end with escape character' only on rows that
+    # matched the prefix, and TRY does not catch it: refused at plan time now.
+    attack(_neighbours(pums), sql, count_bucket, runs=RUNS)

@@ -208,3 +208,38 @@ def test_residual_engine_failure_is_withheld_and_logged_without_values(reader, c
             reader.engine.run(f"SELECT CAST('{secret}' || sex AS INTEGER) FROM {node}")
     assert secret not in str(err.value)
     assert caplog.records and secret not in caplog.text and "ConversionException" in caplog.text
+
+
+def test_case12_one_crlf_line_in_an_lf_csv_is_read_like_the_others(tmp_path, data_dir):
+    lines = (data_dir / "PUMS.csv").read_text().split("\n")
+    path = tmp_path / "PUMS.csv"
+    path.write_text("\n".join(lines[:10] + [lines[10] + "\r"] + lines[11:]), newline="")
+    r = dpsql.from_df({"PUMS.PUMS": path}, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=5.0))
+    assert 950 < r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS").n[0] < 1050
+
+
+def test_low_severity_inputs_raise_dpsql_errors(pums, data_dir):
+    with pytest.raises(dpsql.ProgrammingError):
+        dpsql.Privacy(epsilon=2 ** 1100)
+    with pytest.raises(dpsql.ProgrammingError):
+        dpsql.Mechanisms(large=None)
+    for bad in (b"ledger", 3):
+        with pytest.raises(dpsql.ProgrammingError):
+            dpsql.connect(metadata=data_dir / "PUMS.yaml", tables={"PUMS.PUMS": pums}, ledger=bad)
+    r = dpsql.from_df(pums, data_dir / "PUMS.yaml")
+    r.privacy.epsilon = None
+    with pytest.raises(dpsql.ProgrammingError):
+        r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    meta = {"": {"s": {"t": {"row_privacy": True, "x": {"type": "float", "lower": -1e300, "upper": 1e300}}}}}
+    with pytest.raises(dpsql.QueryError, match="too wide"):
+        dpsql.from_df(pd.DataFrame({"x": [1.0]}), meta).get_privacy_cost("SELECT VAR(x) AS v FROM s.t")
+
+
+def test_dbapi_time_key_beyond_year_9999_is_returned_not_lost(data_dir, pums):
+    con = dpsql.connect(metadata=data_dir / "PUMS.yaml", tables={"PUMS.PUMS": pums},
+                        privacy=dpsql.Privacy(epsilon=5.0))
+    cur = con.cursor()
+    cur.execute("SELECT CAST(CONCAT(CAST(19999 + CAST(sex AS INTEGER) AS VARCHAR), '-01-01') AS TIMESTAMP) AS t, "
+                "COUNT(*) AS n FROM PUMS.PUMS WHERE sex = 1 GROUP BY 1")
+    rows = cur.fetchall()
+    assert len(rows) == 1 and str(rows[0][0]).startswith("20000-01-01")

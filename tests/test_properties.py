@@ -83,12 +83,9 @@ def report(scn: Scenario, query, frame=None, **outcomes) -> str:
     return "\n".join(lines)
 
 
-@SETTINGS
-@given(st.data())
-def test_refusals_are_free_and_do_not_depend_on_data(data):
-    """(a) and (b): on the real table and on an empty one with the same metadata."""
-    scn = data.draw(scenarios(), label="scenario")
-    qs = data.draw(st.lists(queries(scn), min_size=1, max_size=QUERIES_PER_EXAMPLE), label="queries")
+def check_refusals(scn: Scenario, qs: list) -> None:
+    """(a) and (b) for the queries ``qs``: on the real table and on an empty one with the
+    same metadata and storage."""
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for tag in ("real", "empty"):
@@ -119,13 +116,8 @@ def test_refusals_are_free_and_do_not_depend_on_data(data):
                     scn, q, real=on_real, empty=on_empty)
 
 
-@SETTINGS
-@given(st.data())
-def test_neighbours_fail_alike(data):
-    """(a) and (c): the data, and the data without one row (or one person)."""
-    scn = data.draw(scenarios(), label="scenario")
-    qs = data.draw(st.lists(queries(scn), min_size=1, max_size=QUERIES_PER_EXAMPLE), label="queries")
-    kept, removed = neighbour(data.draw, scn)
+def check_neighbours(scn: Scenario, qs: list, kept: list, removed: str) -> None:
+    """(a) and (c) for the queries ``qs``: on the data and on its rows ``kept``."""
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for tag in ("full", "nbr"):
@@ -144,3 +136,22 @@ def test_neighbours_fail_alike(data):
             if failed(on_full) or failed(on_nbr):
                 assert on_full == on_nbr, f"neighbours differ in failing (removed {removed})" + \
                     report(scn, q, full=on_full, neighbour=on_nbr)
+
+
+@SETTINGS
+@given(st.data())
+def test_refusals_are_free_and_do_not_depend_on_data(data):
+    """(a) and (b): on the real table and on an empty one with the same metadata."""
+    scn = data.draw(scenarios(), label="scenario")
+    check_refusals(scn, data.draw(st.lists(queries(scn), min_size=1, max_size=QUERIES_PER_EXAMPLE),
+                                  label="queries"))
+
+
+@SETTINGS
+@given(st.data())
+def test_neighbours_fail_alike(data):
+    """(a) and (c): the data, and the data without one row (or one person)."""
+    scn = data.draw(scenarios(), label="scenario")
+    qs = data.draw(st.lists(queries(scn), min_size=1, max_size=QUERIES_PER_EXAMPLE), label="queries")
+    kept, removed = neighbour(data.draw, scn)
+    check_neighbours(scn, qs, kept, removed)

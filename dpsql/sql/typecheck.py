@@ -116,6 +116,17 @@ def _convert_literal(original: exp.Expression, target: str, context: str) -> Typ
     _refuse(f"{context}: cannot compare a {target} with the literal {original.sql('duckdb')}")
 
 
+def _ends_in_escape(pattern: str, escape: str) -> bool:
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == escape:
+            if i + 1 == len(pattern):
+                return True
+            i += 1
+        i += 1
+    return False
+
+
 class Checker:
     """Types and guards the expressions of one clause.
 
@@ -169,6 +180,10 @@ class Checker:
             if kind != "null" and _class(kind) != _class(target):
                 node, kind = _convert_literal(original, target, context) if _literal_value(
                     original) is not None else _refuse(f"{context}: cannot compare {kind} with {target}")
+            if kind == "date" and target == "datetime":
+                # DuckDB would cast implicitly, and that cast raises for dates past year
+                # 294247 (which TRY_CAST can produce): cast here, where failure is NULL.
+                node = exp.TryCast(this=node, to=exp.DataType.build("TIMESTAMP"))
             out.append(node)
         return out, target
 
@@ -259,6 +274,12 @@ class Checker:
             escape = node.expression
             if not (isinstance(escape, exp.Literal) and escape.is_string and len(escape.this) == 1):
                 _refuse("the ESCAPE of LIKE must be a one-character string literal")
+            pattern = node.this.expression
+            if isinstance(pattern, exp.Literal) and _ends_in_escape(pattern.this, escape.this):
+                # DuckDB raises this only when a row's value reaches the pattern's end,
+                # with an error TRY does not catch: it must be refused here.
+                _refuse(f"the LIKE pattern '{pattern.this}' ends with its escape character "
+                        f"'{escape.this}'; escape a character or remove it")
             if not isinstance(node.this, (exp.Like, exp.ILike)):
                 _refuse(f"ESCAPE is only allowed after LIKE or ILIKE (in {self.clause})")
             inner, _ = self._like(node.this)
