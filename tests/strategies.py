@@ -152,7 +152,8 @@ class Scenario:
             f"binding = {self.binding!r}",
             "storage = " + repr({c.name: c.storage for c in self.columns}),
             f"dtypes = {dict(frame.dtypes.astype(str))!r}",
-            (f"rows ({len(frame)}) = {frame.to_dict('records')!r}" if self.repeat == 1 else
+            (f"rows ({len(frame)}) = {frame.iloc[:30].to_dict('records')!r}"
+             + (" ..." if len(frame) > 30 else "") if self.repeat == 1 else
              f"rows ({len(frame)}: these {len(frame) // self.repeat}, repeated {self.repeat} "
              f"times) = {frame.iloc[:len(frame) // self.repeat].to_dict('records')!r}")])
 
@@ -171,7 +172,8 @@ def _int_bounds(draw):
         v = pick(draw, INT_EXTREMES)
         return v, v
     if kind == "tiny":
-        lo = pick(draw, INT_EXTREMES[:-1] + (2 ** 50, 2 ** 52 - 3, 10 ** 15, -10 ** 15))
+        big = (2 ** 50, 2 ** 52 - 3, 10 ** 15, -10 ** 15, 2 ** 40)   # exact, yet large
+        lo = pick(draw, big) if flag(draw, 0.5) else pick(draw, INT_EXTREMES[:-1])
         return lo, lo + pick(draw, (1, 2, 3))
     wide = INT_EXTREMES + (-2 ** 70, 2 ** 70, 2 ** 52, -10 ** 200, 10 ** 200)
     lo, hi = sorted([pick(draw, wide), pick(draw, wide)])
@@ -390,7 +392,7 @@ def scenarios(draw, max_rows: int = 12) -> Scenario:
     frame = pd.DataFrame({col.name: _store(draw, col, [_cell(draw, col) for _ in range(nrows)])
                           for col in columns})
     repeat = 1
-    if nrows and flag(draw, 0.03):
+    if nrows and flag(draw, 0.05):
         # Now and then a large table (the rows repeated): counts and sums in the thousands.
         repeat = draw(st.integers(100, 1500))
         frame = pd.concat([frame] * repeat, ignore_index=True)
@@ -547,6 +549,7 @@ class QueryGen:
         self.post = False     # drawing over aggregates (SELECT list, HAVING, ORDER BY)
         self.keys: list = []  # (sql, type) of the GROUP BY keys: leaves in post mode
         self.aggs: list = []  # (sql, type) of the aggregates drawn so far
+        self.agg_cols: list = []  # columns aggregated so far
 
     # -- helpers -----------------------------------------------------------
     def flag(self, p):
@@ -827,25 +830,37 @@ class QueryGen:
                               f"approx_count_distinct({arg})", f"COUNT(DISTINCT {arg}, {arg})",
                               f"SUM({arg}) FILTER (WHERE TRUE)", f"AVG(DISTINCT {arg})")), "int"
         numeric = [c for c in cols if c.type in ("int", "float", "boolean")]
+        # Aggregates of one column meet in one query (SUM(x) with COUNT(x) or AVG(x) is
+        # planned differently from SUM(x) alone): often reuse a column already aggregated.
+        again = [c for c in self.agg_cols if c in numeric]
         if kind == "float" and numeric and not self.flag(0.2):
             fn = self.pick(("AVG", "SUM", "VAR", "VARIANCE", "VAR_POP", "VAR_SAMP", "STDDEV",
                             "STD", "STDDEV_POP", "STDDEV_SAMP"))
             if self.flag(0.05):
-                arg = self.expr("int", 1)                       # refused: not a column
-            else:
-                arg = self.colref(self.pick(numeric) if not self.flag(0.05) else self.pick(cols))
-            return f"{fn}({arg})", "float"
+                return f"{fn}({self.expr('int', 1)})", "float"     # refused: not a column
+            col = (self.pick(again) if again and self.flag(0.4) else
+                   self.pick(numeric) if not self.flag(0.05) else self.pick(cols))
+            self.agg_cols.append(col)
+            return f"{fn}({self.colref(col)})", "float"
         form = self.pick(("star", "col", "distinct", "one", "sum", "pid"))
         if form == "star":
             return "COUNT(*)", "int"
         if form == "one":
             return self.pick(("COUNT(1)", "COUNT(TRUE)", "COUNT('x')", "COUNT(NULL)")), "int"
         if form == "sum" and numeric:
-            return f"SUM({self.colref(self.pick(numeric))})", "float"
+            col = self.pick(again) if again and self.flag(0.4) else self.pick(numeric)
+            self.agg_cols.append(col)
+            return f"SUM({self.colref(col)})", "float"
         if form == "pid" and self.scn.pid is not None:
             return f"COUNT(DISTINCT {self.colref(self.scn.pid)})", "int"
-        arg = (self.colref(self.pick(cols)) if self.flag(0.5) else
-               self.expr(self.pick(("int", "string", "float", "boolean", "datetime")), 1))
+        if again and self.flag(0.4):
+            arg = self.colref(self.pick(again))
+        elif self.flag(0.5):
+            col = self.pick(cols)
+            self.agg_cols.append(col)
+            arg = self.colref(col)
+        else:
+            arg = self.expr(self.pick(("int", "string", "float", "boolean", "datetime")), 1)
         return (f"COUNT(DISTINCT {arg})" if form == "distinct" else f"COUNT({arg})"), "int"
 
     # -- the query ------------------------------------------------------------
