@@ -70,8 +70,9 @@ def test_case4_var_with_bounds_beyond_2_53_and_int32_duckdb_table():
 
 # -- case 5: types inferred from the data ----------------------------------------------
 def test_case5_plan_and_cost_do_not_depend_on_storage_type(pums, data_dir):
+    as_int = pums.assign(income=pums.income.astype("int64"), age=pums.age.astype("int64"))
     as_float = pums.assign(income=pums.income.astype("float64"), age=pums.age.astype("int32"))
-    a = dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=1.0))
+    a = dpsql.from_df(as_int, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=1.0))
     b = dpsql.from_df(as_float, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=1.0))
     for sql in ["SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE CAST(income AS VARCHAR) LIKE '%.0'",
                 "SELECT AVG(income) AS a, VAR(age) AS v FROM PUMS.PUMS GROUP BY sex"]:
@@ -83,8 +84,10 @@ def test_case5_csv_with_one_fraction_reads_every_other_value_alike(tmp_path, pum
     meta = {"": {"PUMS": {"PUMS": {**PUMS_META[""]["PUMS"]["PUMS"],
                                    "income": {"type": "float", "lower": 0, "upper": 500000}}}}}
     whole, fraction = tmp_path / "whole.csv", tmp_path / "fraction.csv"
-    pums.to_csv(whole, index=False)
-    pums.assign(income=pums.income.where(pums.index != 0, 1234.5)).to_csv(fraction, index=False)
+    whole_numbers = pums.assign(income=pums.income.astype("int64"))
+    whole_numbers.to_csv(whole, index=False)                      # 10000, 0, ...
+    whole_numbers.assign(income=whole_numbers.income.where(pums.index != 0, 1234.5)).to_csv(
+        fraction, index=False)                                    # 10000.0, 0.0, ..., 1234.5
     sql = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE CAST(income AS VARCHAR) LIKE '%.0'"
     counts = []
     for path in (whole, fraction):
