@@ -144,9 +144,9 @@ class Scenario:
     def __repr__(self) -> str:
         return "Scenario(\n" + self.describe() + ")"
 
-    def describe(self, frame: pd.DataFrame | None = None) -> str:
+    def describe(self) -> str:
         """A reproduction: metadata, storage and binding, and the rows."""
-        frame = self.frame if frame is None else frame
+        frame = self.frame
         return "\n".join([
             f"metadata = {self.metadata!r}",
             f"binding = {self.binding!r}",
