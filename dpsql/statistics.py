@@ -22,8 +22,8 @@ from sqlglot import exp
 
 from .errors import QueryError
 from .privacy import Mechanisms, Stat
-from .rewrite import clamp, column, fixed_point, shift
-from .sql.typecheck import check
+from .rewrite import bound_literal, clamp, column, fixed_point, shift
+from .sql.typecheck import check, float_literal
 
 FIXED_POINT_BITS = 30
 """Float columns are summed as integers of |x| <= 2^30 units (exact in DuckDB)."""
@@ -221,18 +221,26 @@ def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expr
     s = column(stats.sum_of(value, lower, upper, integer, offset=mid,
                             label=f"SUM({col.name} - {mid})", count=same_rows).name)
     if isinstance(node, exp.Sum):
-        return exp.Add(this=s, expression=exp.Mul(this=exp.Literal.number(mid), expression=n))
+        # Rebuilt from noisy values: computed where it cannot overflow (HUGEINT for
+        # integers, DOUBLE otherwise), so post-processing never fails on a noisy count.
+        if integer:
+            wide = exp.DataType.build("HUGEINT")
+            total = exp.Add(this=exp.Cast(this=s, to=wide), expression=exp.Mul(
+                this=bound_literal(mid), expression=exp.Cast(this=n, to=wide.copy())))
+            return exp.TryCast(this=total, to=exp.DataType.build("BIGINT"))
+        return exp.Add(this=exp.Cast(this=s, to=exp.DataType.build("DOUBLE")), expression=exp.Mul(
+            this=float_literal(float(mid)), expression=exp.Cast(this=n, to=exp.DataType.build("DOUBLE"))))
     safe_n = _greatest(n, exp.Literal.number(1))
     mean = exp.Div(this=exp.Cast(this=s, to=exp.DataType.build("DOUBLE")), expression=safe_n)
     if isinstance(node, exp.Avg):
-        return _between(exp.Add(this=mean, expression=exp.Literal.number(mid)), lower, upper)
+        return _between(exp.Add(this=mean, expression=float_literal(float(mid))), lower, upper)
     half = max(upper - mid, mid - lower)
     centre2 = (half * half) // 2 if integer else half * half / 2
     s2 = column(stats.sum_of(value, lower, upper, integer, offset=mid, square_offset=centre2,
                              label=f"SUM(({col.name} - {mid})^2 - {centre2})", count=same_rows).name)
     second = exp.Add(this=exp.Div(this=exp.Cast(this=s2, to=exp.DataType.build("DOUBLE")),
                                   expression=safe_n.copy()),
-                     expression=exp.Literal.number(centre2))
+                     expression=float_literal(float(centre2)))
     var_pop = exp.Sub(this=second, expression=exp.Pow(this=mean.copy(), expression=exp.Literal.number(2)))
     if isinstance(node, (exp.Variance, exp.Stddev, exp.StddevSamp)):
         n_minus_1 = _greatest(exp.Sub(this=n.copy(), expression=exp.Literal.number(1)),
@@ -255,4 +263,4 @@ def _greatest(*args) -> exp.Expression:
 def _between(node, lower, upper) -> exp.Expression:
     """Post-processing: an average can only lie within its bounds."""
     return exp.Anonymous(this="LEAST", expressions=[
-        _greatest(node, exp.Literal.number(lower)), exp.Literal.number(upper)])
+        _greatest(node, float_literal(float(lower))), float_literal(float(upper))])
