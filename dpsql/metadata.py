@@ -104,6 +104,10 @@ class Table:
         if self.row_privacy and ids:
             return (f"table {self.full_name} sets row_privacy: true and also marks "
                     f"{', '.join(ids)} as private_id; keep only one of the two")
+        if len(ids) > 1:
+            return (f"table {self.full_name} marks {', '.join(ids)} as private_id; dpsql "
+                    "supports one column that identifies a person: keep one (a compound "
+                    "id can be one column that joins them)")
         if not self.row_privacy and not ids:
             return (f"table {self.full_name} has no private_id column and row_privacy is "
                     "false, so it is unknown what a person is; mark the column that "

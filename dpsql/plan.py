@@ -158,6 +158,10 @@ def _grid(domains: list) -> exp.Select:
                 this=literal(v), to=exp.DataType.build(ENGINE_TYPES[col.type])), col.type)])
             for v in col.values], alias=exp.TableAlias(this=exp.to_identifier(f"_g{i}"),
                                                        columns=[exp.to_identifier(f"_k{i}", quoted=True)]))
+        # DISTINCT: two listed values may be one engine value ('2020-01-01' and
+        # '2020-01-01 00:00:00'); one group must be released once, with one share of noise.
+        values = exp.Subquery(this=exp.select(exp.Star()).from_(values).distinct(),
+                              alias=exp.TableAlias(this=exp.to_identifier(f"_d{i}")))
         grid = exp.select(exp.Star()).from_(values) if grid is None else grid.join(values, join_type="CROSS")
     return grid
 

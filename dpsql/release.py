@@ -44,7 +44,9 @@ def add_noise(plan, exact: dict) -> dict:
         if stat.unit != 1.0:
             values = values * stat.unit
         if stat.integer:
-            values = np.rint(values).astype(np.int64)
+            # Clamped before the integer conversion, which would wrap around silently;
+            # the mechanism clamps to its own range again (1-Lipschitz, sensitivity holds).
+            values = np.rint(np.clip(values, -2.0 ** 62, 2.0 ** 62)).astype(np.int64)
         noisy = stat.mechanism.release(values)
         if clamp_counts and stat.stat in (Stat.count, Stat.threshold):
             noisy = np.maximum(noisy, 0)

@@ -246,3 +246,27 @@ def test_dbapi_time_key_beyond_year_9999_is_returned_not_lost(data_dir, pums):
                 "COUNT(*) AS n FROM PUMS.PUMS WHERE sex = 1 GROUP BY 1")
     rows = cur.fetchall()
     assert len(rows) == 1 and str(rows[0][0]).startswith("20000-01-01")
+
+
+# -- found by the property suite ----------------------------------------------------------
+def test_public_values_that_are_one_engine_value_are_released_once():
+    meta = {"": {"S": {"T": {"row_privacy": True,
+                             "k": {"type": "datetime", "values": ["2020-01-01", "2020-01-01 00:00:00"]}}}}}
+    df = pd.DataFrame({"k": pd.to_datetime(["2020-01-01"] * 3)})
+    r = dpsql.from_df(df, meta, privacy=dpsql.Privacy(epsilon=1.0))
+    assert len(r.execute_df("SELECT k, COUNT(*) AS n FROM S.T GROUP BY k")) == 1
+
+
+def test_sum_beyond_the_int64_range_is_clamped_not_wrapped():
+    meta = {"": {"S": {"T": {"row_privacy": True, "x": {"type": "int", "lower": 0, "upper": 10 ** 15}}}}}
+    df = pd.DataFrame({"x": np.full(10_000, 10 ** 15)})
+    r = dpsql.from_df(df, meta, privacy=dpsql.Privacy(epsilon=1.0))
+    assert r.execute_df("SELECT SUM(x) AS s FROM S.T").s[0] > 4e18     # not -9.2e18
+
+
+def test_two_private_id_columns_are_refused():
+    meta = {"": {"S": {"T": {"a": {"type": "int", "private_id": True},
+                             "b": {"type": "int", "private_id": True}}}}}
+    r = dpsql.from_df(pd.DataFrame({"a": [1, 1], "b": [1, 2]}), meta)
+    with pytest.raises(dpsql.QueryError, match="private_id"):
+        r.execute_df("SELECT COUNT(*) AS n FROM S.T")
