@@ -299,3 +299,13 @@ def test_like_pattern_ending_in_its_escape(pums, sql):
     # DuckDB raised 'pattern must not end with escape character' only on rows that
     # matched the prefix, and TRY does not catch it: refused at plan time now.
     attack(_neighbours(pums), sql, count_bucket, runs=RUNS)
+
+
+# -- found by the second black-box review -----------------------------------------------
+@pytest.mark.parametrize("sql", [
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE (CASE WHEN {PERSON} THEN sex END) LIKE '%' ESCAPE 'é'",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE CASE WHEN {PERSON} THEN "
+    f"CONCAT('{'a' * 45000}', sex) LIKE '%{'a' * 22500}_b%' ELSE FALSE END",
+], ids=["multibyte_escape", "long_pattern_timing"])
+def test_like_escape_bytes_and_pattern_cost(pums, sql):
+    attack(_neighbours(pums), sql, count_bucket, runs=RUNS, timed=True)

@@ -21,6 +21,8 @@ from .allowed import (CAST_REFUSED, CAST_TARGETS, DATE_PARTS, ENGINE_TYPES, NUME
                       TRUNC_PARTS, entry_for, name_of)
 
 INT64 = (-2 ** 63, 2 ** 63 - 1)
+MAX_PATTERN = 100           # characters of a LIKE pattern
+MAX_STRING_LITERAL = 1000   # characters of a string literal or string parameter
 Typed = tuple  # (expression, type name)
 
 
@@ -228,6 +230,10 @@ class Checker:
         if isinstance(node, exp.Boolean):
             return node.copy(), "boolean"
         if node.is_string:
+            if len(node.this) > MAX_STRING_LITERAL:
+                _refuse(f"a string literal or parameter may have at most {MAX_STRING_LITERAL} "
+                        f"characters (in {self.clause}): the time a row takes must not grow "
+                        "with values the query builds")
             return node.copy(), "string"
         return number_literal(node.this)
 
@@ -272,8 +278,10 @@ class Checker:
     def _like(self, node):
         if isinstance(node, exp.Escape):
             escape = node.expression
-            if not (isinstance(escape, exp.Literal) and escape.is_string and len(escape.this) == 1):
-                _refuse("the ESCAPE of LIKE must be a one-character string literal")
+            if not (isinstance(escape, exp.Literal) and escape.is_string and len(escape.this) == 1
+                    and escape.this.isascii()):
+                # DuckDB wants one byte, and raises only when a row reaches the LIKE.
+                _refuse("the ESCAPE of LIKE must be one ASCII character, as a string literal")
             pattern = node.this.expression
             if isinstance(pattern, exp.Literal) and _ends_in_escape(pattern.this, escape.this):
                 # DuckDB raises this only when a row's value reaches the pattern's end,
@@ -290,6 +298,9 @@ class Checker:
         pattern = node.expression
         if not (isinstance(pattern, exp.Null) or (isinstance(pattern, exp.Literal) and pattern.is_string)):
             _refuse(f"the pattern of {node.key.upper()} must be a string literal (in {self.clause})")
+        if isinstance(pattern, exp.Literal) and len(pattern.this) > MAX_PATTERN:
+            # A general pattern costs len(value) x len(pattern) on each row that reaches it.
+            _refuse(f"a LIKE pattern may have at most {MAX_PATTERN} characters (in {self.clause})")
         value, kind = self.check(node.this)
         self._need(node.this, kind, {"string"}, node.key.upper())
         out = type(node)(this=value, expression=pattern.copy())
