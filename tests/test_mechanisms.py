@@ -10,7 +10,7 @@ import pytest
 from scipy import special, stats
 
 from dpsql import noise, zcdp
-from dpsql.errors import DataError, InternalError, QueryError
+from dpsql.errors import InternalError, QueryError
 from dpsql.mechanisms import Calibrated, calibrate
 from dpsql.privacy import Mechanism
 
