@@ -132,7 +132,7 @@ class Engine:
         The dry run executes the whole plan on one row of NULLs: an error there
         depends on the query alone, so it is a QueryError, raised before any
         data is read and never charged."""
-        table = plan.query.table
+        table = plan.query.relation.base
         typed = typed_relation(table, self.table_node(table), self.column_types(table))
         dry = with_source(plan.exact, null_relation(table)).sql(DIALECT)
         try:

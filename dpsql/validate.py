@@ -15,6 +15,9 @@ from sqlglot import exp
 
 from .errors import QueryError
 from .metadata import Metadata, Table
+from .plan.relations import resolve
+from .sql.binding import Binder as _Binder
+from .sql.binding import fail as _fail
 
 SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Variance, exp.VariancePop,
                         exp.Stddev, exp.StddevPop, exp.StddevSamp)
@@ -37,7 +40,8 @@ class Query:
     """A validated query: what the planner needs, nothing evaluated yet."""
 
     tree: exp.Select
-    table: Table
+    table: Table                                      # the relation, as a table
+    relation: object                                  # dpsql.plan.relations.Relation
     where: exp.Expression | None
     keys: list = field(default_factory=list)          # GROUP BY expressions (row-level)
     aggregates: list = field(default_factory=list)    # distinct aggregate nodes
@@ -47,19 +51,6 @@ class Query:
     limit: int | None = None
     offset: int | None = None
     distinct: bool = False
-
-
-def _pos(node: exp.Expression) -> str:
-    ident = node if isinstance(node, exp.Identifier) else node.find(exp.Identifier)
-    meta = getattr(ident, "meta", None) or {}
-    if "line" in meta:
-        return f" (line {meta['line']}, column {meta['col']})"
-    return ""
-
-
-def _fail(msg: str, node: exp.Expression | None = None) -> None:
-    where = _pos(node) if node is not None else ""
-    raise QueryError(msg.replace("{at}", where))
 
 
 def normalise_aggregates(tree: exp.Expression) -> exp.Expression:
@@ -73,50 +64,44 @@ def normalise_aggregates(tree: exp.Expression) -> exp.Expression:
     return tree.transform(rule)
 
 
-def _table(tree: exp.Select, metadata: Metadata) -> tuple:
-    if tree.args.get("with_") or tree.args.get("with"):
-        _fail("WITH (common table expressions) is not supported; query the table directly")
-    if tree.args.get("joins"):
-        _fail("joins are not supported yet; query one table")
-    unknown = sorted(k for k, v in tree.args.items() if v and k not in KNOWN_CLAUSES)
+def _clauses(tree: exp.Select) -> None:
+    unknown = sorted(k for k, v in tree.args.items()
+                     if v and k not in KNOWN_CLAUSES | {"with_", "with", "joins"})
     if unknown:
         _fail(f"{', '.join(k.upper() for k in unknown)} is not supported in a dpsql query")
-    source = tree.args.get("from_") or tree.args.get("from")
-    if source is None:
-        _fail("the query has no FROM clause; name a table from the metadata")
-    node = source.this
-    if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
-        _fail("FROM must name one table from the metadata (no subqueries or table functions)")
-    extra = sorted(k for k, v in node.args.items() if v and k not in KNOWN_TABLE_PARTS)
-    if extra:
-        _fail(f"{', '.join(k.upper() for k in extra)} on the table is not supported "
-              "(sampling or pivoting would change whose rows are counted)")
-    parts = [p for p in (node.catalog, node.db, node.name) if p]
-    name = ".".join(parts)
-    matches = metadata.matching_tables(name)
-    if len(matches) > 1:
-        _fail(f"table name {name!r} is ambiguous{{at}}: it matches "
-              f"{', '.join(t.full_name for t in matches)}; write schema.table", node)
-    table = matches[0] if matches else None
-    if table is None:
-        known = ", ".join(sorted(metadata.tables)) or "none"
-        _fail(f"unknown table {name!r}{{at}}; tables in the metadata: {known}", node)
-    problem = table.privacy_unit_problem
-    if problem:
-        _fail(problem)
-    names = {node.name.lower(), table.full_name.lower()}
-    if node.alias:
-        names = {node.alias.lower()}
-    return table, names
+
+
+def normalise_filters(tree: exp.Expression) -> exp.Expression:
+    """Rewrite rule: ``agg(x) FILTER (WHERE p)`` as ``agg(CASE WHEN p THEN x END)``.
+
+    An aggregate ignores NULLs, so this is the same aggregate over the rows where p
+    holds; ``COUNT(*)`` counts a constant 1 there."""
+    def rule(node):
+        if not isinstance(node, exp.Filter):
+            return node
+        agg, where = node.this, node.expression
+        if not isinstance(agg, SUPPORTED_AGGREGATES) or not isinstance(where, exp.Where):
+            _fail(f"FILTER is supported on COUNT, SUM, AVG, VAR and STDDEV only{{at}}", node)
+        arg = agg.this
+        distinct = isinstance(arg, exp.Distinct)
+        inner = arg.expressions[0] if distinct and len(arg.expressions) == 1 else arg
+        if distinct and len(arg.expressions) != 1:
+            _fail("COUNT(DISTINCT ...) takes one expression")
+        if isinstance(inner, exp.Star):
+            inner = exp.Literal.number(1)
+        case = exp.Case(ifs=[exp.If(this=where.this.copy(), true=inner.copy())])
+        new = agg.copy()
+        new.set("this", exp.Distinct(expressions=[case]) if distinct else case)
+        return new
+    return tree.transform(rule)
 
 
 def _check_contained(tree: exp.Select) -> None:
     """Nothing in the query may reach beyond the one table: no other table, subquery,
     COLUMNS(...) expansion, or function that reads files or raises on purpose."""
-    source = (tree.args.get("from_") or tree.args.get("from")).this
-    for node in tree.walk():
-        if node is tree or node is source or node.parent is source:
-            continue
+    parts = [tree.args.get(k) for k in ("expressions", "where", "group", "having", "order")]
+    for node in (n for part in parts if part for p in (part if isinstance(part, list) else [part])
+                 for n in p.walk()):
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists, exp.Table)):
             _fail("subqueries and references to other tables are not supported; one row's "
                   "answer must depend on that row only")
@@ -139,45 +124,6 @@ def _check_row_level(expr: exp.Expression, clause: str) -> None:
                   "answer depend on other rows")
         if isinstance(node, exp.Star):
             _fail(f"* is not allowed in {clause}")
-
-
-class _Binder:
-    """Resolves column references of the one table (case-insensitive)."""
-
-    def __init__(self, table: Table, qualifiers: set) -> None:
-        self.table, self.qualifiers = table, qualifiers
-
-    def column(self, node: exp.Column):
-        if node.table and node.table.lower() not in self.qualifiers:
-            _fail(f"unknown table or alias {node.table!r} in {node.sql('duckdb')}{{at}}", node)
-        return self.table.column(node.name)
-
-    def bind(self, expr: exp.Expression, clause: str, aliases: dict | None = None,
-             keys: list | None = None) -> exp.Expression:
-        """Columns of the table first, then (HAVING, ORDER BY) output aliases, as DuckDB.
-
-        In ORDER BY an output alias wins over a column (as in DuckDB). In HAVING a
-        name outside any aggregate that is not a grouped column binds to an output
-        alias of that name, as SmartNoise does (``HAVING income > 100000`` with
-        ``SUM(income) AS income``)."""
-        aliases = aliases or {}
-        grouped = {k.name.lower() for k in keys or [] if isinstance(k, exp.Column)}
-
-        def rule(node):
-            if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
-                name = node.name.lower()
-                is_alias = not node.table and name in aliases and node.find_ancestor(exp.AggFunc) is None
-                col = self.column(node)
-                if is_alias and (col is None or clause == "ORDER BY"
-                                 or (clause == "HAVING" and name not in grouped)):
-                    return aliases[name].copy()
-                if col is None:
-                    known = ", ".join(self.table.columns)
-                    _fail(f"unknown column {node.sql('duckdb')} in {clause}{{at}}; "
-                          f"columns of {self.table.full_name}: {known}", node)
-                return exp.column(col.name, quoted=True)
-            return node
-        return expr.transform(rule)
 
 
 def _aggregates_in(expr: exp.Expression) -> list:
@@ -264,8 +210,10 @@ def _resolve_group(tree: exp.Select, binder: _Binder, items: list) -> list:
 
 def validate(tree: exp.Select, metadata: Metadata) -> Query:
     """Check the query and normalise it; raises ``QueryError`` naming the problem."""
-    tree = normalise_aggregates(tree)
-    table, qualifiers = _table(tree, metadata)   # clause checks first: one plain table
+    tree = normalise_filters(normalise_aggregates(tree))
+    _clauses(tree)
+    relation, qualifiers = resolve(tree, metadata)   # FROM, WITH, subqueries: one relation
+    table = relation.table()
     _check_contained(tree)
     window = tree.find(exp.Window)
     if window is not None:
@@ -321,7 +269,7 @@ def validate(tree: exp.Select, metadata: Metadata) -> Query:
     for agg in aggregates:
         if agg not in unique:
             unique.append(agg)
-    return Query(tree=tree, table=table, where=where, keys=keys, aggregates=unique,
+    return Query(tree=tree, table=table, relation=relation, where=where, keys=keys, aggregates=unique,
                  outputs=outputs, having=having, order=order,
                  limit=_int_literal(tree.args.get("limit"), "LIMIT"),
                  offset=_int_literal(tree.args.get("offset"), "OFFSET"), distinct=distinct)

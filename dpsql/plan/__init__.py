@@ -1,0 +1,12 @@
+"""Step 3: from a validated query to a bounded, costed plan.
+
+The package follows the pipeline: ``relations`` turns the query's FROM (tables,
+CTEs, subqueries, per-person aggregation) into a relation whose every column
+carries a type and bounds; ``bounds`` derives those bounds from the metadata
+and the query text; ``lift`` moves expressions inside aggregates and public
+group keys into columns of that relation; ``aggregate`` builds the final DP
+aggregation over it and computes the cost before anything runs.
+"""
+from .aggregate import NOISY_TABLE, Plan, build_plan, key_output, metadata_types
+
+__all__ = ["NOISY_TABLE", "Plan", "build_plan", "key_output", "metadata_types"]

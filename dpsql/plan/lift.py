@@ -1,0 +1,119 @@
+"""Rewrite rule: expressions inside aggregates, and public group keys, become columns.
+
+Owns: lifting the argument of ``SUM``/``AVG``/``VAR``/``STDDEV`` when it is an
+expression (``SUM(CASE WHEN married THEN 1 ELSE 0 END)``, ``AVG(age - 30)``)
+into a derived column of the relation, with bounds derived from the metadata
+and the query (``dpsql.plan.bounds``); and lifting group keys whose possible
+values follow from the query (``age // 10``, a literal ``CASE``, a date part) into
+columns with that public value set. The aggregation planner then sees plain
+bounded columns, exactly as for a metadata table.
+
+Also refuses, whatever the metadata says, a released ``GROUP BY`` on the
+privacy unit's id or any expression of it: it would publish ids.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from sqlglot import exp
+
+from ..errors import QueryError
+from ..rewrite import column, substitute
+from ..sql.typecheck import check
+from .bounds import Deriver
+from .relations import Field, Relation, _unbounded_message
+
+BOUNDED_AGGREGATES = (exp.Sum, exp.Avg, exp.Variance, exp.VariancePop, exp.Stddev,
+                      exp.StddevPop, exp.StddevSamp)
+MAX_GRID = 10_000
+"""Most public key combinations one query may release (each a noisy row)."""
+
+
+def refuse_id_keys(query, relation: Relation) -> None:
+    for key in query.keys:
+        for col in key.find_all(exp.Column):
+            f = relation.fields.get(col.name.lower())
+            if f is not None and (f.of_id or f.is_id or f.name == relation.pid):
+                raise QueryError(
+                    f"GROUP BY {key.sql('duckdb')[:60]} uses the privacy unit's id: releasing "
+                    "one group per person (or per value computed from the id) would publish "
+                    "who is in the data, whatever censor_dims says. Group per person inside a "
+                    "subquery, e.g. SELECT AVG(n) FROM (SELECT id, COUNT(*) AS n FROM t "
+                    "GROUP BY id)")
+
+
+def lift(query):
+    """``query`` over a relation in which every bounded aggregate reads a column."""
+    relation: Relation = query.relation
+    refuse_id_keys(query, relation)
+    types = relation.types()
+    new_fields: list = []
+    mapping: list = []
+    deriver = Deriver(relation.fields)
+    for node in query.aggregates:
+        if not isinstance(node, BOUNDED_AGGREGATES) or isinstance(node.this, exp.Column):
+            continue
+        if isinstance(node.this, exp.Distinct):
+            raise QueryError(f"{node.sql('duckdb')[:60]}: DISTINCT is supported in COUNT only")
+        expr, kind = check(node.this, types, node.key.upper())
+        if kind not in ("int", "float", "boolean"):
+            raise QueryError(f"{node.sql('duckdb')[:60]} needs a number, but its argument is "
+                             f"of type {kind}")
+        deriver.unbounded = []
+        lo, hi = deriver.interval(expr)
+        if kind != "boolean" and not (math.isfinite(lo) and math.isfinite(hi)):
+            raise QueryError(_unbounded_message(node, deriver.unbounded))
+        if kind == "int":
+            lo, hi = math.floor(lo), math.ceil(hi)
+        name = f"_dpsql_e{len(new_fields)}"
+        new_fields.append((Field(name, kind, lo if kind != "boolean" else None,
+                                 hi if kind != "boolean" else None,
+                                 origin=node.this.sql("duckdb")[:60]), expr))
+        mapping.append((node, type(node)(this=column(name))))
+    keys = list(query.keys)
+    key_fields = _public_keys(query, relation, types, deriver)
+    if key_fields:
+        for i, (f, expr) in key_fields.items():
+            new_fields.append((f, expr))
+            mapping.append((keys[i], column(f.name)))
+    if not new_fields:
+        return query
+    fields = dict(relation.fields)
+    projections = [exp.Star()]
+    for f, expr in new_fields:
+        fields[f.name.lower()] = f
+        projections.append(exp.alias_(expr, f.name, quoted=True))
+    steps = relation.steps + ["derived columns: " + ", ".join(
+        f"{f.name} = {f.origin} {f.bounds_text()}" for f, _ in new_fields)]
+    lifted = Relation(relation.base, fields, relation.pid, relation.k, relation.bounded,
+                      exp.select(*projections).from_(relation.source("_l")), steps)
+    return replace(
+        query, relation=lifted, table=lifted.table(),
+        keys=[substitute(k, mapping) for k in query.keys],
+        aggregates=[substitute(a, mapping) for a in query.aggregates],
+        outputs=[(n, substitute(e, mapping)) for n, e in query.outputs],
+        having=substitute(query.having, mapping) if query.having is not None else None,
+        order=[substitute(o, mapping) for o in query.order])
+
+
+def _public_keys(query, relation: Relation, types: dict, deriver: Deriver) -> dict:
+    """Index -> (field, expression) of keys to lift, if that makes every key public."""
+    if not query.keys:
+        return {}
+    lifted, size = {}, 1
+    for i, key in enumerate(query.keys):
+        if isinstance(key, exp.Column):
+            f = relation.fields.get(key.name.lower())
+            if f is None or f.domain is None:
+                return {}
+            size *= max(len(f.domain), 1)
+            continue
+        expr, kind = check(key, types, "GROUP BY")
+        domain = deriver.domain(expr, kind)
+        if domain is None:
+            return {}
+        size *= max(len(domain), 1)
+        lifted[i] = (Field(f"_dpsql_k{i}", kind, domain=tuple(domain),
+                           origin=key.sql("duckdb")[:60]), expr)
+    return lifted if size <= MAX_GRID else {}

@@ -1,0 +1,63 @@
+"""Name resolution: which column of which relation a name in the query means.
+
+Owns: binding column references (case-insensitive, optionally qualified by a
+table name or alias) to the columns of one relation, and the error messages
+that point at the place in the query text.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ..errors import QueryError
+
+
+def position(node: exp.Expression) -> str:
+    ident = node if isinstance(node, exp.Identifier) else node.find(exp.Identifier)
+    meta = getattr(ident, "meta", None) or {}
+    if "line" in meta:
+        return f" (line {meta['line']}, column {meta['col']})"
+    return ""
+
+
+def fail(msg: str, node: exp.Expression | None = None) -> None:
+    where = position(node) if node is not None else ""
+    raise QueryError(msg.replace("{at}", where))
+
+
+class Binder:
+    """Resolves column references of the one table (case-insensitive)."""
+
+    def __init__(self, table, qualifiers: set) -> None:
+        self.table, self.qualifiers = table, qualifiers
+
+    def column(self, node: exp.Column):
+        if node.table and node.table.lower() not in self.qualifiers:
+            fail(f"unknown table or alias {node.table!r} in {node.sql('duckdb')}{{at}}", node)
+        return self.table.column(node.name)
+
+    def bind(self, expr: exp.Expression, clause: str, aliases: dict | None = None,
+             keys: list | None = None) -> exp.Expression:
+        """Columns of the table first, then (HAVING, ORDER BY) output aliases, as DuckDB.
+
+        In ORDER BY an output alias wins over a column (as in DuckDB). In HAVING a
+        name outside any aggregate that is not a grouped column binds to an output
+        alias of that name, as SmartNoise does (``HAVING income > 100000`` with
+        ``SUM(income) AS income``)."""
+        aliases = aliases or {}
+        grouped = {k.name.lower() for k in keys or [] if isinstance(k, exp.Column)}
+
+        def rule(node):
+            if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+                name = node.name.lower()
+                is_alias = not node.table and name in aliases and node.find_ancestor(exp.AggFunc) is None
+                col = self.column(node)
+                if is_alias and (col is None or clause == "ORDER BY"
+                                 or (clause == "HAVING" and name not in grouped)):
+                    return aliases[name].copy()
+                if col is None:
+                    known = ", ".join(self.table.columns)
+                    fail(f"unknown column {node.sql('duckdb')} in {clause}{{at}}; "
+                          f"columns of {self.table.full_name}: {known}", node)
+                return exp.column(col.name, quoted=True)
+            return node
+        return expr.transform(rule)
