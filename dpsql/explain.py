@@ -22,16 +22,25 @@ def _centring(stat) -> str:
 
 
 def describe(plan: Plan) -> str:
-    table = plan.query.table
+    relation = plan.query.relation
+    table = relation.base
     eps, delta = plan.cost
     unit = ("row (row_privacy)" if table.row_privacy or not table.private_ids
             else f"person ({table.private_ids[0]}), at most {table.max_ids} row(s) each")
+    k = plan.query.table.max_ids if relation.pid is not None else 1
+    where = ("none needed: the per-person aggregation above bounds it" if relation.bounded
+             else f"at most {k} row(s) per person kept (uniformly at random), after all "
+             "row-level filters" if relation.pid is not None else "none needed (row privacy)")
     lines = [f"table: {table.full_name}; privacy unit: {unit}",
              f"cost: epsilon={eps:.6g}, delta={delta:.3g}", "",
              f"typed relation {TYPED_SOURCE}: {table.full_name} with every column cast to its "
              "metadata type (a cell that does not convert is NULL): "
              + ", ".join(f"{c.name} {ENGINE_TYPES[c.type]}" for c in table.columns.values()), "",
-             "bounded plan (runs on the engine):", plan.exact.sql(DIALECT, pretty=True), "",
+             "relational plan (bounds from the metadata and the query text only):"]
+    lines += [f"  {i + 1}. {step}" for i, step in enumerate(relation.steps)]
+    lines += [f"  {len(relation.steps) + 1}. DP aggregation: each person adds at most {k} row(s); "
+              f"truncation: {where}", "",
+              "bounded plan (runs on the engine):", plan.exact.sql(DIALECT, pretty=True), "",
              "noisy statistics:"]
     for stat in plan.statistics:
         m = stat.mechanism

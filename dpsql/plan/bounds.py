@@ -212,9 +212,10 @@ class Deriver:
         quotients = [x / y if math.isfinite(y) else 0.0 for x in (a_lo, a_hi) for y in (b_lo, b_hi)]
         lo, hi = min(quotients), max(quotients)
         if isinstance(node, exp.IntDiv):
-            # Integer division truncates in DuckDB; the floor is a hull for either rule.
+            # DuckDB truncates integers and floors doubles: the hull of both rules is
+            # [floor(lowest quotient), trunc(highest quotient)].
             return (math.floor(lo) if math.isfinite(lo) else lo,
-                    math.ceil(hi) if math.isfinite(hi) else hi)
+                    math.trunc(hi) if math.isfinite(hi) else hi)
         return lo, hi
 
     def _anonymous(self, node) -> tuple:
