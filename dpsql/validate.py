@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from .errors import QueryError
 from .metadata import Metadata, Table
-from .plan.relations import resolve
+from .plan.resolve import resolve
 from .sql.binding import Binder as _Binder
 from .sql.binding import fail as _fail
 
