@@ -55,7 +55,7 @@ def describe(plan: Plan) -> str:
         lines.append(f"  threshold: a group is released only if {plan.threshold.name} >= "
                      f"{plan.tau:.6g} (delta={plan.threshold_delta:.3g} for keys not public)")
     elif plan.public_keys:
-        lines.append("  group keys: every public value from the metadata is released "
+        lines.append("  group keys: every public value (from the metadata or the query) is released "
                      "(absent ones as noisy zeros); no threshold needed")
     for note in plan.notes:
         lines.append(f"  note: {note}")

@@ -87,12 +87,19 @@ class Relation:
         for f in self.fields.values():
             columns[f.name] = Column(
                 f.name, f.kind, private_id=(f.name == self.pid), lower=f.lower, upper=f.upper,
-                nullable=f.nullable, values=tuple(sorted(f.domain, key=repr)) if f.domain is not None else None)
+                nullable=f.nullable, values=_ordered(f.domain))
         return Table(self.base.schema, self.base.name, columns, max_ids=self.k,
                      row_privacy=self.pid is None, censor_dims=self.base.censor_dims)
 
     def visible(self) -> list:
         return [f for f in self.fields.values() if f.name != HIDDEN_PID]
+
+
+def _ordered(domain) -> tuple | None:
+    """A public value set in a fixed order (numbers by value), so plans are reproducible."""
+    if domain is None:
+        return None
+    return tuple(sorted(domain, key=lambda v: (type(v).__name__, v)))
 
 
 # ------------------------------------------------------------------ scan

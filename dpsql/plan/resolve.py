@@ -39,8 +39,6 @@ class Resolver:
         env = dict(env)
         for cte in with_.expressions:
             name = cte.alias_or_name.lower()
-            if cte.args.get("materialized") is not None:
-                pass
             body = cte.this
             if not isinstance(body, exp.Select):
                 fail(f"the CTE {cte.alias_or_name!r} must be one SELECT (UNION, INTERSECT and "
