@@ -138,8 +138,10 @@ _NUMPY_TYPES = {"int": np.int64, "float": np.float64, "string": object, "boolean
 
 def _empty_noisy(plan: Plan) -> dict:
     """A zero-row stand-in for the noisy table, typed as the real one will be."""
-    cols = {name: np.array([], dtype=_NUMPY_TYPES[kind])
-            for name, kind in zip(plan.key_names, plan.key_kinds)}
+    cols = {}
+    for name, kind in zip(plan.key_names, plan.key_kinds):
+        cols[name] = np.array([], dtype=_NUMPY_TYPES[kind])
+        cols[name + "_null"] = np.array([], dtype=np.bool_)
     for stat in plan.statistics:
         integer = (stat.integer and stat.mechanism.grid >= 1) or stat.stat in (Stat.count,
                                                                               Stat.threshold)

@@ -12,14 +12,28 @@ import numpy as np
 from .privacy import Stat
 
 
-def _keys(values: np.ndarray) -> np.ndarray:
-    if isinstance(values, np.ma.MaskedArray):
-        if values.mask.any():       # NULL is a key like any other
-            out = values.data.astype(object)
-            out[values.mask] = None
-            return out
-        return values.data
-    return values
+NULL_SUFFIX = "_null"
+_FILL = {"int": (np.int64, 0), "float": (np.float64, 0.0), "boolean": (np.bool_, False),
+         "string": (object, "")}
+
+
+def _keys(values, kind: str) -> tuple:
+    """(values, is-NULL flags) of one key column, in a dtype fixed by the key's type.
+
+    NULL is a key like any other, but it must not change the column's type: an
+    int column holding a NULL would become an object column, which DuckDB types
+    from its values, so a group withheld by the threshold could still change the
+    output's dtype. The flags travel in their own column and post-processing puts
+    the NULLs back (``dpsql.plan.aggregate``)."""
+    mask = np.ma.getmaskarray(values)
+    if kind in ("datetime", "date"):
+        return _times(values), mask
+    dtype, fill = _FILL.get(kind, (object, ""))
+    data = np.ma.getdata(values)
+    if data.dtype != np.dtype(dtype) or mask.any():
+        data = data.astype(dtype)
+        data[mask] = fill
+    return data, mask
 
 
 def _times(values) -> np.ndarray:
@@ -32,8 +46,9 @@ def _times(values) -> np.ndarray:
 
 def add_noise(plan, exact: dict) -> dict:
     """``exact``: column name -> numpy array (masked where NULL), as the engine returns."""
-    columns = {name: _times(exact[name]) if kind in ("datetime", "date") else _keys(exact[name])
-               for name, kind in zip(plan.key_names, plan.key_kinds)}
+    columns = {}
+    for name, kind in zip(plan.key_names, plan.key_kinds):
+        columns[name], columns[name + NULL_SUFFIX] = _keys(exact[name], kind)
     clamp_counts = plan.query.table.clamp_counts
     rows = len(next(iter(exact.values()))) if exact else 0
     for stat in plan.statistics:

@@ -52,6 +52,7 @@ class StatisticSet:
                  types: dict | None = None):
         self.k, self.grouped, self.private_id, self.mechanisms = k, grouped, private_id, mechanisms
         self.types = types or {}
+        self.in_bounds: set = set()   # columns whose values are known to lie within their bounds
         self.items: list[Statistic] = []
 
     def add(self, label, aggregate, stat, l1, l2, integer, unit=1.0, centre=None) -> Statistic:
@@ -103,7 +104,8 @@ class StatisticSet:
         return Stat.sum_large_int if bound > self.mechanisms.large else Stat.sum_int
 
     def sum_of(self, value: exp.Expression, lower, upper, integer: bool, offset=0,
-               square_offset=None, label="", count: Statistic | None = None) -> Statistic:
+               square_offset=None, label="", count: Statistic | None = None,
+               in_bounds: bool = False) -> Statistic:
         """SUM of clamp(value) - offset, or of (clamp(value) - offset)^2 - square_offset.
 
         The last subtraction is not done per row: the engine sums clamp(value) (or
@@ -111,7 +113,7 @@ class StatisticSet:
         count ``count`` of the same rows (2 ms less per 10^7 rows). Only the
         sensitivity depends on the centring, and it is the centred one.
         """
-        row = clamp(value, lower, upper)
+        row = value if in_bounds else clamp(value, lower, upper)
         bound = max(abs(upper - offset), abs(lower - offset))
         if not math.isfinite(float(bound) * (float(bound) if square_offset is not None else 1.0) * self.k):
             raise QueryError(f"{label}: the column's bounds are too wide for this statistic "
@@ -211,7 +213,8 @@ def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expr
     lower, upper, integer = _bounds(col, node)
     value = _value(col)
     if isinstance(node, exp.Sum) and col.name.lower() not in counted:
-        return column(stats.sum_of(value, lower, upper, integer, label=node.sql("duckdb")).name)
+        return column(stats.sum_of(value, lower, upper, integer, label=node.sql("duckdb"),
+                                   in_bounds=col.name.lower() in stats.in_bounds).name)
     mid = (lower + upper) // 2 if integer else (lower + upper) / 2
     # A column declared non-nullable has COUNT(x) = COUNT(*): one statistic fewer. Sums
     # are then centred per row, since a cell that fails its cast is NULL all the same.
@@ -219,6 +222,7 @@ def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expr
     same_rows = counter if col.nullable is not False else None
     n = column(counter.name)
     s = column(stats.sum_of(value, lower, upper, integer, offset=mid,
+                            in_bounds=col.name.lower() in stats.in_bounds,
                             label=f"SUM({col.name} - {mid})", count=same_rows).name)
     if isinstance(node, exp.Sum):
         # Rebuilt from noisy values: computed where it cannot overflow (HUGEINT for

@@ -228,6 +228,8 @@ def validate(tree: exp.Select, metadata: Metadata) -> Query:
         where = binder.bind(where.this.copy(), "WHERE")
     keys = _resolve_group(tree, binder, items)
     distinct = bool(tree.args.get("distinct"))
+    if distinct and tree.args["distinct"].args.get("on") is not None:
+        _fail("DISTINCT ON is not supported: which row it keeps depends on the order of rows")
     if distinct and not keys and not any(i.find(exp.AggFunc) for i in items):
         # SELECT DISTINCT a, b is GROUP BY a, b (and then releases keys only).
         for item in items:

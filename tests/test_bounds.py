@@ -9,6 +9,9 @@ from __future__ import annotations
 import math
 
 import duckdb
+from sqlglot import exp
+
+import dpsql
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -104,3 +107,43 @@ def test_engine_values_lie_in_the_derived_interval(x, y, p, sql):
     values = Deriver(FIELDS).domain(expr, kind)
     if values is not None:
         assert value in values, (sql, value)
+
+
+# -- TRY is left out only where an integer operation cannot fail (dpsql.sql.ranges) -----
+
+def _int_expr(depth: int):
+    leaf = st.one_of(st.just("a"), st.just("b"), st.sampled_from(
+        ["0", "1", "-1", "2", "10", "-3", "7", "100", "2147483647", "9223372036854775807",
+         "-9223372036854775808", "4611686018427387904"]))
+    if depth == 0:
+        return leaf
+    sub = _int_expr(depth - 1)
+    return st.one_of(
+        leaf,
+        st.tuples(sub, st.sampled_from(["+", "-", "*", "//", "%"]), sub).map(
+            lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        sub.map(lambda e: f"-({e})"), sub.map(lambda e: f"ABS({e})"),
+        st.tuples(sub, sub).map(lambda t: f"CASE WHEN a > 0 THEN {t[0]} ELSE {t[1]} END"))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(sql=_int_expr(3), a=st.sampled_from([-2 ** 63, 2 ** 63 - 1, -1, 0, 1, 2 ** 62, -(2 ** 31)]),
+       b=st.sampled_from([-2 ** 63, 2 ** 63 - 1, -1, 0, 1, 3]))
+def test_integer_arithmetic_never_raises_on_any_bigint(sql, a, b):
+    tree = parse_query(f"SELECT {sql} AS e FROM T")
+    try:
+        expr, _ = check(tree.expressions[0].this, {"a": "int", "b": "int"}, "SELECT")
+    except dpsql.QueryError:
+        return
+    _CON.execute(f"SELECT {expr.sql('duckdb')} FROM (SELECT ({a})::BIGINT AS a, "
+                 f"({b})::BIGINT AS b)").fetchall()       # must not raise
+
+
+def test_safe_integer_operations_are_not_wrapped():
+    columns = {"age": "int"}
+    for sql, guarded in [("age // 10 * 10", False), ("age % 7", False),
+                         ("CASE WHEN age > 1 THEN 1 ELSE 0 END + 1", False),
+                         ("age - 30", True), ("age // 0", True), ("age // -1", True),
+                         ("-age", True), ("age * 2", True)]:
+        expr, _ = check(parse_query(f"SELECT {sql} FROM T").expressions[0], columns, "SELECT")
+        assert isinstance(expr, exp.Try) == guarded, (sql, expr.sql("duckdb"))

@@ -182,8 +182,11 @@ def test_explain_shows_the_relational_plan(frames):
     text = _reader(frames, "visits", epsilon=1.0).explain(
         "SELECT AVG(n) FROM (SELECT pid, COUNT(*) AS n FROM clinic.visits GROUP BY pid)")
     assert "relational plan" in text
-    assert "truncation: at most 6 row(s) per person" in text
-    assert "n [1, 6]" in text
+    assert "truncation: COUNT(*) per person capped at 6" in text
+    text = _reader(frames, "visits", epsilon=1.0).explain(
+        "SELECT AVG(c) FROM (SELECT pid, SUM(cost) AS c FROM clinic.visits GROUP BY pid)")
+    assert "truncation: at most 6 row(s) per person kept (uniformly at random)" in text
+    assert "c [0, 6000]" in text
     assert "each person adds at most 1 row(s)" in text
     assert "sensitivity L1=" in text
 
@@ -226,6 +229,11 @@ REFUSED = [
     ("WITH a AS (SELECT * FROM clinic.visits) SELECT * FROM a", "raw rows"),
     ("SELECT COUNT(*) FROM (SELECT pid FROM clinic.visits) AS s(x)", "column names after"),
     ("SELECT SUM(department) FROM clinic.visits", "numeric"),
+    # found by the black-box review: DISTINCT ON ran as DISTINCT
+    ("SELECT COUNT(*) FROM (SELECT DISTINCT ON (pid) * FROM clinic.visits)", "DISTINCT ON"),
+    ("SELECT DISTINCT ON (department) department FROM clinic.visits", "DISTINCT ON"),
+    ("SELECT COUNT(*) FROM (SELECT * REPLACE (cost * 2 AS cost) FROM clinic.visits)", "REPLACE"),
+    ("SELECT COUNT(*) FROM (SELECT * EXCLUDE (nope) FROM clinic.visits)", "no such column"),
 ]
 
 
@@ -236,6 +244,15 @@ def test_refused_for_free(frames, sql, message):
         r.execute_df(sql)
     assert message.lower() in str(info.value).lower(), str(info.value)
     assert r.spent == (0.0, 0.0)
+
+
+def test_star_exclude_inside_a_subquery(frames):
+    r = _reader(frames, "visits", epsilon=1.0)
+    plan = r._plan("SELECT COUNT(*) FROM (SELECT * EXCLUDE (cost, age) FROM clinic.visits)")
+    assert {"cost", "age"}.isdisjoint(plan.query.relation.fields)
+    assert plan.query.relation.pid == "pid"
+    with pytest.raises(dpsql.QueryError, match="unknown column"):
+        r.execute_df("SELECT SUM(cost) FROM (SELECT * EXCLUDE (cost) FROM clinic.visits)")
 
 
 def test_row_privacy_tables_refuse_aggregation_inside_subqueries(frames):

@@ -178,6 +178,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
     domains = _public_key_columns(query) if query.keys else None
     needs_threshold = bool(query.keys) and domains is None and table.censor_dims
     stats = StatisticSet(k, bool(query.keys), pid, privacy.mechanisms, types)
+    stats.in_bounds = {name for name, f in query.relation.fields.items() if f.in_bounds}
     aggregate_outputs = plan_aggregates(query.aggregates, table, stats)
     threshold = None
     if needs_threshold:
@@ -191,8 +192,11 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
     delta_t = _split_budget(stats, privacy, threshold, needs_threshold)
 
     # The exact query: typed relation -> filtered rows -> truncated -> grouped aggregates.
-    rows = _rows(query, pid, domains, types)
-    if pid is not None and not query.relation.bounded:
+    # Rows outside the public key values are dropped before truncation, so that the rows
+    # kept are ones the query uses; without truncation the grid join drops them anyway.
+    truncating = pid is not None and not query.relation.bounded
+    rows = _rows(query, pid, domains if truncating else None, types)
+    if truncating:
         fields = sorted({c.name for e in [n for n, _ in keys] + [s.aggregate for s in stats.items]
                          for c in e.find_all(exp.Column)}, key=str.lower)
         rows = truncated(rows, pid, k, [table.column(f).name if table.column(f) else f for f in fields])
@@ -206,7 +210,8 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
     if domains:
         exact = _join_grid(exact, domains, key_names, stats.items)
 
-    post = _post_query(query, aggregate_outputs, key_names, [kind for _, kind in keys])
+    post = _post_query(query, aggregate_outputs, key_names, [kind for _, kind in keys],
+                       [s.name for s in stats.items])
     passthrough = _passthrough(query, post)
     plan = Plan(query=query, exact=exact, post=post, statistics=stats.items, key_names=key_names,
                 output_names=[name for name, _ in query.outputs], public_keys=bool(domains),
@@ -256,7 +261,8 @@ def _passthrough(query: Query, post: exp.Select) -> list | None:
     return names
 
 
-def _post_query(query: Query, aggregate_outputs: list, key_names: list, key_kinds: list) -> exp.Select:
+def _post_query(query: Query, aggregate_outputs: list, key_names: list, key_kinds: list,
+                stat_names: list) -> exp.Select:
     """The user's SELECT list, HAVING, ORDER BY and LIMIT, over noisy statistics.
 
     They are typed by the same allow-list as row-level expressions (keys and
@@ -285,7 +291,14 @@ def _post_query(query: Query, aggregate_outputs: list, key_names: list, key_kind
     mapping += [(key, column(n)) for key, n in zip(query.keys, key_names)]
     items = [exp.alias_(substitute(typed(expr, "SELECT"), mapping), f"_o{i}", quoted=True)
              for i, (_, expr) in enumerate(query.outputs)]
-    post = exp.select(*items).from_(exp.to_table(NOISY_TABLE))
+    # Keys arrive with their NULLs in separate flag columns (dpsql.release): put them back.
+    restored = [exp.alias_(exp.Case(ifs=[exp.If(this=column(n + "_null"), true=exp.Null())],
+                                    default=column(n)), n, quoted=True) for n in key_names]
+    source = exp.select(*restored, *[column(s) for s in stat_names]).from_(exp.to_table(NOISY_TABLE)) \
+        if restored else None
+    post = exp.select(*items).from_(
+        exp.Subquery(this=source, alias=exp.TableAlias(this=exp.to_identifier(NOISY_TABLE)))
+        if source is not None else exp.to_table(NOISY_TABLE))
     if query.having is not None:
         post = post.where(substitute(Checker(table_types, leaf, "HAVING").predicate(query.having),
                                      mapping))

@@ -99,6 +99,7 @@ class Deriver:
     def __init__(self, fields: dict):
         self.fields = fields
         self.unbounded: list = []    # the parts that made an interval infinite, for messages
+        self.assumed = False         # an interval used a column's bounds (which data may break)
 
     # -- intervals ------------------------------------------------------------
     def interval(self, node: exp.Expression) -> tuple:
@@ -125,6 +126,7 @@ class Deriver:
                 return 0, 1
             if f.lower is None or f.upper is None:
                 return self._lost(node, "the column has no lower and upper bound in the metadata")
+            self.assumed = True
             return f.lower, f.upper
         if isinstance(node, exp.Boolean) or isinstance(node, _BOOLEAN_NODES):
             return 0, 1
@@ -265,6 +267,15 @@ class Deriver:
         if isinstance(node, (exp.Ln, exp.Log)) and lo <= 0:
             return self._lost(node, "a logarithm of a value that can be 0 or negative")
         return _monotone(f, lo, hi)
+
+    def guaranteed(self, node: exp.Expression, kind: str) -> bool:
+        """Every value the engine computes for an integer ``node`` lies in its interval,
+        whatever the data hold: the interval used no column's bounds, only literals and
+        the structure (``CASE ... THEN 1 ELSE 0``, ``LEAST(GREATEST(x, 0), 120)``)."""
+        self.assumed = False
+        lo, hi = self.interval(node)
+        return (kind == "int" and not self.assumed and math.isfinite(lo) and math.isfinite(hi)
+                and max(abs(lo), abs(hi)) < 2 ** 53)
 
     # -- domains --------------------------------------------------------------
     def domain(self, node: exp.Expression, kind: str):

@@ -69,7 +69,8 @@ def lift(query):
         name = f"_dpsql_e{len(new_fields)}"
         new_fields.append((Field(name, kind, lo if kind != "boolean" else None,
                                  hi if kind != "boolean" else None,
-                                 origin=node.this.sql("duckdb")[:60]), expr))
+                                 origin=node.this.sql("duckdb")[:60],
+                                 in_bounds=deriver.guaranteed(expr, kind)), expr))
         mapping.append((node, type(node)(this=column(name))))
     keys = list(query.keys)
     key_fields = _public_keys(query, relation, types, deriver)

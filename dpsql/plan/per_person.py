@@ -90,7 +90,8 @@ class _PerPerson:
             else:
                 agg, lo = exp.Count(this=checker.check(arg)[0]), 0
             return agg, Field(out, "int", lo, k, domain=tuple(range(lo, k + 1)), nullable=False,
-                              origin=f"{node.sql('duckdb')[:40]} per person, at most {k} rows")
+                              origin=f"{node.sql('duckdb')[:40]} per person, at most {k} rows",
+                              in_bounds=True)
         expr, kind = checker.check(arg)
         if isinstance(node, (exp.Min, exp.Max)) and kind not in ("int", "float", "boolean"):
             return type(node)(this=expr), Field(out, kind, origin=node.sql("duckdb")[:40])
@@ -111,10 +112,16 @@ class _PerPerson:
             engine = "BIGINT" if kind == "int" else "DOUBLE"
             return (exp.TryCast(this=exp.Sum(this=value), to=exp.DataType.build(engine)),
                     Field(out, kind, k * min(lo, 0), k * max(hi, 0),
-                          origin=f"SUM per person of {k} rows in [{lo:g}, {hi:g}]"))
+                          origin=f"SUM per person of {k} rows in [{lo:g}, {hi:g}]",
+                          in_bounds=kind == "int"))
         if isinstance(node, exp.Avg):
             return exp.Avg(this=value), Field(out, "float", lo, hi, origin="AVG per person")
-        return type(node)(this=value), Field(out, kind, lo, hi, origin=f"{node.key.upper()} per person")
+        return type(node)(this=value), Field(out, kind, lo, hi, origin=f"{node.key.upper()} per person",
+                                             in_bounds=kind == "int")
+
+
+def _counts_rows(node) -> bool:
+    return isinstance(node, exp.Count) and isinstance(node.this, (exp.Star, exp.Literal, exp.Boolean))
 
 
 def per_person(tree: exp.Select, child: Relation, binder: Binder, name: str) -> Relation:
@@ -187,7 +194,18 @@ def per_person(tree: exp.Select, child: Relation, binder: Binder, name: str) -> 
     rows = not_null_id(rows, child.pid)
     used = {child.pid} | {c.name for p in projections + key_exprs for c in p.find_all(exp.Column)}
     used = sorted((child.fields[u.lower()].name for u in used if u.lower() in child.fields), key=str.lower)
-    rows = truncated(rows, child.pid, child.k, used, prefix=f"_{len(child.steps)}")
+    # Counting rows per person alone: keeping k of a person's n rows and counting them
+    # gives min(n, k) whichever rows are kept, so the cap replaces the sampling.
+    count_only = len(keys) == 1 and all(_counts_rows(node) for node, _ in aggs)
+    if count_only:
+        cap = exp.Anonymous(this="LEAST", expressions=[exp.Count(this=exp.Star()),
+                                                        exp.Literal.number(child.k)])
+        projections = [p.transform(lambda n: cap.copy() if isinstance(n, exp.Count) else n)
+                       for p in projections]
+        how = f"COUNT(*) per person capped at {child.k} (the count of {child.k} kept rows)"
+    else:
+        rows = truncated(rows, child.pid, child.k, used, prefix=f"_{len(child.steps)}")
+        how = f"at most {child.k} row(s) per person kept (uniformly at random)"
     groups = [e.copy() for e in key_exprs]
     if not any(isinstance(e, exp.Column) and e.name == child.pid for e in groups):
         groups.append(column(child.pid))
@@ -199,8 +217,7 @@ def per_person(tree: exp.Select, child: Relation, binder: Binder, name: str) -> 
     k = 1 if len(keys) == 1 else child.k
     hidden = [n for n in fields if n.startswith("_dpsql_h")]
     steps = list(child.steps)
-    steps.append(f"truncation: at most {child.k} row(s) per person kept (uniformly at random), "
-                 f"before {name!r}")
+    steps.append(f"truncation: {how}, before {name!r}")
     steps.append(f"{name}: per-person aggregation by {', '.join(key.sql('duckdb') for key in keys)}"
                  f" -> at most {k} row(s) per person: "
                  + ", ".join(f"{f.name} {f.bounds_text()}" for n, f in fields.items()

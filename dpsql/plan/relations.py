@@ -47,6 +47,7 @@ class Field:
     nullable: bool = True
     is_id: bool = False                # exactly the person's id
     of_id: bool = False                # computed from the id: never a released key
+    in_bounds: bool = False            # every value lies within [lower, upper] by construction
     origin: str = ""                   # how it was derived, for explain
 
     def bounds_text(self) -> str:
@@ -161,9 +162,15 @@ def select_rows(tree: exp.Select, child: Relation, binder: Binder, name: str) ->
     projections, fields, seen = [], {}, set()
     for item in tree.expressions:
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
-            if item.args.get("except") or item.args.get("replace"):
-                fail(f"* EXCLUDE/REPLACE is not supported (inside {name!r}); list the columns")
-            for f in child.visible():
+            star = item if isinstance(item, exp.Star) else item.this
+            if any(star.args.get(k) for k in ("replace", "rename")):
+                fail(f"* REPLACE/RENAME is not supported (inside {name!r}); list the columns")
+            excluded = set()
+            for col in star.args.get("except_") or star.args.get("except") or []:
+                if not isinstance(col, exp.Column) or child.fields.get(col.name.lower()) is None:
+                    fail(f"* EXCLUDE ({col.sql('duckdb')}): no such column (inside {name!r})")
+                excluded.add(col.name.lower())
+            for f in [f for f in child.visible() if f.name.lower() not in excluded]:
                 _check_name(f.name, seen, name)
                 projections.append(exp.alias_(column(f.name), f.name, quoted=True))
                 fields[f.name.lower()] = replace(f)
@@ -195,6 +202,9 @@ def select_rows(tree: exp.Select, child: Relation, binder: Binder, name: str) ->
         cond = Checker(types, clause=f"WHERE of {name!r}").predicate(binder.bind(where.this.copy(), "WHERE"))
         sql = sql.where(cond)
     if tree.args.get("distinct"):
+        if tree.args["distinct"].args.get("on") is not None:
+            fail(f"DISTINCT ON is not supported (inside {name!r}): which row it keeps depends "
+                 "on the order of other rows")
         if pid is None or not any(f.is_id for f in fields.values() if f.name != HIDDEN_PID):
             fail(f"SELECT DISTINCT inside {name!r} must include the privacy unit's id among its "
                  "columns: otherwise it merges rows of different persons")

@@ -17,6 +17,7 @@ from typing import Callable
 from sqlglot import exp
 
 from ..errors import QueryError
+from .ranges import cannot_fail
 from .allowed import (CAST_REFUSED, CAST_TARGETS, DATE_PARTS, ENGINE_TYPES, NUMERIC, TEMPORAL,
                       TRUNC_PARTS, entry_for, name_of)
 
@@ -381,7 +382,10 @@ class Checker:
             self._need(child, kind, NUMERIC, node.key.upper())
             parts[key], _ = out, kinds.append(kind)
         kind = "float" if "float" in kinds else "int" if "int" in kinds else "null"
-        return exp.Try(this=self._rebuild(node, parts)), kind
+        new = self._rebuild(node, parts)
+        if kinds == ["int", "int"] and not isinstance(node, exp.Div) and cannot_fail(new, self.columns):
+            return new, kind
+        return exp.Try(this=new), kind
 
     def _div(self, node):
         out, _ = self._arith(node)
@@ -392,7 +396,10 @@ class Checker:
             return number_literal(node.this.this, negative=True)
         inner, kind = self.check(node.this)
         self._need(node.this, kind, NUMERIC, "-")
-        return exp.Try(this=exp.Neg(this=inner)), kind
+        new = exp.Neg(this=inner)
+        if kind == "int" and cannot_fail(new, self.columns):
+            return new, kind
+        return exp.Try(this=new), kind
 
     def _unary(self, node, allowed: set, result: str | None, what: str = "", extra=()) -> Typed:
         self._only(node, {"this"} | set(extra))
