@@ -1,11 +1,14 @@
 """Step 2: check a parsed SELECT against the metadata; refuse what is not private.
 
-Owns: every refusal about the query's shape. The output, a ``Query``, is a
-normalised tree (columns unqualified and named as in the metadata, GROUP BY
-ordinals and aliases resolved) plus the pieces the planner needs. Only three
-parts of a query ever touch private rows: WHERE, the GROUP BY keys and the
-arguments of aggregates. They must be row-level (no aggregates, windows or
-subqueries). Everything else is evaluated later on noisy results only.
+Owns: every refusal about the shape of the released aggregation. Its FROM
+(tables, CTEs, subqueries) is resolved into one relation by
+``dpsql.plan.resolve``, which owns the refusals inside it. The output, a
+``Query``, is a normalised tree (columns unqualified and named as in that
+relation, GROUP BY ordinals and aliases resolved) plus the pieces the planner
+needs. Besides FROM, only three parts of the query touch private rows: WHERE,
+the GROUP BY keys and the arguments of aggregates. They must be row-level (no
+aggregates, windows or subqueries). Everything else is evaluated later on
+noisy results only.
 """
 from __future__ import annotations
 

@@ -550,6 +550,8 @@ class QueryGen:
         self.keys: list = []  # (sql, type) of the GROUP BY keys: leaves in post mode
         self.aggs: list = []  # (sql, type) of the aggregates drawn so far
         self.agg_cols: list = []  # columns aggregated so far
+        self.prefix, self.prefix_params = "", []   # a WITH clause, and its parameters
+        self.late_params: list = []  # parameters of a subquery in FROM (after the SELECT list)
 
     # -- helpers -----------------------------------------------------------
     def flag(self, p):
@@ -836,8 +838,12 @@ class QueryGen:
         if kind == "float" and numeric and not self.flag(0.2):
             fn = self.pick(("AVG", "SUM", "VAR", "VARIANCE", "VAR_POP", "VAR_SAMP", "STDDEV",
                             "STD", "STDDEV_POP", "STDDEV_SAMP"))
-            if self.flag(0.05):
-                return f"{fn}({self.expr('int', 1)})", "float"     # refused: not a column
+            if self.flag(0.15):      # an expression: bounds derived (or refused if unbounded)
+                arg = self.expr(self.pick(("int", "float")), 1)
+                if self.flag(0.5):
+                    arg = f"LEAST(GREATEST({arg}, -5), 5)"
+                where = f" FILTER (WHERE {self.expr('boolean', 1)})" if self.flag(0.2) else ""
+                return f"{fn}({arg}){where}", "float"
             col = (self.pick(again) if again and self.flag(0.4) else
                    self.pick(numeric) if not self.flag(0.05) else self.pick(cols))
             self.agg_cols.append(col)
@@ -881,10 +887,35 @@ class QueryGen:
             table = self.pick(("S.Nope", "(SELECT 1) q", "read_csv('x.csv')",
                                f"{table} USING SAMPLE 10", f"{table} TABLESAMPLE 10",
                                f"{table}, {table} b", f"{table} JOIN {table} b ON TRUE"))
-        if self.flag(0.2):
+        wrapped = self.flag(0.25)
+        if wrapped:
+            # Row-level SQL before aggregation: the same columns through a subquery or CTE
+            # (dpsql/plan/); the properties must hold through them as on the table.
+            inner = ""
+            if self.flag(0.5):
+                saved, self.params = self.params, []
+                inner = f" WHERE {self.expr('boolean', 1)}"
+                inner_params, self.params = self.params, saved
+            else:
+                inner_params = []
+            form = self.pick(("subquery", "cte", "nested", "derived"))
+            if form == "cte":
+                self.prefix = f"WITH c1 AS (SELECT * FROM {table}{inner}) "
+                self.prefix_params = inner_params
+                table = "c1"
+            else:
+                self.late_params = inner_params
+                extra = ""
+                if form == "derived":
+                    num = [c for c in self.scn.columns if c.type in ("int", "float")]
+                    if num:
+                        extra = f", {self.colref(self.pick(num))} * 2 AS _twice"
+                table = (f"(SELECT *{extra} FROM {table}{inner})" if form != "nested" else
+                         f"(SELECT * FROM (SELECT * FROM {table}) AS i{inner})")
+        if self.flag(0.2) or (wrapped and table.startswith("(")):
             self.qualifier = self.pick(("t", "q", "Alias1"))
             return f"{table} AS {self.qualifier}"
-        if self.flag(0.1):
+        if self.flag(0.1) and not wrapped:
             self.qualifier = tname
         return table
 
@@ -926,7 +957,9 @@ class QueryGen:
             head += "DISTINCT "
         if self.flag(0.03):
             head += f"TOP {self.ints(0, 5)} "
-        sql = head + ", ".join(items) + f" FROM {table}"
+        sql = self.prefix + head + ", ".join(items) + f" FROM {table}"
+        # Parameters in text order: the WITH clause's, the SELECT list's, the subquery's.
+        self.params = self.prefix_params + self.params + self.late_params
         if self.flag(0.7):
             sql += f" WHERE {self.expr('boolean', self.pick((1, 2, 3, 0)))}"
         if key_refs and not distinct_keys:
