@@ -146,6 +146,11 @@ class StatisticSet:
             bound += unit / 2 if unit != 1.0 else 0
         elif subtract:
             centre = (subtract / unit, count.name)
+        if bound <= 0:
+            # A constant column (lower == upper): the centred sum is always 0. Its noise
+            # is calibrated to one unit rather than refused (a sensitivity of 0 is not a
+            # mechanism); it costs accuracy only.
+            bound = unit
         agg = exp.Sum(this=row)
         return self.add(label, agg, self._sum_stat(bound, integer), self.k * bound,
                         self.k * bound, integer, unit, centre)

@@ -122,6 +122,10 @@ CASES = [
      "visit_time) // 6 AS m FROM clinic.visits) GROUP BY m",
      "SELECT m, AVG(LEAST(c2, 2000)) AS a FROM (SELECT pid, cost * 2 AS c2, EXTRACT(hour FROM "
      "visit_time) // 6 AS m FROM clinic.visits) GROUP BY m", ["m"]),
+    ("pid", "SELECT AVG(n) AS a, COUNT(*) AS persons FROM (SELECT pid, COUNT(*) AS n FROM "
+     "PUMS.PUMS GROUP BY pid)", None, []),
+    ("dup", "SELECT n, COUNT(*) AS persons, AVG(i) AS mean_income FROM (SELECT pid, COUNT(*) AS n, "
+     "AVG(income) AS i FROM PUMS.PUMS GROUP BY pid) GROUP BY n", None, ["n"]),
     ("visits", "SELECT AVG(top) AS a, AVG(low) AS b FROM (SELECT pid, MAX(cost) AS top, MIN(age) "
      "AS low FROM clinic.visits GROUP BY pid)",
      "SELECT AVG(LEAST(top, 1000)) AS a, AVG(low) AS b FROM (SELECT pid, MAX(cost) AS top, "
@@ -176,6 +180,21 @@ def test_per_person_contribution_bounds(frames):
     stats = r._plan("SELECT COUNT(*) FROM (SELECT pid, department FROM clinic.visits "
                     "GROUP BY pid, department)").statistics
     assert [s.l1 for s in stats] == [6]
+
+
+def test_statistics_of_one_expression_are_shared(frames):
+    r = _reader(frames, "visits", epsilon=1.0)
+    sql = ("SELECT AVG(age - 30) AS a, SUM(age - 30) AS s, COUNT(age - 30) AS c, "
+           "VAR(age - 30) AS v FROM clinic.visits")
+    stats = r._plan(sql).statistics
+    # one count, one centred sum, one centred sum of squares: as for a plain column
+    assert len(stats) == 3 and stats[0].label.startswith("COUNT")
+    assert [s.l1 for s in stats] == [6, 6 * 50, 6 * 1250]
+    df = _reader(frames, "visits").execute_df(sql)
+    want = _truth(frames, "visits", "SELECT AVG(age - 30), SUM(age - 30), COUNT(age - 30), "
+                                    "VAR_SAMP(age - 30) FROM clinic.visits").iloc[0].tolist()
+    for got, w in zip(df.iloc[0].tolist(), want):
+        assert _close(got, w, rel=0.02, absolute=3)
 
 
 def test_explain_shows_the_relational_plan(frames):

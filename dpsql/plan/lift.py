@@ -51,8 +51,12 @@ def lift(query):
     new_fields: list = []
     mapping: list = []
     deriver = Deriver(relation.fields)
+    lifted: dict = {}      # argument (as written) -> its column: AVG(x + 1), SUM(x + 1) share one
     for node in query.aggregates:
         if not isinstance(node, BOUNDED_AGGREGATES) or isinstance(node.this, exp.Column):
+            continue
+        if node.this in lifted:
+            mapping.append((node, type(node)(this=column(lifted[node.this]))))
             continue
         if isinstance(node.this, exp.Distinct):
             raise QueryError(f"{node.sql('duckdb')[:60]}: DISTINCT is supported in COUNT only")
@@ -72,6 +76,12 @@ def lift(query):
                                  origin=node.this.sql("duckdb")[:60],
                                  in_bounds=deriver.guaranteed(expr, kind)), expr))
         mapping.append((node, type(node)(this=column(name))))
+        lifted[node.this.copy()] = name
+    for node in query.aggregates:
+        # COUNT(x + 1) next to AVG(x + 1) counts the same column: one statistic, and the
+        # sum can be centred on it.
+        if isinstance(node, exp.Count) and node.this in lifted:
+            mapping.append((node, exp.Count(this=column(lifted[node.this]))))
     keys = list(query.keys)
     key_fields = _public_keys(query, relation, types, deriver)
     if key_fields:
