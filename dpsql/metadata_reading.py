@@ -278,6 +278,9 @@ def _semantic_column(name, column, path, clamp_columns, found):
         if _scalar_ok(value) and not _matches(kind, value):
             found.add(path + ("values", i), f"{value!r} is not a value of type {kind}; list "
                       "values of the column's type (quote them for a string column)")
+        elif kind == "int" and isinstance(value, int) and not -2 ** 63 <= value < 2 ** 63:
+            found.add(path + ("values", i), f"{value!r} is beyond the 64-bit integers an int "
+                      "column holds; remove it")
     card = column.get("cardinality")
     if isinstance(card, int) and not isinstance(card, bool) and 0 < card < len(values):
         found.add(path + ("cardinality",), f"{card} is smaller than the {len(values)} "

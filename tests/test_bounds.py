@@ -112,9 +112,9 @@ def test_engine_values_lie_in_the_derived_interval(x, y, p, sql):
 # -- TRY is left out only where an integer operation cannot fail (dpsql.sql.ranges) -----
 
 def _int_expr(depth: int):
-    leaf = st.one_of(st.just("a"), st.just("b"), st.sampled_from(
+    leaf = st.one_of(st.just("a"), st.just("b"), st.just("SIGN(a)"), st.sampled_from(
         ["0", "1", "-1", "2", "10", "-3", "7", "100", "2147483647", "9223372036854775807",
-         "-9223372036854775808", "4611686018427387904"]))
+         "-9223372036854775808", "4611686018427387904", "127", "-128", "32767", "126"]))
     if depth == 0:
         return leaf
     sub = _int_expr(depth - 1)
@@ -147,3 +147,36 @@ def test_safe_integer_operations_are_not_wrapped():
                          ("-age", True), ("age * 2", True)]:
         expr, _ = check(parse_query(f"SELECT {sql} FROM T").expressions[0], columns, "SELECT")
         assert isinstance(expr, exp.Try) == guarded, (sql, expr.sql("duckdb"))
+
+
+@pytest.mark.parametrize("sql, expected", [
+    ("CASE WHEN x > 50 THEN 1 ELSE 0 END", (0, 1)), ("LEAST(GREATEST(u, 0), 120)", (0, 120)),
+    ("IF(b, 3, -2) * 2", (-4, 6)), ("ABS(LEAST(GREATEST(u, -5), 3))", (0, 5)),
+    ("LEAST(GREATEST(u, 0), 100) // 10", (0, 10)), ("LEAST(GREATEST(u, -9), 9) % 4", (-3, 3)),
+    ("u", None), ("x", None), ("x - 30", None), ("GREATEST(u, 0)", None),
+    # found by review: values computed in floating point never qualify
+    ("(CAST(FLOOR(CBRT(64)) AS BIGINT) - 3) * 1000000", None),
+    ("CASE WHEN x > 50 THEN 9007199254740993 ELSE 9007199254740992 END // 1 - 9007199254740992",
+     (0, 1)),
+])
+def test_guaranteed_intervals_hold_for_any_data(sql, expected):
+    expr, kind = _expr(sql)
+    assert Deriver(FIELDS).guaranteed(expr, kind) == expected
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(sql=_int_expr(3), a=st.sampled_from([-2 ** 63, 2 ** 63 - 1, -1, 0, 1, 2 ** 62, -(2 ** 31)]),
+       b=st.sampled_from([-2 ** 63, 2 ** 63 - 1, -1, 0, 1, 3]))
+def test_guaranteed_intervals_contain_engine_values(sql, a, b):
+    fields = {"a": Field("a", "int"), "b": Field("b", "int")}
+    tree = parse_query(f"SELECT {sql} AS e FROM T")
+    try:
+        expr, kind = check(tree.expressions[0].this, {"a": "int", "b": "int"}, "SELECT")
+    except dpsql.QueryError:
+        return
+    exact = Deriver(fields).guaranteed(expr, kind)
+    if exact is None:
+        return
+    value = _CON.execute(f"SELECT {expr.sql('duckdb')} FROM (SELECT ({a})::BIGINT AS a, "
+                         f"({b})::BIGINT AS b)").fetchall()[0][0]
+    assert value is None or exact[0] <= value <= exact[1], (sql, a, b, value, exact)

@@ -296,3 +296,40 @@ def test_derived_columns_keep_types_from_the_metadata(frames):
                       "FROM clinic.visits")
     assert df.s.dtype == np.int64 and df.z.dtype == np.float64 and df.b.dtype == np.int64
     assert math.isfinite(df.z[0])
+
+
+def test_public_values_that_do_not_convert_never_release_the_null_group(frames):
+    """Found by review: a listed value the engine type cannot hold became NULL in the grid,
+    and the grid then released the NULL group (rows whose key is NULL) as if listed. Such
+    values are refused now, and the grid drops NULLs whatever it holds."""
+    meta = _meta("pums")
+    meta["PUMS"]["PUMS"]["PUMS"]["age"]["values"] = [99999999999999999999, 40]
+    with pytest.raises(dpsql.MetadataError, match="64-bit"):
+        dpsql.Metadata.load(meta)
+    # without truncation (row privacy) no IN filter runs: the grid join alone must keep
+    # rows whose key is NULL out of every released group
+    frame = frames["pums"].copy()
+    frame["educ"] = frame["educ"].astype(object)
+    frame.loc[frame.index[:300], "educ"] = None
+    meta = _meta("pums")
+    meta["PUMS"]["PUMS"]["PUMS"]["educ"]["values"] = ["9", "13"]
+    r = dpsql.from_df({"PUMS.PUMS": frame}, meta, privacy=dpsql.Privacy(epsilon=1e4))
+    df = r.execute_df("SELECT educ, COUNT(*) AS n FROM PUMS.PUMS GROUP BY educ")
+    assert list(df.educ) == ["13", "9"]
+    want = frame.educ.astype(str).value_counts()
+    assert abs(df.n[1] - want["9"]) <= 2 and abs(df.n[0] - want["13"]) <= 2
+
+
+def test_floating_point_bounds_are_widened_and_clamped(frames):
+    """Found by review: CBRT(64) is 4 in DuckDB and 3.9999999999999996 in Python, so a FLOOR of
+    it had the interval [0, 0] and the clamp was skipped: each row added 10^6 unnoticed."""
+    sql = ("SELECT SUM(CASE WHEN age > 50 THEN (CAST(FLOOR(CBRT(64)) AS BIGINT) - 3) * 1000000 "
+           "ELSE 0 END) AS s FROM clinic.visits")
+    r = _reader(frames, "visits", epsilon=1.0)
+    plan = r._plan(sql)
+    field = plan.query.relation.fields["_dpsql_e0"]
+    assert not field.in_bounds and field.upper >= 1000000
+    assert plan.statistics[0].l1 >= 6 * 1000000
+    got = _reader(frames, "visits").execute_df(sql).s[0]
+    want = _truth(frames, "visits", sql).s[0]
+    assert _close(got, want, rel=0.02, absolute=3)

@@ -3,7 +3,8 @@
 Two data sets differ in one person: clinic.visits with and without a person
 who has 40 visits (more than max_ids = 6, so truncation must act), each at the
 top of every bound (cost 1000), far beyond an unbounded column's sensible range
-(duration 10^6 minutes) and outside a declared bound (age 1000). Each query is
+(duration 10^6 minutes) and, in one row, outside a declared bound (age 1000; the
+others are at the bound, 100). Each query is
 run many times on both; ``tests/neighbours.py`` fails if an outcome bucket is
 seen more often on one side than the query's charge allows (Clopper-Pearson,
 family-wise false alarm < 1e-6).
@@ -35,8 +36,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
 def readers():
     visits = pd.read_csv(DATA / "visits.csv")
     visits["visit_time"] = pd.to_datetime(visits["visit_time"])
-    person = pd.DataFrame({"pid": [99999] * 40, "age": [1000] * 40,
-                           "visit_time": pd.date_range("2025-03-01 03:00", periods=40, freq="D"),
+    person = pd.DataFrame({"pid": [99999] * 40, "age": [100] * 39 + [1000],
+                           "visit_time": pd.date_range("2025-03-01 23:00", periods=40, freq="D"),
                            "department": ["rare"] * 40, "cost": [1000.0] * 40,
                            "duration_min": [10 ** 6] * 40})
     with_person = pd.concat([visits, person], ignore_index=True)
@@ -125,7 +126,8 @@ def test_public_key_from_a_literal_case(readers):
 
 
 def test_values_outside_a_derived_domain_are_not_released(readers):
-    # the person's age 1000 gives the bucket 100, outside [0, 100] // 10: never a key
+    # the person's age 1000 (one of 40 rows) gives the bucket 100, outside [0, 100] // 10:
+    # never a key
     sql = "SELECT age // 10 AS d, COUNT(*) AS n FROM clinic.visits GROUP BY d"
     a, b = _check(readers, sql, lambda df: tuple(df.d))
     assert set(a.counts) | set(b.counts) == {("answer", tuple(range(11)))}
@@ -168,3 +170,35 @@ def test_output_types_do_not_depend_on_withheld_null_keys(person, sql):
     """A NULL key that only the person creates is withheld by the threshold; the output's
     dtypes must not show it was there (they did, deterministically, at any epsilon)."""
     attack(_dtype_pair(person), sql, lambda df: tuple(str(t) for t in df.dtypes), runs=30)
+
+
+# -- each derived-bounds rule: SUM(e) charged for e's derived interval --------------------
+
+RULES = ["age - 30", "cost * 0.1", "cost / (age + 1)", "ABS(age - 50)", "age // 10", "age % 7",
+         "POWER(age, 2)", "SQRT(cost)", "LN(cost + 1)", "EXP(age / 50.0)", "CAST(cost AS BIGINT)",
+         "ROUND(cost / 3)", "EXTRACT(hour FROM visit_time)", "COALESCE(age, 100)",
+         "NULLIF(age, 0)", "IF(cost > 500, age, 0)", "-age", "FLOOR(cost / 7)"]
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_each_bounds_rule_charges_its_interval(readers, rule):
+    """The person's kept rows sit where the expression is largest in magnitude (age 100,
+    cost 1000, 23h). The bucket is "the answer is beyond the exact sum without the person by
+    twice the charged sensitivity, on the person's side": rare on both sides when the charge
+    is right, but common
+    with the person if their rows moved the sum by more than was charged (checked by hand: a
+    derived interval 5x too narrow with its clamp left out fails for each rule but age % 7,
+    whose interval [0, 7] is loose: the person's rows are at 2 and 6)."""
+    sql = f"SELECT SUM({rule}) AS s FROM clinic.visits"
+    plan = readers["without"]._plan(sql)
+    field = next(f for name, f in plan.query.relation.fields.items() if name.startswith("_dpsql_e"))
+    lo, hi = field.lower, field.upper
+    (stat,) = plan.statistics
+    assert stat.l1 == pytest.approx(6 * max(abs(lo), abs(hi)), rel=1e-3)
+    # the exact value the plan computes without the person (read from the engine by the
+    # test, never released), so the bucket follows the plan whatever its bounds
+    base = float(readers["without"].engine.run(plan.exact_sql)[stat.name][0]) * stat.unit
+    sign = -1 if abs(lo) > abs(hi) else 1      # the side of the person's extreme values
+    a, b = attack(_pair(readers), sql, lambda df: bool(sign * (df.s[0] - base) > 2 * stat.l1),
+                  runs=100)
+    assert a.epsilon == pytest.approx(EPSILON)

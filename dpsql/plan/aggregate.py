@@ -129,8 +129,11 @@ def _grid(domains: list) -> exp.Select:
                                                        columns=[exp.to_identifier(f"_k{i}", quoted=True)]))
         # DISTINCT: two listed values may be one engine value ('2020-01-01' and
         # '2020-01-01 00:00:00'); one group must be released once, with one share of noise.
-        values = exp.Subquery(this=exp.select(exp.Star()).from_(values).distinct(),
-                              alias=exp.TableAlias(this=exp.to_identifier(f"_d{i}")))
+        # NOT NULL: a listed value the engine type cannot hold (an integer beyond 64 bits)
+        # converts to NULL, and must not release the NULL group in its place.
+        values = exp.Subquery(this=exp.select(exp.Star()).from_(values).distinct().where(
+            exp.Not(this=exp.Is(this=column(f"_k{i}"), expression=exp.Null()))),
+            alias=exp.TableAlias(this=exp.to_identifier(f"_d{i}")))
         grid = exp.select(exp.Star()).from_(values) if grid is None else grid.join(values, join_type="CROSS")
     return grid
 

@@ -58,6 +58,14 @@ def _monotone(f, lo, hi) -> tuple:
         return -INF, INF
 
 
+def _outward(ends: tuple) -> tuple:
+    """A floating-point result widened by a few ulps: DuckDB's SQRT, CBRT, LN, EXP and
+    POWER may round differently from Python's (CBRT(64) is 4 there, 3.9999999999999996
+    here), and a FLOOR of it must not lose the value the engine computes."""
+    lo, hi = min(ends), max(ends)
+    return lo - abs(lo) * 1e-12 - 1e-300, hi + abs(hi) * 1e-12 + 1e-300
+
+
 def _number(node) -> float | None:
     """The value of a numeric literal (possibly negated, parenthesised), else None."""
     negative = False
@@ -99,7 +107,6 @@ class Deriver:
     def __init__(self, fields: dict):
         self.fields = fields
         self.unbounded: list = []    # the parts that made an interval infinite, for messages
-        self.assumed = False         # an interval used a column's bounds (which data may break)
 
     # -- intervals ------------------------------------------------------------
     def interval(self, node: exp.Expression) -> tuple:
@@ -126,7 +133,6 @@ class Deriver:
                 return 0, 1
             if f.lower is None or f.upper is None:
                 return self._lost(node, "the column has no lower and upper bound in the metadata")
-            self.assumed = True
             return f.lower, f.upper
         if isinstance(node, exp.Boolean) or isinstance(node, _BOOLEAN_NODES):
             return 0, 1
@@ -160,7 +166,7 @@ class Deriver:
         if isinstance(node, (exp.Floor, exp.Ceil, exp.Trunc)):
             lo, hi = self.interval(node.this)
             f = {exp.Floor: math.floor, exp.Ceil: math.ceil, exp.Trunc: math.trunc}[type(node)]
-            return _monotone(f, lo, hi) if math.isfinite(lo) and math.isfinite(hi) else (lo, hi)
+            return _outward(_monotone(f, lo, hi)) if math.isfinite(lo) and math.isfinite(hi) else (lo, hi)
         if isinstance(node, exp.Round):
             lo, hi = self.interval(node.this)
             digits = _number(node.args.get("decimals")) or 0
@@ -238,13 +244,12 @@ class Deriver:
             return self._lost(node, "the exponent of POWER must be a literal for bounds")
         if float(p).is_integer() and p >= 0:
             p = int(p)
-            ends = [_monotone(lambda v: float(v) ** p, lo, hi)]
-            a, b = ends[0]
+            a, b = _outward(_monotone(lambda v: float(v) ** p, lo, hi))
             if p % 2 == 0 and lo < 0 < hi:
                 return 0, max(a, b)
             return min(a, b), max(a, b)
         if lo > 0:
-            a, b = _monotone(lambda v: float(v) ** p, lo, hi)
+            a, b = _outward(_monotone(lambda v: float(v) ** p, lo, hi))
             return min(a, b), max(a, b)
         return self._lost(node, "POWER with a negative or fractional exponent of a value "
                                 "that can be 0 or negative")
@@ -266,16 +271,23 @@ class Deriver:
             return self._lost(node, "SQRT of a value that can be negative")
         if isinstance(node, (exp.Ln, exp.Log)) and lo <= 0:
             return self._lost(node, "a logarithm of a value that can be 0 or negative")
-        return _monotone(f, lo, hi)
+        return _outward(_monotone(f, lo, hi))
 
-    def guaranteed(self, node: exp.Expression, kind: str) -> bool:
-        """Every value the engine computes for an integer ``node`` lies in its interval,
-        whatever the data hold: the interval used no column's bounds, only literals and
-        the structure (``CASE ... THEN 1 ELSE 0``, ``LEAST(GREATEST(x, 0), 120)``)."""
-        self.assumed = False
-        lo, hi = self.interval(node)
-        return (kind == "int" and not self.assumed and math.isfinite(lo) and math.isfinite(hi)
-                and max(abs(lo), abs(hi)) < 2 ** 53)
+    def guaranteed(self, node: exp.Expression, kind: str) -> tuple | None:
+        """The interval of an integer ``node`` that holds whatever the data are, or None.
+
+        Only for trees of integer literals and columns (taken as unbounded: the data
+        need not respect the metadata), integer ``+ - * // %``, unary minus, ``ABS``,
+        ``SIGN``, ``CASE``/``IF``, ``COALESCE``, ``NULLIF``, ``GREATEST``/``LEAST``,
+        computed exactly in integers: ``CASE ... THEN 1 ELSE 0 END`` is ``[0, 1]``,
+        ``LEAST(GREATEST(x, 0), 120)`` is ``[0, 120]``. A sum over such a column
+        needs no clamp. Nothing evaluated in floating point qualifies."""
+        if kind != "int":
+            return None
+        found = _exact(node, self.fields)
+        if found is None or not all(isinstance(v, int) for v in found):
+            return None
+        return found
 
     # -- domains --------------------------------------------------------------
     def domain(self, node: exp.Expression, kind: str):
@@ -351,3 +363,73 @@ class Deriver:
             return None
         values = range(math.ceil(lo), math.floor(hi) + 1)
         return {float(v) for v in values} if kind == "float" else set(values)
+
+
+def _exact(node, fields):
+    """Exact integer interval (ints, or +-inf floats) over the constructs ``guaranteed`` allows."""
+    if isinstance(node, (exp.Paren, exp.Try)):
+        return _exact(node.this, fields)
+    if isinstance(node, exp.Literal) and not node.is_string:
+        text = node.this.replace("_", "")
+        return (int(text), int(text)) if text.isdigit() else None
+    if isinstance(node, exp.Null):
+        return INF, -INF
+    if isinstance(node, exp.Column):
+        f = fields.get(node.name.lower())
+        return (-INF, INF) if f is not None and f.kind == "int" else None
+    if isinstance(node, exp.Neg):
+        inner = _exact(node.this, fields)
+        return None if inner is None else (-inner[1], -inner[0])
+    if isinstance(node, exp.Abs):
+        inner = _exact(node.this, fields)
+        if inner is None:
+            return None
+        lo, hi = inner
+        return (lo, hi) if lo >= 0 else (-hi, -lo) if hi <= 0 else (0, max(-lo, hi))
+    if isinstance(node, exp.Sign):
+        return -1, 1
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.IntDiv, exp.Mod)):
+        a, b = _exact(node.this, fields), _exact(node.expression, fields)
+        if a is None or b is None:
+            return None
+        if isinstance(node, exp.Add):
+            return a[0] + b[0], a[1] + b[1]
+        if isinstance(node, exp.Sub):
+            return a[0] - b[1], a[1] - b[0]
+        if isinstance(node, exp.Mul):
+            products = [_mul(x, y) for x in a for y in b]
+            return min(products), max(products)
+        if not (b[0] > 0 or b[1] < 0) or not all(isinstance(v, int) for v in b):
+            return None
+        if isinstance(node, exp.Mod):      # the sign of the dividend, below |divisor|
+            m = max(abs(b[0]), abs(b[1])) - 1
+            return (-m if a[0] < 0 else 0), (m if a[1] > 0 else 0)
+        quotients = [_trunc_div(x, y) for x in a for y in b]
+        return min(quotients), max(quotients)
+    if isinstance(node, exp.Case):
+        branches = [i.args.get("true") for i in node.args.get("ifs") or []]
+        if node.args.get("default") is not None:
+            branches.append(node.args["default"])
+        parts = [_exact(b, fields) for b in branches]
+        return None if any(p is None for p in parts) else _hull(parts)
+    if isinstance(node, exp.Nullif):
+        return _exact(node.this, fields)
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() in ("greatest", "least", "coalesce"):
+        parts = [_exact(a, fields) for a in node.expressions]
+        if any(p is None for p in parts):
+            return None
+        name = str(node.this).lower()
+        if name == "greatest":
+            return max(p[0] for p in parts), max(p[1] for p in parts)
+        if name == "least":
+            return min(p[0] for p in parts), min(p[1] for p in parts)
+        return _hull(parts)
+    return None
+
+
+def _trunc_div(x, y):
+    """x / y truncated toward zero, exactly for ints (DuckDB's integer division)."""
+    if not isinstance(x, int):
+        return x if y > 0 else -x          # an infinite dividend stays infinite
+    q = abs(x) // abs(y)
+    return q if (x >= 0) == (y > 0) else -q

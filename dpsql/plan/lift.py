@@ -70,11 +70,16 @@ def lift(query):
             raise QueryError(_unbounded_message(node, deriver.unbounded))
         if kind == "int":
             lo, hi = math.floor(lo), math.ceil(hi)
+        exact = deriver.guaranteed(expr, kind)
+        if exact is not None and (exact[0] < lo or exact[1] > hi):
+            exact = None             # the metadata's bounds give a narrower interval: clamp
+        if exact is not None:        # holds for any data: no clamp needed
+            lo, hi = exact
         name = f"_dpsql_e{len(new_fields)}"
         new_fields.append((Field(name, kind, lo if kind != "boolean" else None,
                                  hi if kind != "boolean" else None,
                                  origin=node.this.sql("duckdb")[:60],
-                                 in_bounds=deriver.guaranteed(expr, kind)), expr))
+                                 in_bounds=exact is not None), expr))
         mapping.append((node, type(node)(this=column(name))))
         lifted[node.this.copy()] = name
     for node in query.aggregates:

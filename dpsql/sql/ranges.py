@@ -2,9 +2,11 @@
 
 Owns: the exact range and engine width of an integer expression when every
 integer column may hold any BIGINT (the engine type of ``int``; the data are not
-trusted to respect the metadata's bounds). DuckDB types an integer literal as
-INTEGER (32 bits) when it fits, and computes ``1 + 2147483647`` in 32 bits, so
-the width of every operation is that of its widest operand. ``typecheck`` wraps an integer ``+ - * // % -x ABS`` in
+trusted to respect the metadata's bounds). DuckDB computes ``1 + 2147483647`` in
+32 bits and ``SIGN(x) + 127`` in 8 (a literal takes the other operand's type
+when it fits): the width of an operation is that of its widest operand, and a
+literal is assumed as narrow as its value allows. Assuming a width narrower than
+DuckDB's only keeps a TRY that was not needed. ``typecheck`` wraps an integer ``+ - * // % -x ABS`` in
 ``TRY(...)`` only when this range says it could overflow or divide by zero or
 -1: ``age // 10 * 10`` and ``CASE ... THEN 1 ELSE 0 END + 1`` need no guard,
 which lets DuckDB use its fast paths (TRY costs up to 2x on a grouped query).
@@ -50,10 +52,20 @@ def int_range(node: exp.Expression, columns: dict):
         if not text.isdigit():
             return None
         value = int(text)
-        return value, value, 32 if value < 2 ** 31 else 64
+        # An integer literal takes the type of the other operand when it fits there
+        # (SIGN(x) + 127 is TINYINT in DuckDB): assume its narrowest type.
+        bits = next((b for b in (8, 16, 32, 64) if value < 2 ** (b - 1)), 128)
+        return value, value, bits
     if isinstance(node, exp.Column):
         return INT64 if columns.get(node.name.lower()) == "int" else None
     if isinstance(node, exp.Neg):
+        literal = node.this.this if isinstance(node.this, exp.Paren) else node.this
+        if isinstance(literal, exp.Literal) and not literal.is_string and literal.this.isdigit():
+            # A negative literal is folded into one constant of the type that holds it:
+            # -9223372036854775808 is a BIGINT, not a negated HUGEINT.
+            value = -int(literal.this)
+            bits = next((b for b in (8, 16, 32, 64) if value >= -2 ** (b - 1)), 128)
+            return value, value, bits
         inner = int_range(node.this, columns)
         return None if inner is None else (-inner[1], -inner[0], inner[2])
     if isinstance(node, exp.Abs):
