@@ -5,7 +5,9 @@ CTEs, subqueries, per-person aggregation) into a relation whose every column
 carries a type and bounds; ``bounds`` derives those bounds from the metadata
 and the query text; ``lift`` moves expressions inside aggregates and public
 group keys into columns of that relation; ``aggregate`` builds the final DP
-aggregation over it and computes the cost before anything runs.
+aggregation over it and computes the cost before anything runs. The plan is
+one sqlglot tree; what only DuckDB can do (``TRY``, ``EPOCH_US``, sampling k rows
+per person with ``ARG_MIN``) comes from ``dpsql.engines.duckdb``.
 """
 from .aggregate import NOISY_TABLE, Plan, build_plan, key_output, metadata_types
 

@@ -27,8 +27,8 @@ from ..sql.allowed import ENGINE_TYPES
 from ..sql.typecheck import Checker, check, float_literal, predicate
 from ..statistics import Statistic, StatisticSet, aggregate_type, plan_aggregates
 from ..validate import Query
+from ..engines.duckdb import epoch_us, truncated
 from .lift import lift
-from .relations import truncated
 
 NOISY_TABLE = "_noisy"
 
@@ -111,10 +111,9 @@ def key_output(node: exp.Expression, kind: str) -> exp.Expression:
             this=exp.Literal.string("nan"), to=exp.DataType.build("DOUBLE")))],
             default=exp.Add(this=value, expression=float_literal(0.0)))
     if kind == "datetime":
-        return exp.Try(this=exp.Anonymous(this="EPOCH_US", expressions=[node]))
+        return epoch_us(node)
     if kind == "date":
-        return exp.Try(this=exp.Anonymous(this="EPOCH_US", expressions=[
-            exp.TryCast(this=node, to=exp.DataType.build("TIMESTAMP"))]))
+        return epoch_us(exp.TryCast(this=node, to=exp.DataType.build("TIMESTAMP")))
     return node
 
 

@@ -1,7 +1,7 @@
 """Per-person aggregation: a subquery or CTE that groups by the privacy unit's id.
 
 Owns: the one aggregation allowed before the DP aggregation. The child's rows
-are truncated to ``k`` per person first (``relations.truncated``), so every
+are truncated to ``k`` per person first (``engines.duckdb.truncated``), so every
 per-person aggregate has bounds from the metadata and ``k`` alone:
 ``COUNT(*)`` in ``[1, k]``, ``COUNT(x)``/``COUNT(DISTINCT x)`` in ``[0, k]``,
 ``SUM(x)`` in ``[k min(lo, 0), k max(hi, 0)]``, ``AVG``/``MIN``/``MAX`` in
@@ -21,8 +21,9 @@ from ..rewrite import clamp, column, substitute
 from ..sql.binding import Binder, fail
 from ..sql.typecheck import Checker
 from .bounds import Deriver
+from ..engines.duckdb import truncated
 from .relations import (HIDDEN_PID, Field, Relation, _check_name, _derive, _output_name,
-                        _unbounded_message, not_null_id, truncated)
+                        _unbounded_message, not_null_id)
 
 PER_PERSON_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
 

@@ -2,7 +2,7 @@
 
 Owns: the ``Relation`` that the FROM clause of a query (metadata tables,
 ``WITH`` and subqueries, nested to any depth; resolved by ``resolve``) becomes,
-the row-level steps and truncation. A relation is a
+the row-level steps. A relation is a
 sqlglot query over the base table's typed relation plus, per column, its type,
 its bounds, its public value set and whether it is the person's id; and, for the
 whole relation, whose rows they are (the privacy unit) and the most rows one
@@ -14,7 +14,7 @@ Three kinds of step, each a small function from relation to relation:
 - ``select_rows``: derived columns and WHERE (row-level, so ``k`` is unchanged);
   ``SELECT DISTINCT`` only when the person's id is among its columns.
 - ``per_person`` (its own module): ``GROUP BY`` the person's id, after
-  truncating the child to ``k`` rows per person.
+  truncating the child to ``k`` rows per person (``dpsql.engines.duckdb.truncated``).
 """
 from __future__ import annotations
 
@@ -218,38 +218,6 @@ def select_rows(tree: exp.Select, child: Relation, binder: Binder, name: str) ->
 
 
 # ------------------------------------------------------------------ truncation
-
-def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = "") -> exp.Select:
-    """Keep a uniformly random subset of at most k rows per person, inside the engine.
-
-    Persons with at most k rows keep them all (what a uniform k-subset gives them
-    anyway); only the rows of persons with more go through ARG_MIN(struct,
-    RANDOM(), k), which keeps the k rows with the smallest random tags. Splitting
-    the two measured 1.6-2x faster than sampling everyone. Rows whose id is NULL
-    were dropped before: they cannot be attributed, so no bound could hold.
-    """
-    fields = fields or ["_one"]
-    rows_name, heavy_name = f"_rows{prefix}", f"_heavy{prefix}"
-
-    def value(f):
-        return column(f) if f != "_one" else exp.Literal.number(1)
-
-    heavy = exp.select(column(pid)).from_(rows_name).group_by(column(pid)).having(
-        exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(k)))
-    light = exp.select(*[exp.alias_(value(f), f, quoted=True) for f in fields]).from_(
-        rows_name).join(heavy_name, using=[exp.to_identifier(pid, quoted=True)], join_type="ANTI")
-    struct = exp.Struct(expressions=[
-        exp.PropertyEQ(this=exp.to_identifier(f, quoted=True), expression=value(f)) for f in fields])
-    sample = exp.ArgMin(this=struct, expression=exp.Rand(), count=exp.Literal.number(k))
-    unnest = exp.Explode(this=sample, expressions=[
-        exp.PropertyEQ(this=exp.to_identifier("recursive"), expression=exp.true())])
-    sampled = exp.select(unnest).from_(rows_name).join(
-        heavy_name, using=[exp.to_identifier(pid, quoted=True)], join_type="SEMI").group_by(column(pid))
-    bounded = exp.union(light, sampled, distinct=False)
-    return (exp.select(exp.Star())
-            .from_(exp.Subquery(this=bounded, alias=exp.TableAlias(this=exp.to_identifier(f"_kept{prefix}"))))
-            .with_(rows_name, as_=rows).with_(heavy_name, as_=heavy))
-
 
 def not_null_id(rows: exp.Select, pid: str) -> exp.Select:
     return rows.where(exp.Not(this=exp.Is(this=column(pid), expression=exp.Null())))

@@ -17,6 +17,7 @@ from typing import Callable
 from sqlglot import exp
 
 from ..errors import QueryError
+from ..engines.duckdb import guard
 from .ranges import cannot_fail
 from .allowed import (CAST_REFUSED, CAST_TARGETS, DATE_PARTS, ENGINE_TYPES, NUMERIC, TEMPORAL,
                       TRUNC_PARTS, entry_for, name_of)
@@ -385,7 +386,7 @@ class Checker:
         new = self._rebuild(node, parts)
         if kinds == ["int", "int"] and not isinstance(node, exp.Div) and cannot_fail(new, self.columns):
             return new, kind
-        return exp.Try(this=new), kind
+        return guard(new), kind
 
     def _div(self, node):
         out, _ = self._arith(node)
@@ -399,7 +400,7 @@ class Checker:
         new = exp.Neg(this=inner)
         if kind == "int" and cannot_fail(new, self.columns):
             return new, kind
-        return exp.Try(this=new), kind
+        return guard(new), kind
 
     def _unary(self, node, allowed: set, result: str | None, what: str = "", extra=()) -> Typed:
         self._only(node, {"this"} | set(extra))
@@ -409,11 +410,11 @@ class Checker:
 
     def _numeric_same(self, node):
         out, kind = self._unary(node, NUMERIC, None)
-        return exp.Try(this=out), kind
+        return guard(out), kind
 
     def _numeric_int(self, node):
         out, _ = self._unary(node, NUMERIC, "int")
-        return exp.Try(this=out), "int"
+        return guard(out), "int"
 
     def _round(self, node):
         self._only(node, {"this", "decimals"})
@@ -427,7 +428,7 @@ class Checker:
                     or abs(int(lit[2])) > 30:
                 _refuse("the digits of ROUND(x, n) must be an integer literal from -30 to 30")
             new.set("decimals", int_literal(int(lit[2])))
-        return exp.Try(this=new), kind
+        return guard(new), kind
 
     def _numeric_float(self, node):
         parts = {}
@@ -436,7 +437,7 @@ class Checker:
             self._need(child, kind, NUMERIC, name_of(node))
             parts[key] = out
         self._only(node, {"this", "expression"})
-        return exp.Try(this=self._rebuild(node, parts)), "float"
+        return guard(self._rebuild(node, parts)), "float"
 
     def _float_bool(self, node):
         return self._unary(node, NUMERIC, "boolean")
@@ -457,7 +458,7 @@ class Checker:
             out, kind = self.check(child)
             self._need(child, kind, {"string"} if key == "this" else {"int"}, name_of(node))
             parts[key] = out
-        return exp.Try(this=self._rebuild(node, parts)), "string"
+        return guard(self._rebuild(node, parts)), "string"
 
     def _string_pair(self, node, keys):
         self._only(node, set(keys))
@@ -499,18 +500,18 @@ class Checker:
         name = self._part(node, part, DATE_PARTS, "EXTRACT/DATE_PART")
         inner, kind = self.check(value)
         self._need(value, kind, TEMPORAL, "EXTRACT")
-        return exp.Try(this=exp.Extract(this=exp.var(name.upper()), expression=inner)), "int"
+        return guard(exp.Extract(this=exp.var(name.upper()), expression=inner)), "int"
 
     def _date_int(self, node):
         out, _ = self._unary(node, TEMPORAL, "int")
-        return exp.Try(this=out), "int"
+        return guard(out), "int"
 
     def _trunc(self, node):
         self._only(node, {"this", "unit"})
         name = self._part(node, node.args.get("unit"), TRUNC_PARTS, "DATE_TRUNC")
         inner, kind = self.check(node.this)
         self._need(node.this, kind, TEMPORAL, "DATE_TRUNC")
-        return exp.Try(this=exp.TimestampTrunc(this=inner, unit=exp.var(name.upper()))), "datetime"
+        return guard(exp.TimestampTrunc(this=inner, unit=exp.var(name.upper()))), "datetime"
 
 
 def check(node: exp.Expression, columns: dict, clause: str = "WHERE", leaf=None) -> Typed:

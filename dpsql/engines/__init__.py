@@ -1,0 +1,1 @@
+"""Engines that run bounded plans: DuckDB today (``duckdb``), others later."""

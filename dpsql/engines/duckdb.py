@@ -1,0 +1,60 @@
+"""The DuckDB engine's dialect: every construct of a plan that only DuckDB has.
+
+Owns: the pieces of the bounded plan that are DuckDB-specific, so that another
+engine (PostgreSQL, Spark) later supplies its own module with the same functions
+and transpiles the rest of the same sqlglot tree:
+- ``guard``: evaluate an expression that can fail on some values as NULL instead
+  (DuckDB's ``TRY(...)``);
+- ``epoch_us``: a timestamp as microseconds since 1970 (``EPOCH_US``);
+- ``truncated``: keep a uniformly random subset of at most k rows per person
+  (``ARG_MIN(struct, RANDOM(), k)`` and ``UNNEST(..., recursive := true)``).
+Running plans on a DuckDB connection is ``dpsql.execute``.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+
+def column(name: str) -> exp.Column:
+    return exp.column(name, quoted=True)
+
+
+def guard(node: exp.Expression) -> exp.Expression:
+    """``node``, NULL where evaluating it would raise."""
+    return exp.Try(this=node)
+
+
+def epoch_us(node: exp.Expression) -> exp.Expression:
+    return guard(exp.Anonymous(this="EPOCH_US", expressions=[node]))
+
+
+def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = "") -> exp.Select:
+    """Keep a uniformly random subset of at most k rows per person, inside the engine.
+
+    Persons with at most k rows keep them all (what a uniform k-subset gives them
+    anyway); only the rows of persons with more go through ARG_MIN(struct,
+    RANDOM(), k), which keeps the k rows with the smallest random tags. Splitting
+    the two measured 1.6-2x faster than sampling everyone. Rows whose id is NULL
+    were dropped before: they cannot be attributed, so no bound could hold.
+    """
+    fields = fields or ["_one"]
+    rows_name, heavy_name = f"_rows{prefix}", f"_heavy{prefix}"
+
+    def value(f):
+        return column(f) if f != "_one" else exp.Literal.number(1)
+
+    heavy = exp.select(column(pid)).from_(rows_name).group_by(column(pid)).having(
+        exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(k)))
+    light = exp.select(*[exp.alias_(value(f), f, quoted=True) for f in fields]).from_(
+        rows_name).join(heavy_name, using=[exp.to_identifier(pid, quoted=True)], join_type="ANTI")
+    struct = exp.Struct(expressions=[
+        exp.PropertyEQ(this=exp.to_identifier(f, quoted=True), expression=value(f)) for f in fields])
+    sample = exp.ArgMin(this=struct, expression=exp.Rand(), count=exp.Literal.number(k))
+    unnest = exp.Explode(this=sample, expressions=[
+        exp.PropertyEQ(this=exp.to_identifier("recursive"), expression=exp.true())])
+    sampled = exp.select(unnest).from_(rows_name).join(
+        heavy_name, using=[exp.to_identifier(pid, quoted=True)], join_type="SEMI").group_by(column(pid))
+    bounded = exp.union(light, sampled, distinct=False)
+    return (exp.select(exp.Star())
+            .from_(exp.Subquery(this=bounded, alias=exp.TableAlias(this=exp.to_identifier(f"_kept{prefix}"))))
+            .with_(rows_name, as_=rows).with_(heavy_name, as_=heavy))
