@@ -204,15 +204,34 @@ def _check_columns(table: Table, present: list) -> None:
                             "the header or the metadata")
 
 
+def _text(values: pd.Series) -> pd.Series:
+    """A column as text DuckDB can always read: a cell that is not valid text is NULL.
+
+    A Python str may hold a lone surrogate (from a JSON escape such as \\ud800), which
+    is not UTF-8: DuckDB would fail every query that reads the column, so one row could
+    decide whether a query fails. Bytes and other objects become their text, or NULL."""
+    try:
+        text = values.astype("string")
+    except (UnicodeError, ValueError, TypeError):
+        text = values.map(lambda v: v if isinstance(v, str) or v is None else
+                          (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
+                          ).astype("string")
+    bad = text.str.contains("[\ud800-\udfff]", regex=True, na=False)
+    if bad.any():
+        text = text.mask(bad)
+    return text
+
+
 def _bind(con, view: str, source, table: Table) -> None:
     if isinstance(source, pd.DataFrame):
         # DuckDB infers the type of an object column from a sample of its values: one
         # person's value could change it, or fail the scan. Such columns are bound as
         # text (copied once, here; other columns are scanned in place).
         wanted = {c.name.lower() for c in table.columns.values()}
-        objects = [c for c in source.columns if source[c].dtype == object and str(c).lower() in wanted]
-        if objects:
-            source = source.assign(**{str(c): source[c].astype("string") for c in objects})
+        texts = [c for c in source.columns if str(c).lower() in wanted and (
+            source[c].dtype == object or isinstance(source[c].dtype, pd.StringDtype))]
+        if texts:
+            source = source.assign(**{str(c): _text(source[c]) for c in texts})
         con.register(view, source)
         return
     path = Path(source)

@@ -126,6 +126,10 @@ CASES = [
      "PUMS.PUMS GROUP BY pid)", None, []),
     ("dup", "SELECT n, COUNT(*) AS persons, AVG(i) AS mean_income FROM (SELECT pid, COUNT(*) AS n, "
      "AVG(income) AS i FROM PUMS.PUMS GROUP BY pid) GROUP BY n", None, ["n"]),
+    # found by review: DuckDB divides doubles with //; dpsql floors them (a bucket)
+    ("visits", "SELECT cost // 100 AS b, COUNT(*) AS c FROM clinic.visits GROUP BY b",
+     "SELECT FLOOR(cost / 100) AS b, COUNT(*) AS c FROM clinic.visits WHERE cost < 1100 "
+     "GROUP BY b", ["b"]),
     ("visits", "SELECT AVG(top) AS a, AVG(low) AS b FROM (SELECT pid, MAX(cost) AS top, MIN(age) "
      "AS low FROM clinic.visits GROUP BY pid)",
      "SELECT AVG(LEAST(top, 1000)) AS a, AVG(low) AS b FROM (SELECT pid, MAX(cost) AS top, "

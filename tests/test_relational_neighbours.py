@@ -202,3 +202,27 @@ def test_each_bounds_rule_charges_its_interval(readers, rule):
     a, b = attack(_pair(readers), sql, lambda df: bool(sign * (df.s[0] - base) > 2 * stat.l1),
                   runs=100)
     assert a.epsilon == pytest.approx(EPSILON)
+
+
+# -- found by the second black-box review: a str that is not valid text failed every query --
+
+@pytest.mark.parametrize("value", ["caf\ud800e", "\udcff", b"\xff\xfeabc"])
+@pytest.mark.parametrize("sql", [
+    "SELECT COUNT(*) AS n FROM clinic.visits WHERE department = 'nope' AND age > 1000",
+    "SELECT COUNT(*) AS n FROM clinic.visits WHERE LENGTH(department) > 0",
+    "SELECT COUNT(DISTINCT department) AS n FROM clinic.visits",
+    "SELECT department AS d, COUNT(*) AS n FROM clinic.visits GROUP BY d",
+])
+def test_a_cell_that_is_not_text_never_fails_a_query(value, sql):
+    """A lone surrogate (from a JSON escape) made DuckDB fail every query reading the column,
+    on the data set with that row only; such a cell is NULL now (bytes become text)."""
+    visits = pd.read_csv(DATA / "visits.csv")
+    visits["visit_time"] = pd.to_datetime(visits["visit_time"])
+    row = visits.iloc[:1].copy()
+    row["pid"], row["department"] = 999999, [value]
+    with_person = pd.concat([visits, row], ignore_index=True)
+    privacy = dpsql.Privacy(epsilon=1.0, delta=1e-6)
+    pair = {name: dpsql.from_df({"clinic.visits": frame}, DATA / "clinic.yaml", privacy=privacy)
+            for name, frame in (("with the person", with_person), ("without", visits))}
+    a, b = attack(pair, sql, lambda df: tuple(str(t) for t in df.dtypes), runs=30)
+    assert all(label[0] == "answer" for side in (a, b) for label in side.counts)

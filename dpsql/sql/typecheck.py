@@ -383,6 +383,11 @@ class Checker:
             self._need(child, kind, NUMERIC, node.key.upper())
             parts[key], _ = out, kinds.append(kind)
         kind = "float" if "float" in kinds else "int" if "int" in kinds else "null"
+        if isinstance(node, exp.IntDiv) and kind == "float":
+            # DuckDB divides doubles with // (242.5 // 100 is 2.425); dpsql's // is floor
+            # division for every number, so that x // 10 is a bucket whatever x's type.
+            division = exp.Div(this=parts["this"], expression=parts["expression"])
+            return guard(exp.Floor(this=guard(division))), kind
         new = self._rebuild(node, parts)
         if kinds == ["int", "int"] and not isinstance(node, exp.Div) and cannot_fail(new, self.columns):
             return new, kind
