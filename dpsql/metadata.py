@@ -37,6 +37,7 @@ class Column:
     sensitivity: float | None = None
     cardinality: int | None = None
     values: tuple | None = None
+    references: str | None = None          # dpsql: schema.table.column of the row's person
 
     @property
     def bounded(self) -> bool:
@@ -73,6 +74,9 @@ class Table:
     use_dpsu: bool = False
     rows: int | None = None
     rows_exact: int | None = None
+    public: bool = False                   # dpsql: no private data (a lookup table)
+    max_groups: int | None = None          # dpsql: groups one person may contribute to
+    max_rows_per_group: int | None = None  # dpsql: rows one person may add to one group
     _by_lower: dict = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self):
@@ -101,6 +105,15 @@ class Table:
         the engine must raise a QueryError with this text before touching data.
         """
         ids = self.private_ids
+        if self.public:
+            return (f"table {self.full_name} is public (public: true): it holds no private "
+                    "data, so a query that reads only it needs no privacy; query it directly, "
+                    "without dpsql (joins of private tables with public ones are planned)")
+        refs = [c for c in self.columns.values() if c.references]
+        if refs and not ids and not self.row_privacy:
+            return (f"the rows of {self.full_name} belong to persons through {refs[0].name} -> "
+                    f"{refs[0].references}; reaching the person needs a join, which dpsql does "
+                    "not support yet")
         if self.row_privacy and ids:
             return (f"table {self.full_name} sets row_privacy: true and also marks "
                     f"{', '.join(ids)} as private_id; keep only one of the two")
@@ -201,7 +214,8 @@ def _build(doc) -> Metadata:
 
 
 def _build_table(schema_name: str, table_name: str, spec: dict) -> Table:
-    options = {k: int(v) if k in ("max_ids", "rows", "rows_exact") else v
+    options = {k: int(v) if k in ("max_ids", "rows", "rows_exact", "max_groups",
+                                  "max_rows_per_group") and v is not None else v
                for k, v in spec.items() if k in TABLE_DEFAULTS}
     columns = {name: _build_column(name, c) for name, c in spec.items()
                if name not in TABLE_DEFAULTS}
@@ -222,4 +236,4 @@ def _build_column(name: str, spec: dict) -> Column:
     # SmartNoise: a missing_value replaces NULL, so such a column is never NULL.
     nullable = spec.get("nullable", True) and "missing_value" not in typed
     return Column(name, kind, private_id=spec.get("private_id", False), nullable=nullable,
-                  **typed)
+                  references=spec.get("references"), **typed)

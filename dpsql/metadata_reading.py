@@ -25,10 +25,10 @@ NUMERIC_TYPES = ("int", "float")
 TABLE_DEFAULTS = {
     "max_ids": 1, "row_privacy": False, "sample_max_ids": True, "censor_dims": True,
     "clamp_counts": False, "clamp_columns": True, "use_dpsu": False, "rows": None,
-    "rows_exact": None,
+    "rows_exact": None, "public": False, "max_groups": None, "max_rows_per_group": None,
 }
 COLUMN_KEYS = ("type", "private_id", "lower", "upper", "nullable", "missing_value",
-               "sensitivity", "cardinality", "values", "name")
+               "sensitivity", "cardinality", "values", "name", "references")
 
 
 
@@ -204,6 +204,85 @@ def _semantic(doc, collection, found, suppressed):
             seen.setdefault(full, _show(path))
             if isinstance(table, dict):
                 _semantic_table(table, path, found, suppressed)
+    _semantic_references(schemas, collection, found)
+
+
+def _tables(schemas) -> dict:
+    """lower-case 'schema.table' -> (path parts, table mapping), for reference resolution."""
+    out = {}
+    for schema_name, tables in schemas.items() if isinstance(schemas, dict) else ():
+        for table_name, table in tables.items() if isinstance(tables, dict) else ():
+            if isinstance(table, dict):
+                out[f"{schema_name}.{table_name}".lower()] = ((str(schema_name), str(table_name)), table)
+    return out
+
+
+def _columns(table: dict) -> dict:
+    return {str(k).lower(): v for k, v in table.items()
+            if k not in TABLE_DEFAULTS and isinstance(v, dict)}
+
+
+def _semantic_references(schemas, collection, found):
+    """Every ``references`` path ends at a table with a private_id, without a cycle."""
+    tables = _tables(schemas)
+    for key, (names, table) in tables.items():
+        path = (collection,) + names
+        refs = [(n, c) for n, c in _columns(table).items() if c.get("references") is not None]
+        has_unit = table.get("row_privacy") is True or any(
+            c.get("private_id") is True for c in _columns(table).values())
+        if table.get("public") is True and (has_unit or refs):
+            found.add(path + ("public",), "a public table holds no private data: it cannot "
+                      "have row_privacy, a private_id or a references column")
+        if refs and has_unit:
+            found.add(path + (refs[0][0],), "a table with its own privacy unit (private_id or "
+                      "row_privacy) cannot also reach one through references")
+        if len(refs) > 1:
+            found.add(path + (refs[1][0],), "only one column of a table may reference the "
+                      "table whose persons its rows belong to")
+        if table.get("public") is True or not (has_unit or refs):
+            for option in ("max_groups", "max_rows_per_group"):
+                if table.get(option) is not None:
+                    found.add(path + (option,), f"{option} bounds one person's rows; this "
+                              "table has no persons")
+        for name, column in refs[:1]:
+            problem = _follow(key, column["references"], tables)
+            if problem:
+                found.add(path + (name, "references"), problem)
+
+
+def _follow(start: str, target, tables) -> str | None:
+    """Why the path of references from ``start`` does not reach a privacy unit, or None."""
+    seen = [start]
+    while isinstance(target, str):
+        parts = target.split(".")
+        table_key = ".".join(parts[:-1]).lower()
+        if len(parts) == 2:
+            matches = [k for k in tables if k.split(".", 1)[1] == table_key]
+            table_key = matches[0] if len(matches) == 1 else table_key
+        if table_key not in tables:
+            return f"{target!r}: no such table in the metadata (write schema.table.column)"
+        _, table = tables[table_key]
+        columns = _columns(table)
+        if parts[-1].lower() not in columns:
+            return f"{target!r}: the table has no column {parts[-1]!r}"
+        if table_key in seen:
+            return "the references form a cycle: " + " -> ".join(seen + [table_key])
+        seen.append(table_key)
+        if table.get("public") is True:
+            return f"{target!r} is a public table: its rows belong to no person"
+        if any(c.get("private_id") is True for c in columns.values()):
+            if columns[parts[-1].lower()].get("private_id") is not True:
+                return (f"{target!r} is not the private_id of that table: reference the "
+                        "column that identifies its person")
+            return None
+        if table.get("row_privacy") is True:
+            return f"{target!r} is in a row_privacy table, which has no person id to reference"
+        nxt = [c.get("references") for c in columns.values() if c.get("references") is not None]
+        if not nxt:
+            return (f"the path {' -> '.join(seen)} ends at a table with no private_id; every "
+                    "path of references must end at a table whose private_id says who a person is")
+        target = nxt[0]
+    return None
 
 
 def _semantic_table(table, path, found, suppressed):
