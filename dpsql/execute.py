@@ -228,8 +228,10 @@ def _bind(con, view: str, source, table: Table) -> None:
         # person's value could change it, or fail the scan. Such columns are bound as
         # text (copied once, here; other columns are scanned in place).
         wanted = {c.name.lower() for c in table.columns.values()}
+        # Arrow-backed strings are valid UTF-8 by construction and need no pass.
         texts = [c for c in source.columns if str(c).lower() in wanted and (
-            source[c].dtype == object or isinstance(source[c].dtype, pd.StringDtype))]
+            source[c].dtype == object or (isinstance(source[c].dtype, pd.StringDtype)
+                                          and source[c].dtype.storage == "python"))]
         if texts:
             source = source.assign(**{str(c): _text(source[c]) for c in texts})
         con.register(view, source)

@@ -101,9 +101,8 @@ def normalise_filters(tree: exp.Expression) -> exp.Expression:
 def _check_contained(tree: exp.Select) -> None:
     """Nothing in the query may reach beyond the one table: no other table, subquery,
     COLUMNS(...) expansion, or function that reads files or raises on purpose."""
-    parts = [tree.args.get(k) for k in ("expressions", "where", "group", "having", "order")]
-    for node in (n for part in parts if part for p in (part if isinstance(part, list) else [part])
-                 for n in p.walk()):
+    parts = list(tree.expressions) + [tree.args.get(k) for k in ("where", "group", "having", "order")]
+    for node in (n for part in parts if part is not None for n in part.walk()):
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists, exp.Table)):
             _fail("subqueries and references to other tables are not supported; one row's "
                   "answer must depend on that row only")

@@ -3,8 +3,8 @@
 Two data sets differ in one person: clinic.visits with and without a person
 who has 40 visits (more than max_ids = 6, so truncation must act), each at the
 top of every bound (cost 1000), far beyond an unbounded column's sensible range
-(duration 10^6 minutes) and, in one row, outside a declared bound (age 1000; the
-others are at the bound, 100). Each query is
+(duration 10^6 minutes) and outside a declared bound (age 1000, which every clamp
+moves to the bound, 100). Each query is
 run many times on both; ``tests/neighbours.py`` fails if an outcome bucket is
 seen more often on one side than the query's charge allows (Clopper-Pearson,
 family-wise false alarm < 1e-6).
@@ -12,8 +12,9 @@ family-wise false alarm < 1e-6).
 Each bucket splits the answers halfway between the two exact answers, where an
 under-estimated sensitivity shows most. Run sizes were checked for power: with
 truncation left out before a per-person aggregation, or its result's
-contribution bound set to 1 when it groups by more than the id (mutations
-made by hand), the test grouped by id and day fails.
+contribution bound set to 1 when it groups by more than the id, the test grouped
+by id and day fails; without the per-person cap of COUNT(*) or the clamp inside a
+per-person SUM, the tests of those fail (mutations made by hand).
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
 def readers():
     visits = pd.read_csv(DATA / "visits.csv")
     visits["visit_time"] = pd.to_datetime(visits["visit_time"])
-    person = pd.DataFrame({"pid": [99999] * 40, "age": [100] * 39 + [1000],
+    person = pd.DataFrame({"pid": [99999] * 40, "age": [1000] * 40,
                            "visit_time": pd.date_range("2025-03-01 23:00", periods=40, freq="D"),
                            "department": ["rare"] * 40, "cost": [1000.0] * 40,
                            "duration_min": [10 ** 6] * 40})
@@ -72,6 +73,29 @@ def test_per_person_sum(readers):
     base = _exact(readers["_frame"], "SELECT SUM(LEAST(cost, 1000)) FROM clinic.visits")[0][0]
     sql = "SELECT SUM(c) AS s FROM (SELECT pid, SUM(cost) AS c FROM clinic.visits GROUP BY pid)"
     _check(readers, sql, lambda df: bool(df.s[0] > base + 3000))
+
+
+def test_per_person_integer_sum_and_max(readers):
+    # integer per-person values are bounded by construction, so the outer sums skip their
+    # clamp: the person's kept ages (1000, clamped to 100 inside) add 6 x 100 and 100
+    for sql, charged in [
+            ("SELECT SUM(a) AS s FROM (SELECT pid, SUM(age) AS a FROM clinic.visits GROUP BY pid)", 600),
+            ("SELECT SUM(a) AS s FROM (SELECT pid, MAX(age) AS a FROM clinic.visits GROUP BY pid)", 100)]:
+        plan = readers["without"]._plan(sql)
+        (stat,) = plan.statistics
+        assert stat.l1 == charged
+        base = float(readers["without"].engine.run(plan.exact_sql)[stat.name][0])
+        _check(readers, sql, lambda df: bool(df.s[0] > base + 2 * charged))
+
+
+def test_per_person_count_capped_at_k(readers):
+    # COUNT(*) alone per person is LEAST(COUNT(*), 6), not a sample: the person's 40 rows
+    # count 6, and the outer sum is charged 6 with no clamp
+    sql = "SELECT SUM(n) AS s FROM (SELECT pid, COUNT(*) AS n FROM clinic.visits GROUP BY pid)"
+    plan = readers["without"]._plan(sql)
+    assert [s.l1 for s in plan.statistics] == [6]
+    base = float(readers["without"].engine.run(plan.exact_sql)["_s0"][0])
+    _check(readers, sql, lambda df: bool(df.s[0] > base + 12))
 
 
 def test_per_person_count_with_public_key(readers):
@@ -126,8 +150,7 @@ def test_public_key_from_a_literal_case(readers):
 
 
 def test_values_outside_a_derived_domain_are_not_released(readers):
-    # the person's age 1000 (one of 40 rows) gives the bucket 100, outside [0, 100] // 10:
-    # never a key
+    # the person's age 1000 gives the bucket 100, outside [0, 100] // 10: never a key
     sql = "SELECT age // 10 AS d, COUNT(*) AS n FROM clinic.visits GROUP BY d"
     a, b = _check(readers, sql, lambda df: tuple(df.d))
     assert set(a.counts) | set(b.counts) == {("answer", tuple(range(11)))}
@@ -182,13 +205,13 @@ RULES = ["age - 30", "cost * 0.1", "cost / (age + 1)", "ABS(age - 50)", "age // 
 
 @pytest.mark.parametrize("rule", RULES)
 def test_each_bounds_rule_charges_its_interval(readers, rule):
-    """The person's kept rows sit where the expression is largest in magnitude (age 100,
-    cost 1000, 23h). The bucket is "the answer is beyond the exact sum without the person by
+    """The person's kept rows sit where the expression is largest in magnitude once clamped
+    (age 1000 -> 100, cost 1000, 23h). The bucket is "the answer is beyond the exact sum without the person by
     twice the charged sensitivity, on the person's side": rare on both sides when the charge
     is right, but common
     with the person if their rows moved the sum by more than was charged (checked by hand: a
-    derived interval 5x too narrow with its clamp left out fails for each rule but age % 7,
-    whose interval [0, 7] is loose: the person's rows are at 2 and 6)."""
+    derived interval 5x too narrow with its clamp left out fails 15 of the 18; the other 3,
+    cost / (age + 1), SQRT(cost) and FLOOR(cost / 7), move by less than that mutation allows)."""
     sql = f"SELECT SUM({rule}) AS s FROM clinic.visits"
     plan = readers["without"]._plan(sql)
     field = next(f for name, f in plan.query.relation.fields.items() if name.startswith("_dpsql_e"))

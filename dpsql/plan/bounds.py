@@ -25,6 +25,8 @@ import math
 
 from sqlglot import exp
 
+from ..sql.ranges import int_range
+
 INF = math.inf
 MAX_DOMAIN = 1000
 """Most values one public group key may have (from a derived domain)."""
@@ -284,10 +286,14 @@ class Deriver:
         needs no clamp. Nothing evaluated in floating point qualifies."""
         if kind != "int":
             return None
-        found = _exact(node, self.fields)
-        if found is None or not all(isinstance(v, int) for v in found):
+
+        def unbounded(name):
+            f = self.fields.get(name)
+            return (-INF, INF, 64) if f is not None and f.kind == "int" else None
+        found = int_range(node, unbounded)
+        if found is None or not all(isinstance(v, int) for v in found[:2]):
             return None
-        return found
+        return found[0], found[1]
 
     # -- domains --------------------------------------------------------------
     def domain(self, node: exp.Expression, kind: str):
@@ -363,73 +369,3 @@ class Deriver:
             return None
         values = range(math.ceil(lo), math.floor(hi) + 1)
         return {float(v) for v in values} if kind == "float" else set(values)
-
-
-def _exact(node, fields):
-    """Exact integer interval (ints, or +-inf floats) over the constructs ``guaranteed`` allows."""
-    if isinstance(node, (exp.Paren, exp.Try)):
-        return _exact(node.this, fields)
-    if isinstance(node, exp.Literal) and not node.is_string:
-        text = node.this.replace("_", "")
-        return (int(text), int(text)) if text.isdigit() else None
-    if isinstance(node, exp.Null):
-        return INF, -INF
-    if isinstance(node, exp.Column):
-        f = fields.get(node.name.lower())
-        return (-INF, INF) if f is not None and f.kind == "int" else None
-    if isinstance(node, exp.Neg):
-        inner = _exact(node.this, fields)
-        return None if inner is None else (-inner[1], -inner[0])
-    if isinstance(node, exp.Abs):
-        inner = _exact(node.this, fields)
-        if inner is None:
-            return None
-        lo, hi = inner
-        return (lo, hi) if lo >= 0 else (-hi, -lo) if hi <= 0 else (0, max(-lo, hi))
-    if isinstance(node, exp.Sign):
-        return -1, 1
-    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.IntDiv, exp.Mod)):
-        a, b = _exact(node.this, fields), _exact(node.expression, fields)
-        if a is None or b is None:
-            return None
-        if isinstance(node, exp.Add):
-            return a[0] + b[0], a[1] + b[1]
-        if isinstance(node, exp.Sub):
-            return a[0] - b[1], a[1] - b[0]
-        if isinstance(node, exp.Mul):
-            products = [_mul(x, y) for x in a for y in b]
-            return min(products), max(products)
-        if not (b[0] > 0 or b[1] < 0) or not all(isinstance(v, int) for v in b):
-            return None
-        if isinstance(node, exp.Mod):      # the sign of the dividend, below |divisor|
-            m = max(abs(b[0]), abs(b[1])) - 1
-            return (-m if a[0] < 0 else 0), (m if a[1] > 0 else 0)
-        quotients = [_trunc_div(x, y) for x in a for y in b]
-        return min(quotients), max(quotients)
-    if isinstance(node, exp.Case):
-        branches = [i.args.get("true") for i in node.args.get("ifs") or []]
-        if node.args.get("default") is not None:
-            branches.append(node.args["default"])
-        parts = [_exact(b, fields) for b in branches]
-        return None if any(p is None for p in parts) else _hull(parts)
-    if isinstance(node, exp.Nullif):
-        return _exact(node.this, fields)
-    if isinstance(node, exp.Anonymous) and str(node.this).lower() in ("greatest", "least", "coalesce"):
-        parts = [_exact(a, fields) for a in node.expressions]
-        if any(p is None for p in parts):
-            return None
-        name = str(node.this).lower()
-        if name == "greatest":
-            return max(p[0] for p in parts), max(p[1] for p in parts)
-        if name == "least":
-            return min(p[0] for p in parts), min(p[1] for p in parts)
-        return _hull(parts)
-    return None
-
-
-def _trunc_div(x, y):
-    """x / y truncated toward zero, exactly for ints (DuckDB's integer division)."""
-    if not isinstance(x, int):
-        return x if y > 0 else -x          # an infinite dividend stays infinite
-    q = abs(x) // abs(y)
-    return q if (x >= 0) == (y > 0) else -q

@@ -38,13 +38,26 @@ def _hull(parts):
     return min(p[0] for p in parts), max(p[1] for p in parts), max(p[2] for p in parts)
 
 
-def _trunc_div(x: int, y: int) -> int:
+def trunc_div(x, y: int):
+    """x / y truncated toward zero (DuckDB's integer division), exactly; an infinite
+    dividend stays infinite."""
+    if not isinstance(x, int):
+        return x if y > 0 else -x
     q = abs(x) // abs(y)
     return q if (x >= 0) == (y > 0) else -q
 
 
-def int_range(node: exp.Expression, columns: dict):
-    """Exact (lo, hi, bits) of an integer expression over any BIGINT inputs, or None."""
+def _mul(a, b):
+    return 0 if a == 0 or b == 0 else a * b       # 0 x infinity is 0 here
+
+
+def int_range(node: exp.Expression, column_range):
+    """Exact (lo, hi, bits) of an integer expression, or None if it is not one we know.
+
+    ``column_range(name)``: the (lo, hi, bits) a column may hold, or None. Typing
+    passes any BIGINT; ``dpsql.plan.bounds`` passes unbounded columns to find
+    intervals that hold whatever the data are. Ends may be infinite floats."""
+    columns = column_range
     if isinstance(node, (exp.Paren, exp.Try)):
         return int_range(node.this, columns)
     if isinstance(node, exp.Literal) and not node.is_string:
@@ -57,7 +70,7 @@ def int_range(node: exp.Expression, columns: dict):
         bits = next((b for b in (8, 16, 32, 64) if value < 2 ** (b - 1)), 128)
         return value, value, bits
     if isinstance(node, exp.Column):
-        return INT64 if columns.get(node.name.lower()) == "int" else None
+        return column_range(node.name.lower())
     if isinstance(node, exp.Neg):
         literal = node.this.this if isinstance(node.this, exp.Paren) else node.this
         if isinstance(literal, exp.Literal) and not literal.is_string and literal.this.isdigit():
@@ -84,7 +97,7 @@ def int_range(node: exp.Expression, columns: dict):
             return a[0] + b[0], a[1] + b[1], bits
         if isinstance(node, exp.Sub):
             return a[0] - b[1], a[1] - b[0], bits
-        products = [x * y for x in a[:2] for y in b[:2]]
+        products = [_mul(x, y) for x in a[:2] for y in b[:2]]
         return min(products), max(products), bits
     if isinstance(node, (exp.IntDiv, exp.Mod)):
         a, b = int_range(node.this, columns), int_range(node.expression, columns)
@@ -93,7 +106,7 @@ def int_range(node: exp.Expression, columns: dict):
         if isinstance(node, exp.IntDiv):
             # DuckDB truncates; the quotient is monotone in each operand for a divisor
             # of one sign, so the extremes are at the corners.
-            quotients = [_trunc_div(x, y) for x in a[:2] for y in b[:2]]
+            quotients = [trunc_div(x, y) for x in a[:2] for y in b[:2]]
             return min(quotients), max(quotients), max(a[2], b[2])
         m = max(abs(b[0]), abs(b[1])) - 1
         return (-m if a[0] < 0 else 0), (m if a[1] > 0 else 0), max(a[2], b[2])
@@ -105,15 +118,26 @@ def int_range(node: exp.Expression, columns: dict):
             branches.append(node.args["default"])
         return _hull([int_range(b, columns) if not isinstance(b, exp.Null) else (0, 0, 8)
                       for b in branches])
+    if isinstance(node, exp.Nullif):
+        return int_range(node.this, columns)
     if isinstance(node, exp.Anonymous) and str(node.this).lower() in ("greatest", "least", "coalesce"):
-        return _hull([int_range(a, columns) for a in node.expressions])
+        parts = [int_range(a, columns) for a in node.expressions]
+        name = str(node.this).lower()
+        if name == "coalesce" or any(p is None for p in parts):
+            return _hull(parts)
+        pick = max if name == "greatest" else min     # NULL arguments are skipped
+        return (pick(p[0] for p in parts), pick(p[1] for p in parts), max(p[2] for p in parts))
     if isinstance(node, exp.Sign):
         return -1, 1, 8
     return None
 
 
-def cannot_fail(node: exp.Expression, columns: dict) -> bool:
-    """An integer ``node`` (its operands already guarded) never raises on any input."""
+def cannot_fail(node: exp.Expression, kinds: dict) -> bool:
+    """An integer ``node`` (its operands already guarded) never raises on any input.
+
+    ``kinds``: column name -> language type; an int column may hold any BIGINT."""
+    def columns(name):
+        return INT64 if kinds.get(name) == "int" else None
     if isinstance(node, (exp.IntDiv, exp.Mod)):
         return divisor_safe(int_range(node.expression, columns)) and \
             int_range(node.this, columns) is not None
