@@ -26,9 +26,10 @@ import numpy as np
 import pandas as pd
 from sqlglot import exp
 
-from .errors import DataError, MetadataError, OperationalError, ProgrammingError, QueryError
+from .errors import (DataError, InternalError, MetadataError, OperationalError, ProgrammingError,
+                     QueryError)
 from .metadata import Metadata, Table
-from .rewrite import null_relation, typed_relation, with_source
+from .rewrite import null_relation, typed_name, typed_relation, with_source
 
 DIALECT = "duckdb"
 log = logging.getLogger("dpsql")
@@ -132,15 +133,30 @@ class Engine:
         The dry run executes the whole plan on one row of NULLs: an error there
         depends on the query alone, so it is a QueryError, raised before any
         data is read and never charged."""
-        table = plan.query.relation.base
-        typed = typed_relation(table, self.table_node(table), self.column_types(table))
-        dry = with_source(plan.exact, null_relation(table)).sql(DIALECT)
+        tables = plan.query.relation.tables
+        typed = {typed_name(t): typed_relation(t, self.table_node(t), self.column_types(t))
+                 for t in tables}
+        dry = with_source(plan.exact, {typed_name(t): null_relation(t) for t in tables}).sql(DIALECT)
         try:
             with self._lock:
                 self.con.execute(dry).fetchall()
         except duckdb.Error as err:
             raise QueryError(f"the engine refuses the query: {_first_line(err)}") from None
         plan.exact_sql = with_source(plan.exact, typed).sql(DIALECT)
+
+    def public_rows(self, select: exp.Select, tables) -> list:
+        """Rows of a query over public tables only (their data is not private: the planner
+        may read it, e.g. every value of a lookup table's column as a public key set)."""
+        if any(not t.public for t in tables):
+            raise InternalError("public_rows reads public tables only")
+        sql = with_source(select, {typed_name(t): typed_relation(
+            t, self.table_node(t), self.column_types(t)) for t in tables}).sql(DIALECT)
+        try:
+            with self._lock:
+                return self.con.execute(sql).fetchall()
+        except duckdb.Error as err:
+            raise QueryError(f"cannot read the public table(s) "
+                             f"{', '.join(t.full_name for t in tables)}: {_first_line(err)}") from None
 
     def run(self, sql: str) -> dict:
         """Exact aggregates as numpy arrays (masked where NULL), one per column."""

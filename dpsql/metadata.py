@@ -105,15 +105,6 @@ class Table:
         the engine must raise a QueryError with this text before touching data.
         """
         ids = self.private_ids
-        if self.public:
-            return (f"table {self.full_name} is public (public: true): it holds no private "
-                    "data, so a query that reads only it needs no privacy; query it directly, "
-                    "without dpsql (joins of private tables with public ones are planned)")
-        refs = [c for c in self.columns.values() if c.references]
-        if refs and not ids and not self.row_privacy:
-            return (f"the rows of {self.full_name} belong to persons through {refs[0].name} -> "
-                    f"{refs[0].references}; reaching the person needs a join, which dpsql does "
-                    "not support yet")
         if self.row_privacy and ids:
             return (f"table {self.full_name} sets row_privacy: true and also marks "
                     f"{', '.join(ids)} as private_id; keep only one of the two")
@@ -121,7 +112,8 @@ class Table:
             return (f"table {self.full_name} marks {', '.join(ids)} as private_id; dpsql "
                     "supports one column that identifies a person: keep one (a compound "
                     "id can be one column that joins them)")
-        if not self.row_privacy and not ids:
+        if not self.row_privacy and not ids and not self.public and not any(
+                c.references for c in self.columns.values()):
             return (f"table {self.full_name} has no private_id column and row_privacy is "
                     "false, so it is unknown what a person is; mark the column that "
                     "identifies a person with private_id: true, or set row_privacy: true "

@@ -54,7 +54,7 @@ class Reader:
         cached = self._plans.get(key)
         if cached is not None:
             return cached
-        query = validate(parse_query(sql, params), self.metadata)
+        query = validate(parse_query(sql, params), self.metadata, self.engine.public_rows)
         plan = build_plan(query, self.privacy)
         # Dry-run both queries now, so that query errors surface before any data is read.
         self.engine.attach(plan)

@@ -17,7 +17,12 @@ from .sql.typecheck import float_literal, int_literal
 INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                  "UINTEGER", "UBIGINT", "UHUGEINT"}
 TYPED_SOURCE = "_dpsql_typed"
-"""The name under which a plan reads its table: the typed relation (see typed_relation)."""
+"""The prefix of the names under which a plan reads its tables: their typed relations."""
+
+
+def typed_name(table) -> str:
+    """The name under which a plan reads ``table``'s typed relation (see typed_relation)."""
+    return f"{TYPED_SOURCE}_{table.full_name.lower()}"
 
 
 def _base(stored_type: str) -> str:
@@ -72,12 +77,13 @@ def null_relation(table) -> exp.Select:
         ENGINE_TYPES[col.type])), col.name, quoted=True) for col in table.columns.values()])
 
 
-def with_source(tree: exp.Select, relation: exp.Select) -> exp.Select:
-    """``tree`` with the typed relation prepended as its first CTE."""
+def with_source(tree: exp.Select, relations: dict) -> exp.Select:
+    """``tree`` with the typed relations (name -> SELECT) prepended as its first CTEs."""
     out = tree.copy()
-    cte = exp.CTE(this=relation, alias=exp.TableAlias(this=exp.to_identifier(TYPED_SOURCE, quoted=True)))
+    ctes = [exp.CTE(this=relation, alias=exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
+            for name, relation in relations.items()]
     existing = out.args.get("with_")
-    ctes = [cte] + (list(existing.expressions) if existing is not None else [])
+    ctes += list(existing.expressions) if existing is not None else []
     out.set("with_", exp.With(expressions=ctes))
     return out
 

@@ -209,11 +209,15 @@ def _resolve_group(tree: exp.Select, binder: _Binder, items: list) -> list:
     return keys
 
 
-def validate(tree: exp.Select, metadata: Metadata) -> Query:
-    """Check the query and normalise it; raises ``QueryError`` naming the problem."""
+def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
+    """Check the query and normalise it; raises ``QueryError`` naming the problem.
+
+    ``public``: a function that reads public tables (``Engine.public_rows``), so that
+    their values can be public key sets; without it they are joined but not read."""
     tree = normalise_filters(normalise_aggregates(tree))
     _clauses(tree)
-    relation, qualifiers = resolve(tree, metadata)   # FROM, WITH, subqueries: one relation
+    # FROM, WITH, subqueries, joins, semi-joins of WHERE: one relation
+    relation, qualifiers, tree = resolve(tree, metadata, public)
     table = relation.table()
     _check_contained(tree)
     window = tree.find(exp.Window)

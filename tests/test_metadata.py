@@ -46,11 +46,8 @@ def test_every_shipped_file_loads_and_is_queryable(path):
     assert m.tables
     for name, table in m.tables.items():
         assert name == table.full_name
-        if table.public or any(c.references for c in table.columns.values()):
-            # public tables and tables reached through references need joins (issue 9)
-            assert "public" in table.privacy_unit_problem or "join" in table.privacy_unit_problem
-        else:
-            assert table.privacy_unit_problem is None
+        # public tables and tables reached through references are usable in joins
+        assert table.privacy_unit_problem is None
         assert all(c.type in COLUMN_TYPES for c in table.columns.values())
 
 

@@ -25,7 +25,7 @@ REFUSED = [
     ("SELECT COUNT(*) FROM PUMS.PUMS WHERE COUNT(*) > 3", "not allowed in WHERE"),
     ("SELECT MAX(age) FROM PUMS.PUMS", "not supported"),
     ("SELECT SUM(age / (age - 30)) FROM PUMS.PUMS", "divisor can be 0"),
-    ("SELECT COUNT(*) FROM PUMS.PUMS a JOIN PUMS.PUMS b ON a.age = b.age", "joins"),
+    ("SELECT COUNT(*) FROM PUMS.PUMS a JOIN PUMS.PUMS b ON a.age = b.age", "row-privacy"),
     ("SELECT COUNT(*) OVER () FROM PUMS.PUMS", "window"),
     ("SELECT COUNT(*) FROM PUMS.PUMS LIMIT -1", "LIMIT"),
     ("SELEC COUNT(*) FROM PUMS.PUMS", ""),

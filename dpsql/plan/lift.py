@@ -102,8 +102,8 @@ def lift(query):
         projections.append(exp.alias_(expr, f.name, quoted=True))
     steps = relation.steps + ["derived columns: " + ", ".join(
         f"{f.name} = {f.origin} {f.bounds_text()}" for f, _ in new_fields)]
-    lifted = Relation(relation.base, fields, relation.pid, relation.k, relation.bounded,
-                      exp.select(*projections).from_(relation.source("_l")), steps)
+    lifted = relation.derived(fields, relation.pid, relation.k, relation.bounded,
+                              exp.select(*projections).from_(relation.source("_l")), steps)
     return replace(
         query, relation=lifted, table=lifted.table(),
         keys=[substitute(k, mapping) for k in query.keys],

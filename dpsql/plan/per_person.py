@@ -59,7 +59,8 @@ class _PerPerson:
                 fail(f"aggregate in GROUP BY (inside {self.name!r})")
             if bound not in keys:
                 keys.append(bound)
-        ids = [k for k in keys if isinstance(k, exp.Column) and self.child.fields[k.name.lower()].is_id]
+        ids = [k for k in keys if isinstance(k, exp.Column) and (
+            self.child.fields[k.name.lower()].is_id or self.child.fields[k.name.lower()].id_copy)]
         if self.child.pid is None:
             fail(f"aggregation inside {self.name!r}: the table has row privacy (every row is a "
                  "person), so a GROUP BY inside a subquery or CTE would mix persons; aggregate "
@@ -224,4 +225,6 @@ def per_person(tree: exp.Select, child: Relation, binder: Binder, name: str) -> 
                  + ", ".join(f"{f.name} {f.bounds_text()}" for n, f in fields.items()
                              if n not in hidden and f.name != HIDDEN_PID)
                  + (f"; HAVING {having.this.sql('duckdb')[:80]}" if having is not None else ""))
-    return Relation(child.base, fields, pid, k, True, sql, steps)
+    out = child.derived(fields, pid, k, True, sql, steps)
+    out.group_bounds = None
+    return out

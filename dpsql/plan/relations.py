@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from sqlglot import exp
 
 from ..metadata import Column, Table
-from ..rewrite import TYPED_SOURCE, column
+from ..rewrite import column, typed_name
 from ..sql.binding import Binder, fail
 from ..sql.typecheck import Checker
 from .bounds import INF, Deriver
@@ -49,6 +49,9 @@ class Field:
     of_id: bool = False                # computed from the id: never a released key
     in_bounds: bool = False            # every value lies within [lower, upper] by construction
     origin: str = ""                   # how it was derived, for explain
+    source: str | None = None          # "schema.table.column": that column's value, unchanged
+    id_copy: bool = False              # equals the person's id on every row (an inner join's key)
+    ref: str | None = None             # "schema.table.column" this column references (no id yet)
 
     def bounds_text(self) -> str:
         if self.kind == "boolean":
@@ -70,12 +73,25 @@ class Relation:
     bounded: bool = False              # k holds by construction: no truncation needed
     sql: exp.Select | None = None      # None: the base table's typed relation itself
     steps: list = field(default_factory=list)
+    unit: str = "person"               # person | row | public (no persons) | reference (see ref)
+    tables: tuple | None = None        # every metadata table the relation reads
+    ref: tuple | None = None           # unit "reference": (field, referenced Table, its column)
+    group_bounds: tuple | None = None  # (max_groups, max_rows_per_group) that truncation may use
+
+    def __post_init__(self) -> None:
+        if self.tables is None:
+            self.tables = (self.base,)
 
     def source(self, alias: str = "_src") -> exp.Expression:
         name = exp.TableAlias(this=exp.to_identifier(alias))
         if self.sql is None:
-            return exp.Table(this=exp.to_identifier(TYPED_SOURCE, quoted=True), alias=name)
+            return exp.Table(this=exp.to_identifier(typed_name(self.base), quoted=True), alias=name)
         return exp.Subquery(this=self.sql.copy(), alias=name)
+
+    def derived(self, fields: dict, pid, k: int, bounded: bool, sql, steps: list) -> "Relation":
+        """A relation computed row by row (or per person) from this one: same unit and tables."""
+        return Relation(self.base, fields, pid, k, bounded, sql, steps, self.unit, self.tables,
+                        self.ref, self.group_bounds)
 
     def types(self) -> dict:
         return {k: f.kind for k, f in self.fields.items()}
@@ -105,18 +121,57 @@ def _ordered(domain) -> tuple | None:
 
 # ------------------------------------------------------------------ scan
 
-def scan(table: Table) -> Relation:
+def scan(table: Table, metadata=None) -> Relation:
+    """A metadata table. Its person is its private_id, or a column that references the
+    private_id of another table (orders.customer_id -> customers.customer_id); a column
+    that references any other column (order_items.order_id -> orders.order_id) leaves
+    the relation waiting for a join with that table (unit "reference")."""
     pid = None if table.row_privacy or not table.private_ids else table.private_ids[0]
+    ref = None
+    refs = [c for c in table.columns.values() if c.references]
+    if refs and metadata is not None and pid is None and not table.row_privacy:
+        target_table, target_col = referenced(metadata, refs[0].references)
+        if target_col.private_id:
+            pid = refs[0].name
+        else:
+            ref = (refs[0].name, target_table, target_col.name)
     fields = {}
     for col in table.columns.values():
         bounded = col.type in ("int", "float") and col.bounded
+        is_id = col.name == pid
         fields[col.name.lower()] = Field(
             col.name, col.type, col.lower if bounded else None, col.upper if bounded else None,
-            domain=col.values, nullable=col.nullable, is_id=col.private_id, of_id=col.private_id,
-            origin="metadata")
-    k = 1 if pid is None else int(table.max_ids)
-    unit = "row (row_privacy)" if pid is None else f"person ({pid}), at most {k} row(s) each"
-    return Relation(table, fields, pid, k, steps=[f"scan {table.full_name}: privacy unit {unit}"])
+            domain=col.values, nullable=col.nullable, is_id=is_id, of_id=is_id or col.private_id,
+            origin="metadata", source=f"{table.full_name}.{col.name}".lower(),
+            ref=(f"{ref[1].full_name}.{ref[2]}".lower() if ref and col.name == ref[0] else None))
+    if table.public:
+        return Relation(table, fields, None, 0, True, steps=[f"scan {table.full_name}: public "
+                        "(no private rows)"], unit="public")
+    k = 1 if pid is None and ref is None else int(table.max_ids)
+    groups = ((int(table.max_groups), int(table.max_rows_per_group))
+              if table.max_groups and table.max_rows_per_group and pid is not None else None)
+    if ref is not None:
+        unit = (f"the person of {ref[1].full_name}.{ref[2]} (through {ref[0]}), at most {k} "
+                "row(s) each")
+        kind = "reference"
+    elif pid is None:
+        unit, kind = "row (row_privacy)", "row"
+    else:
+        unit, kind = f"person ({pid}), at most {k} row(s) each", "person"
+        if groups:
+            unit += f"; at most {groups[0]} group(s) and {groups[1]} row(s) per group"
+    return Relation(table, fields, pid, k, steps=[f"scan {table.full_name}: privacy unit {unit}"],
+                    unit=kind, ref=ref, group_bounds=groups)
+
+
+def referenced(metadata, target: str) -> tuple:
+    """(Table, Column) named by a ``references`` value (checked when the metadata loaded)."""
+    parts = target.split(".")
+    table = metadata.find_table(".".join(parts[:-1]))
+    column_ = table.column(parts[-1]) if table is not None else None
+    if column_ is None:
+        fail(f"the metadata's reference {target!r} names no column; fix the metadata")
+    return table, column_
 
 
 # ------------------------------------------------------------------ row-level select
@@ -135,9 +190,14 @@ def _derive(expr: exp.Expression, kind: str, child: Relation, name: str, id_colu
     if bounded and kind == "int":
         lo, hi = math.floor(lo), math.ceil(hi)
     domain = d.domain(expr, kind)
+    plain = child.fields.get(expr.name.lower()) if isinstance(expr, exp.Column) else None
     return Field(name, kind, lo if bounded else None, hi if bounded else None,
                  domain=tuple(domain) if domain is not None else None,
-                 of_id=_references_id(expr, child), origin=expr.sql("duckdb")[:60])
+                 of_id=_references_id(expr, child), origin=expr.sql("duckdb")[:60],
+                 nullable=plain.nullable if plain is not None else True,
+                 source=plain.source if plain is not None else None,
+                 ref=plain.ref if plain is not None else None,
+                 id_copy=plain.id_copy if plain is not None else False)
 
 
 def _output_name(item: exp.Expression) -> str:
@@ -213,7 +273,7 @@ def select_rows(tree: exp.Select, child: Relation, binder: Binder, name: str) ->
                  + ", ".join(f"{f.name} {f.bounds_text()}" for f in fields.values()
                              if f.name != HIDDEN_PID)
                  + ("; WHERE " + where.this.sql("duckdb")[:80] if where is not None else ""))
-    return Relation(child.base, fields, pid, child.k, child.bounded, sql, steps)
+    return child.derived(fields, pid, child.k, child.bounded, sql, steps)
 
 
 

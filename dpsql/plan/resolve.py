@@ -1,34 +1,133 @@
-"""Name resolution of FROM: tables, CTEs and subqueries, nested to any depth.
+"""Name resolution of FROM: tables, CTEs, subqueries, joins, VALUES and UNION ALL.
 
 Owns: which relation each name in a FROM clause means (a CTE in scope first,
-then a metadata table), the clauses allowed inside a CTE or subquery, and the
-choice between a row-level select and a per-person aggregation for each.
+then a metadata table), the clauses allowed inside a CTE or subquery, the
+choice between a row-level select and a per-person aggregation for each, and
+the semi-joins of WHERE (``IN (SELECT ...)``, ``EXISTS``). How joins and unions
+change whose rows a relation holds is ``dpsql.plan.joins``. Public tables are
+read here, at planning time: their values are public key sets and bounds.
 """
 from __future__ import annotations
 
 from sqlglot import exp
 
 from ..metadata import Table
+from ..rewrite import column
+from ..sql.allowed import ENGINE_TYPES
 from ..sql.binding import Binder, fail
+from .bounds import MAX_DOMAIN
+from .joins import Join, semi_join, union_all, visible_scope
 from .per_person import per_person
-from .relations import ROW_CLAUSES, Relation, scan, select_rows
+from .relations import ROW_CLAUSES, Field, Relation, scan, select_rows
 
 
 class Resolver:
     """Resolves the FROM of a query, with the CTEs in scope, into a relation."""
 
-    def __init__(self, metadata):
+    def __init__(self, metadata, public=None):
         self.metadata = metadata
+        self.public = public           # engine.public_rows, or None: public data unknown
 
     def from_clause(self, tree: exp.Select, env: dict) -> tuple:
-        """(relation, qualifiers) of ``tree``'s FROM, after its own WITH."""
+        """(relation, scope, tree) of ``tree``'s FROM and joins, after its own WITH, with
+        the semi-joins of its WHERE applied (``tree`` comes back without them)."""
         env = self.with_clause(tree, env)
-        if tree.args.get("joins"):
-            fail("joins are not supported yet; query one table, CTE or subquery")
         source = tree.args.get("from_") or tree.args.get("from")
         if source is None:
             fail("the query has no FROM clause; name a table from the metadata")
-        return self.relation_of(source.this, env)
+        relation, scope = self.relation_of(source.this, env)
+        scope = visible_scope(relation, scope)
+        for node in tree.args.get("joins") or []:
+            right, rscope = self.relation_of(node.this, env)
+            relation, scope = Join(self, relation, scope, right, visible_scope(right, rscope),
+                                   node).build()
+        return self.semi_joins(tree, relation, scope, env)
+
+    # -- semi-joins ------------------------------------------------------------
+    def semi_joins(self, tree: exp.Select, relation: Relation, scope: dict, env: dict) -> tuple:
+        where = tree.args.get("where")
+        if where is None or not any(isinstance(n, (exp.Subquery, exp.Select, exp.Exists))
+                                    for n in where.this.walk()):
+            return relation, scope, tree
+        rest = []
+        for part in _conjuncts(where.this):
+            negated = isinstance(part, exp.Not)
+            inner = part.this if negated else part
+            while isinstance(inner, exp.Paren):
+                inner = inner.this
+            if not any(isinstance(n, (exp.Subquery, exp.Select, exp.Exists)) for n in inner.walk()):
+                rest.append(part)
+                continue
+            relation = self.semi_join(inner, negated, relation, scope, env)
+        tree = tree.copy()
+        if rest:
+            cond = rest[0]
+            for p in rest[1:]:
+                cond = exp.and_(cond, p)
+            tree.set("where", exp.Where(this=cond))
+        else:
+            tree.set("where", None)
+        return relation, scope, tree
+
+    def semi_join(self, node, negated: bool, relation: Relation, scope: dict, env: dict):
+        label = ("NOT " if negated else "") + ("EXISTS (...)" if isinstance(node, exp.Exists)
+                                               else "IN (SELECT ...)")
+        binder = Binder(relation.table(), scope)
+        if isinstance(node, exp.In) and node.args.get("query") is not None:
+            target = node.this
+            sub = node.args["query"]
+            sub = sub.this if isinstance(sub, exp.Subquery) else sub
+        elif isinstance(node, exp.Exists):
+            sub = node.this
+            sub = sub.this if isinstance(sub, exp.Subquery) else sub
+            target, sub = self._decorrelate(sub, scope)
+        else:
+            fail("scalar and correlated subqueries in WHERE are not supported (one row's answer "
+                 "would depend on other rows); a subquery is supported as x IN (SELECT ...), "
+                 "EXISTS (SELECT ...) or their NOT, joined to the rest of WHERE by AND")
+        if not isinstance(sub, exp.Select):
+            fail(f"{label}: the subquery must be one SELECT")
+        bound = binder.bind(target.copy(), "WHERE")
+        if not isinstance(bound, exp.Column):
+            fail(f"{label}: the tested value must be a column")
+        inner = self.select(sub, env, label)
+        return semi_join(relation, bound.name, inner, negated, label)
+
+    def _decorrelate(self, sub: exp.Select, outer_scope: dict) -> tuple:
+        """EXISTS (SELECT ... FROM t WHERE t.a = o.b AND p) as o.b IN (SELECT t.a FROM t WHERE p)."""
+        where = sub.args.get("where")
+        inner_names = set()
+        for t in sub.find_all(exp.Table):
+            inner_names |= {(t.alias or t.name).lower(), t.name.lower()}
+        link, rest = None, []
+        for part in _conjuncts(where.this) if where is not None else []:
+            outer_cols = [c for c in part.find_all(exp.Column)
+                          if c.table and c.table.lower() in outer_scope
+                          and c.table.lower() not in inner_names]
+            if not outer_cols:
+                rest.append(part)
+                continue
+            if link is not None or not (isinstance(part, exp.EQ) and all(
+                    isinstance(x, exp.Column) for x in (part.this, part.expression))):
+                fail("EXISTS: the subquery may refer to the outer query once, as inner.id = "
+                     "outer.id (qualify both columns)")
+            link = part
+        if link is None:
+            fail("EXISTS: the subquery must be tied to the outer rows by inner.id = outer.id "
+                 "(qualify both columns); an uncorrelated EXISTS would test other persons' rows")
+        outer = link.this if link.this.table.lower() in outer_scope and \
+            link.this.table.lower() not in inner_names else link.expression
+        inner = link.expression if outer is link.this else link.this
+        new = sub.copy()
+        new.set("expressions", [inner.copy()])
+        if rest:
+            cond = rest[0]
+            for p in rest[1:]:
+                cond = exp.and_(cond, p)
+            new.set("where", exp.Where(this=cond.copy()))
+        else:
+            new.set("where", None)
+        return outer, new
 
     def with_clause(self, tree: exp.Select, env: dict) -> dict:
         with_ = tree.args.get("with_") or tree.args.get("with")
@@ -39,25 +138,22 @@ class Resolver:
         env = dict(env)
         for cte in with_.expressions:
             name = cte.alias_or_name.lower()
-            body = cte.this
-            if not isinstance(body, exp.Select):
-                fail(f"the CTE {cte.alias_or_name!r} must be one SELECT (UNION, INTERSECT and "
-                     "EXCEPT are not supported)")
             if cte.args["alias"].columns:
                 fail(f"column names after the CTE name {cte.alias_or_name!r} are not supported; "
                      "alias the columns inside it")
-            env[name] = self.select(body, env, cte.alias_or_name)
+            env[name] = self.body(cte.this, env, cte.alias_or_name)
         return env
 
     def relation_of(self, node: exp.Expression, env: dict) -> tuple:
+        if isinstance(node, exp.Values):
+            return self.values(node)
+        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Values):
+            return self.values(node.this, node.args.get("alias"))
         if isinstance(node, exp.Subquery):
             if node.args.get("alias") is not None and node.args["alias"].columns:
                 fail("column names after a subquery's alias are not supported; alias the "
                      "columns inside it")
-            if not isinstance(node.this, exp.Select):
-                fail("a subquery in FROM must be one SELECT (UNION, INTERSECT and EXCEPT are "
-                     "not supported)")
-            rel = self.select(node.this, env, node.alias or "subquery")
+            rel = self.body(node.this, env, node.alias or "subquery")
             return rel, ({node.alias.lower()} if node.alias else set())
         if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
             fail("FROM must name a table from the metadata, a CTE or a subquery (no table "
@@ -74,7 +170,86 @@ class Resolver:
             return rel, {(node.alias or node.name).lower()}
         table = self.table(node, ".".join(parts))
         names = {node.alias.lower()} if node.alias else {node.name.lower(), table.full_name.lower()}
-        return scan(table), names
+        relation = scan(table, self.metadata)
+        if table.public:
+            self.read_public(relation)
+        return relation, names
+
+    # -- public data -------------------------------------------------------------
+    def read_public(self, relation: Relation) -> None:
+        """Every value (up to MAX_DOMAIN) and the range of each column of a public relation."""
+        if self.public is None:
+            return
+        for f in relation.visible():
+            col = column(f.name)
+            stats = exp.select(exp.Count(this=exp.Distinct(expressions=[col])),
+                               exp.Min(this=col.copy()), exp.Max(this=col.copy()),
+                               exp.Count(this=exp.Star()), exp.Count(this=col.copy())
+                               ).from_(relation.source("_p"))
+            distinct, lo, hi, rows, non_null = self.public(stats, relation.tables)[0]
+            f.nullable = non_null < rows
+            if f.kind in ("int", "float") and lo is not None:
+                f.lower, f.upper, f.in_bounds = lo, hi, True
+            if distinct <= MAX_DOMAIN:
+                values = self.public(exp.select(col.copy()).from_(relation.source("_p")).where(
+                    exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null()))).distinct(),
+                    relation.tables)
+                f.domain = tuple(sorted((v[0] for v in values), key=lambda v: (type(v).__name__, v)))
+            f.origin = "public data"
+
+    def unique(self, relation: Relation, columns: list) -> bool:
+        """Whether no two rows of the public ``relation`` share values of ``columns``."""
+        if self.public is None:
+            return False
+        cols = [column(c) for c in columns]
+        dupes = exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(
+            this=exp.select(*cols).from_(relation.source("_p")).group_by(*[c.copy() for c in cols])
+            .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1))),
+            alias=exp.TableAlias(this=exp.to_identifier("_d"))))
+        return self.public(dupes, relation.tables)[0][0] == 0
+
+    def values(self, node: exp.Values, alias=None) -> tuple:
+        """An inline table: public rows of literals, typed by their literals."""
+        from ..sql.typecheck import Checker
+        alias = alias or node.args.get("alias")
+        rows = [t.expressions if isinstance(t, exp.Tuple) else [t] for t in node.expressions]
+        width = len(rows[0])
+        if alias is None or len(alias.columns) != width:
+            fail(f"a VALUES list needs a name and {width} column name(s): "
+                 "(VALUES (...), ...) AS name(col1, col2)")
+        if any(len(r) != width for r in rows):
+            fail("every row of a VALUES list must have the same number of values")
+        names = [c.name for c in alias.columns]
+        fields, projections = {}, []
+        for i, name in enumerate(names):
+            kinds = set()
+            for r in rows:
+                cell = r[i]
+                if not isinstance(cell, (exp.Literal, exp.Null, exp.Boolean, exp.Neg)) or (
+                        isinstance(cell, exp.Neg) and not isinstance(cell.this, exp.Literal)):
+                    fail(f"VALUES: {cell.sql('duckdb')[:40]} is not a literal")
+                kind = Checker({}, clause="VALUES").check(cell)[1]
+                if kind != "null":
+                    kinds.add(kind)
+            if kinds == {"int", "float"}:
+                kinds = {"float"}
+            if len(kinds) > 1:
+                fail(f"VALUES: column {name!r} mixes {', '.join(sorted(kinds))}; write one type")
+            kind = kinds.pop() if kinds else "string"
+            fields[name.lower()] = Field(name, kind, origin="VALUES")
+            projections.append(exp.alias_(exp.Cast(this=exp.column(f"_c{i}", quoted=True),
+                                                   to=exp.DataType.build(ENGINE_TYPES[kind])),
+                                          name, quoted=True))
+        inline = exp.Values(expressions=[exp.Tuple(expressions=[c.copy() for c in r]) for r in rows],
+                            alias=exp.TableAlias(this=exp.to_identifier("_v"), columns=[
+                                exp.to_identifier(f"_c{i}", quoted=True) for i in range(width)]))
+        sql = exp.select(*projections).from_(inline)
+        base = Table("", "values", {}, public=True)
+        relation = Relation(base, fields, None, 0, True, sql, [f"VALUES {alias.name}: public, "
+                            f"{len(rows)} row(s)"], "public", ())
+        if self.public is not None:
+            self.read_public(relation)
+        return relation, {alias.name.lower()}
 
     def table(self, node, name: str) -> Table:
         matches = self.metadata.matching_tables(name)
@@ -89,7 +264,26 @@ class Resolver:
             fail(table.privacy_unit_problem)
         return table
 
-    # -- one SELECT inside FROM/WITH -----------------------------------------
+    # -- one SELECT (or UNION ALL of them) inside FROM/WITH ------------------------
+    def body(self, tree, env: dict, name: str) -> Relation:
+        if isinstance(tree, exp.Union) and not isinstance(tree, (exp.Intersect, exp.Except)):
+            if tree.args.get("distinct"):
+                fail(f"UNION (without ALL) in {name!r} is not supported: removing duplicate "
+                     "rows merges rows of different persons; write UNION ALL")
+            if any(tree.args.get(k) for k in ("order", "limit", "offset", "with_", "with")):
+                fail(f"ORDER BY, LIMIT or WITH around the UNION ALL in {name!r} is not supported")
+            parts = []
+            for side in (tree.this, tree.expression):
+                side = side.this if isinstance(side, exp.Subquery) else side
+                parts.append(self.body(side, env, name))
+            return union_all(parts, name)
+        if isinstance(tree, (exp.Intersect, exp.Except)):
+            fail(f"{tree.key.upper()} over private rows is not supported (in {name!r}): whether "
+                 "one person's row is kept would depend on other persons' rows")
+        if not isinstance(tree, exp.Select):
+            fail(f"{name!r} must be a SELECT")
+        return self.select(tree, env, name)
+
     def select(self, tree: exp.Select, env: dict, name: str) -> Relation:
         if tree.args.get("limit") is not None or tree.args.get("offset") is not None:
             fail(f"LIMIT/OFFSET inside {name!r} is not supported: which rows it keeps would "
@@ -97,7 +291,7 @@ class Resolver:
         unknown = sorted(k for k, v in tree.args.items() if v and k not in ROW_CLAUSES | {"joins"})
         if unknown:
             fail(f"{', '.join(k.upper() for k in unknown)} is not supported inside {name!r}")
-        child, qualifiers = self.from_clause(tree, env)
+        child, qualifiers, tree = self.from_clause(tree, env)
         for part in [*tree.expressions, tree.args.get("where"), tree.args.get("group"),
                      tree.args.get("having")]:
             if part is None:
@@ -117,6 +311,25 @@ class Resolver:
         return select_rows(tree, child, binder, name)
 
 
-def resolve(tree: exp.Select, metadata) -> tuple:
-    """(relation, qualifiers) that the top-level query aggregates."""
-    return Resolver(metadata).from_clause(tree, {})
+def _conjuncts(node) -> list:
+    if isinstance(node, exp.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    if isinstance(node, exp.Paren) and isinstance(node.this, exp.And):
+        return _conjuncts(node.this)
+    return [node]
+
+
+def resolve(tree: exp.Select, metadata, public=None) -> tuple:
+    """(relation, scope, tree) that the top-level query aggregates; ``tree`` without the
+    semi-joins of its WHERE, which the relation applies."""
+    relation, scope, tree = Resolver(metadata, public).from_clause(tree, {})
+    if relation.unit == "public":
+        fail("the query reads public tables only (public: true or VALUES): it needs no "
+             "privacy, so dpsql does not answer it and spends nothing; query the tables "
+             "directly")
+    if relation.unit == "reference":
+        field, target, col = relation.ref
+        fail(f"the rows of {relation.base.full_name} belong to persons through {field} -> "
+             f"{target.full_name}.{col}: join {target.full_name} on it (JOIN "
+             f"{target.full_name} t ON {field} = t.{col}) so that each row has its person")
+    return relation, scope, tree

@@ -25,14 +25,41 @@ def fail(msg: str, node: exp.Expression | None = None) -> None:
 
 
 class Binder:
-    """Resolves column references of the one table (case-insensitive)."""
+    """Resolves column references of one relation (case-insensitive).
 
-    def __init__(self, table, qualifiers: set) -> None:
-        self.table, self.qualifiers = table, qualifiers
+    ``scope`` maps each table name or alias usable as a qualifier to
+    {column name: the relation's column}; after a join, two tables' columns of
+    the same name are different columns of the relation (``p.pid``, ``v.pid``),
+    and an unqualified name that could be either is ambiguous. The entry ``""``
+    holds names that are unambiguous whatever the tables say (``USING`` columns).
+    A set of qualifiers means one table whose columns keep their names."""
+
+    def __init__(self, table, qualifiers) -> None:
+        self.table = table
+        self.scope = qualifiers if isinstance(qualifiers, dict) else None
+        self.qualifiers = set(qualifiers)
 
     def column(self, node: exp.Column):
+        name = node.name.lower()
         if node.table and node.table.lower() not in self.qualifiers:
             fail(f"unknown table or alias {node.table!r} in {node.sql('duckdb')}{{at}}", node)
+        if self.scope is None:
+            return self.table.column(node.name)
+        if node.table:
+            target = self.scope[node.table.lower()].get(name)
+            if target is None:
+                known = ", ".join(self.scope[node.table.lower()])
+                fail(f"{node.table} has no column {node.name!r}{{at}}; its columns: {known}", node)
+            return self.table.column(target)
+        if name in self.scope.get("", {}):
+            return self.table.column(self.scope[""][name])
+        candidates = sorted({cols[name] for q, cols in self.scope.items() if q and name in cols})
+        if len(candidates) > 1:
+            owners = sorted(q for q, cols in self.scope.items() if q and name in cols and "." not in q)
+            fail(f"column name {node.name!r} is ambiguous{{at}}: it could be "
+                 + " or ".join(f"{q}.{node.name}" for q in owners) + "; qualify it", node)
+        if candidates:
+            return self.table.column(candidates[0])
         return self.table.column(node.name)
 
     def bind(self, expr: exp.Expression, clause: str, aliases: dict | None = None,

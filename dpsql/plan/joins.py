@@ -1,0 +1,450 @@
+"""Joins, semi-joins and UNION ALL of relations: whose rows the result holds, and how many.
+
+Owns: the privacy analysis of combining relations. Every row of a relation must
+be a function of one person's rows (and of public data); these steps keep that
+true and say how many rows one person can have afterwards (``k``):
+
+- private x public (INNER, LEFT keeping the private side, CROSS): the private
+  side's person. ``k`` is unchanged; when the public side's join key is not
+  unique (checked on the public data), a person's rows can multiply, so the
+  relation is truncated again to ``k`` rows per person before aggregation. Row
+  privacy tables get a row number as their person id for that truncation.
+- private x private: only on the privacy unit (``a.pid = b.pid``, INNER or
+  LEFT): ``k`` = product of the sides' bounds, enforced by truncation.
+- a table that reaches its person through ``references`` (order_items.order_id
+  -> orders.order_id) joined on that key with the referenced table: the
+  referenced table's person. A key value that the referenced table gives to
+  more than one person (a broken foreign key) is dropped, so one person's rows
+  never depend on another's. ``k`` = the referencing table's ``max_ids``
+  (plus the referenced side's, for a LEFT join that keeps it).
+- ``x IN (SELECT ...)``, ``EXISTS``, their negations: a filter. On private
+  data only when both sides are the person's id, so whether a row stays
+  depends on its own person.
+- UNION ALL: same unit in every part; ``k`` = the sum.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlglot import exp
+
+from ..metadata import Column, Table
+from ..rewrite import column
+from ..sql.binding import Binder, fail
+from ..sql.typecheck import Checker
+from .relations import HIDDEN_PID, Field, Relation
+
+PRIVATE = ("person", "row", "reference")
+
+
+def visible_scope(relation: Relation, qualifiers) -> dict:
+    """The scope of a relation read under ``qualifiers`` (its columns keep their names)."""
+    if isinstance(qualifiers, dict):
+        return qualifiers
+    names = {f.name.lower(): f.name for f in relation.visible()}
+    return {q: dict(names) for q in qualifiers}
+
+
+def relation_table(fields: dict, base: Table) -> Table:
+    columns = {f.name: Column(f.name, f.kind, lower=f.lower, upper=f.upper, nullable=f.nullable)
+               for f in fields.values()}
+    return Table(base.schema, base.name, columns, max_ids=1, row_privacy=True)
+
+
+def _conjuncts(node):
+    if isinstance(node, exp.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    if isinstance(node, exp.Paren):
+        return _conjuncts(node.this)
+    return [node]
+
+
+def _label(scope: dict, name: str) -> str:
+    for q, cols in scope.items():
+        for col, target in cols.items():
+            if q and target == name:
+                return f"{q}.{col}"
+    return name
+
+
+class Join:
+    """One ``left JOIN right``; see the module docstring for the rules."""
+
+    def __init__(self, resolver, left, lscope, right, rscope, node: exp.Join):
+        self.resolver = resolver
+        unsupported = sorted(k for k, v in node.args.items()
+                             if v and k not in ("this", "on", "side", "kind", "using"))
+        if unsupported:
+            fail(f"{', '.join(k.upper() for k in unsupported)} in a join is not supported; "
+                 "write JOIN ... ON or USING")
+        side = (node.side or "").upper()
+        kind = (node.args.get("kind") or "").upper()
+        if kind in ("SEMI", "ANTI", "ASOF", "POSITIONAL"):
+            fail(f"{kind} JOIN is not supported; write WHERE x IN (SELECT ...) or NOT IN")
+        if side == "RIGHT":          # a RIGHT join is a LEFT join with the sides swapped
+            left, lscope, right, rscope, side = right, rscope, left, lscope, "LEFT"
+        self.cross = kind == "CROSS" or (not side and node.args.get("on") is None
+                                         and not node.args.get("using"))
+        self.side = side
+        self.left, self.right = left, right
+        self.lscope, self.rscope = lscope, rscope
+        clash = (set(lscope) & set(rscope)) - {""}
+        if clash:
+            fail(f"the name {sorted(clash)[0]!r} stands for two tables in FROM; give each its "
+                 "own alias")
+        self.node = node
+
+    # -- names ---------------------------------------------------------------
+    def _renames(self):
+        lnames = {f.name.lower() for f in self.left.visible()}
+        rnames = {f.name.lower() for f in self.right.visible()}
+        both = lnames & rnames
+
+        def new(scope, f):
+            if f.name.lower() not in both:
+                return f.name
+            owners = sorted((q for q, cols in scope.items() if q and f.name in cols.values()),
+                            key=lambda q: ("." in q, len(q)))
+            return f"{owners[0]}.{f.name}" if owners else f.name
+        lmap = {f.name: new(self.lscope, f) for f in self.left.visible()}
+        rmap = {f.name: new(self.rscope, f) for f in self.right.visible()}
+        if len(set(n.lower() for n in lmap.values()) | set(n.lower() for n in rmap.values())) \
+                != len(lmap) + len(rmap):
+            fail("two columns of the join would have the same name; alias the tables differently")
+        return lmap, rmap
+
+    def build(self) -> tuple:
+        lmap, rmap = self._renames()
+        fields, scope = {}, {}
+        for rel, mapping, sc in ((self.left, lmap, self.lscope), (self.right, rmap, self.rscope)):
+            for f in rel.visible():
+                fields[mapping[f.name].lower()] = replace(f, name=mapping[f.name])
+            for q, cols in sc.items():
+                scope.setdefault(q, {}).update({c: mapping.get(t, t) for c, t in cols.items()})
+        cond, pairs = self._condition(fields, scope, lmap, rmap)
+        return self._classify(fields, scope, cond, pairs, lmap, rmap)
+
+    def _condition(self, fields, scope, lmap, rmap):
+        """The bound ON/USING condition over the joined columns' names, and its equalities."""
+        using = self.node.args.get("using")
+        if self.cross:
+            return None, []
+        types = {k: f.kind for k, f in fields.items()}
+        if using:
+            parts = []
+            for ident in using:
+                name = ident.name.lower()
+                lname = next((lmap[f.name] for f in self.left.visible() if f.name.lower() == name), None)
+                rname = next((rmap[f.name] for f in self.right.visible() if f.name.lower() == name), None)
+                if lname is None or rname is None:
+                    fail(f"USING ({ident.name}): both sides of the join need a column {ident.name!r}")
+                scope.setdefault("", {})[name] = lname
+                parts.append(exp.EQ(this=column(lname), expression=column(rname)))
+            cond = parts[0]
+            for p in parts[1:]:
+                cond = exp.and_(cond, p)
+        else:
+            on = self.node.args["on"]
+            for n in on.walk():
+                if isinstance(n, (exp.AggFunc, exp.Window, exp.Subquery, exp.Select, exp.Exists)):
+                    fail("a join condition must compare the two rows only (no aggregates, "
+                         "windows or subqueries)")
+            cond = Binder(relation_table(fields, self.left.base), scope).bind(on.copy(), "JOIN ... ON")
+        cond = Checker(types, clause="JOIN ... ON").predicate(cond)
+        pairs = []
+        for c in _conjuncts(cond):
+            if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column):
+                a, b = c.this.name, c.expression.name
+                if a in rmap.values() and b in lmap.values():
+                    a, b = b, a
+                if a in lmap.values() and b in rmap.values():
+                    pairs.append((a, b))
+        return cond, pairs
+
+    # -- privacy -------------------------------------------------------------
+    def _classify(self, fields, scope, cond, pairs, lmap, rmap):
+        left, right = self.left, self.right
+        units = (left.unit, right.unit)
+        lback = {v: k for k, v in lmap.items()}
+        rback = {v: k for k, v in rmap.items()}
+        steps = left.steps + right.steps
+        kind = "CROSS" if self.cross else (self.side or "INNER")
+        tables = tuple(dict.fromkeys(left.tables + right.tables))
+        lsql, rsql = left, right
+        extra = []
+        if self.side == "FULL":
+            if units != ("public", "public"):
+                fail("FULL JOIN with a private table is not supported: its unmatched rows on "
+                     "both sides would belong to no one person; use a LEFT JOIN")
+        if units == ("public", "public"):
+            result = dict(unit="public", pid=None, k=0, bounded=True, base=left.base, ref=None,
+                          groups=None, owner_left=True)
+            how = "public x public"
+        elif "public" in units:
+            private, public = (left, right) if right.unit == "public" else (right, left)
+            if private is right and self.side == "LEFT":
+                fail("a LEFT JOIN that keeps a public table's unmatched rows makes rows that "
+                     "belong to no person; put the private table on the left (or use JOIN)")
+            keys = [(rback if private is left else lback)[b if private is left else a]
+                    for a, b in pairs]
+            unique = bool(keys) and self.resolver.unique(public, keys)
+            k, bounded, pid = private.k, private.bounded and unique, private.pid
+            if private.unit == "row" and not unique:
+                numbered = _row_numbered(private)
+                if private is left:
+                    lsql = numbered
+                else:
+                    rsql = numbered
+                private = numbered
+                pid, bounded = HIDDEN_PID, False
+            result = dict(unit="person" if pid else private.unit, pid=pid, k=k, bounded=bounded,
+                          base=private.base, ref=private.ref, groups=private.group_bounds,
+                          owner_left=private is left or private is lsql)
+            how = (f"private x public on a key unique in the public rows: at most {k} row(s) "
+                   "per person, as before" if unique else
+                   f"private x public (the public key can repeat): truncated again to {k} row(s) "
+                   "per person before aggregation")
+            if private.unit == "row" and not unique:
+                how += "; each row of the row-privacy table is numbered as its own person"
+        elif units == ("person", "person"):
+            ids = [(a, b) for a, b in pairs if _is_id(fields[a.lower()], left, lback[a])
+                   and _is_id(fields[b.lower()], right, rback[b])]
+            if not ids or self.cross:
+                fail("a join of two private tables must equate their privacy units (e.g. "
+                     "ON a.pid = b.pid): on anything else, one person's rows could meet "
+                     "unboundedly many other persons' rows")
+            k = left.k * right.k
+            result = dict(unit="person", pid=left.pid, k=k, bounded=left.bounded and right.bounded,
+                          base=left.base, ref=None, groups=None, owner_left=True)
+            if self.side != "LEFT":
+                for a, b in ids:      # in an inner join both are the id on every row
+                    fields[b.lower()].id_copy = True
+            how = (f"private x private on the person: at most {left.k} x {right.k} = {k} row(s) "
+                   "per person")
+        elif "reference" in units:
+            result, how, extra = self._reference(fields, pairs, lback, rback)
+            ref_side = left if left.unit == "reference" else right
+            tables = tuple(dict.fromkeys(tables + (ref_side.ref[1],)))
+            if ref_side is left:
+                lsql = _filtered(left, extra)
+            else:
+                rsql = _filtered(right, extra)
+        else:
+            fail(f"a join of a row-privacy table with another private table is not supported: "
+                 "each row is its own person, so no join condition can say two rows are the "
+                 "same person")
+        # Which columns are the person's id afterwards: the owner side's.
+        owner_left = result.pop("owner_left")
+        owner, owner_sql, mapping = (left, lsql, lmap) if owner_left else (right, rsql, rmap)
+        pid = result["pid"]
+        pid_name = mapping.get(pid) if pid is not None else None
+        for f in fields.values():
+            f.is_id = pid_name is not None and f.name == pid_name
+            if f.is_id or f.id_copy:
+                f.of_id = True
+        if self.side == "LEFT":
+            for f in right.visible():
+                nf = fields[rmap[f.name].lower()]
+                nf.nullable, nf.id_copy, nf.is_id = True, False, False
+        projections = [exp.alias_(exp.column(f.name, "_jl", quoted=True), lmap[f.name], quoted=True)
+                       for f in left.visible()]
+        projections += [exp.alias_(exp.column(f.name, "_jr", quoted=True), rmap[f.name], quoted=True)
+                        for f in right.visible()]
+        if pid is not None and pid_name is None:
+            side = "_jl" if owner_left else "_jr"
+            projections.append(exp.alias_(exp.column(pid, side, quoted=True), HIDDEN_PID, quoted=True))
+            fields[HIDDEN_PID] = replace(owner_sql.fields[pid.lower()], name=HIDDEN_PID, is_id=True,
+                                         of_id=True)
+            pid_name = HIDDEN_PID
+        if result["ref"] is not None:
+            mapped = mapping.get(result["ref"][0])
+            if mapped is None:
+                fail("the column through which the rows reach their person must stay in the "
+                     "join's result")
+            result["ref"] = (mapped,) + tuple(result["ref"][1:])
+        on = None
+        if cond is not None:
+            on = cond.transform(lambda n: _sided(n, lback, rback))
+        sql = exp.select(*projections).from_(lsql.source("_jl"))
+        sql = (sql.join(rsql.source("_jr"), join_type="CROSS") if kind == "CROSS"
+               else sql.join(rsql.source("_jr"), on=on, join_type=kind))
+        steps.append(f"join ({kind}) " + ", ".join(
+            f"{_label(scope, a)} = {_label(scope, b)}" for a, b in pairs) + f": {how}")
+        rel = Relation(result["base"], fields, pid_name, result["k"], result["bounded"], sql,
+                       steps, result["unit"], tables, result["ref"], result["groups"])
+        return rel, scope
+
+    def _reference(self, fields, pairs, lback, rback):
+        left, right = self.left, self.right
+        pending, other = (left, right) if left.unit == "reference" else (right, left)
+        back_p, back_o = (lback, rback) if pending is left else (rback, lback)
+        ref_field, target_table, target_col = pending.ref
+        target = f"{target_table.full_name}.{target_col}".lower()
+        match = None
+        for a, b in pairs:
+            p_name, o_name = (a, b) if pending is left else (b, a)
+            p_src, o_src = back_p.get(p_name), back_o.get(o_name)
+            if p_src == ref_field and other.fields[o_src.lower()].source == target:
+                match = (p_name, o_name)
+        if match is None or self.cross:
+            fail(f"the rows of {pending.base.full_name} belong to persons through "
+                 f"{ref_field} -> {target_table.full_name}.{target_col}: join them on exactly "
+                 f"that (ON {ref_field} = {target_table.name}.{target_col}) with a relation that "
+                 f"keeps {target_table.full_name}.{target_col} as it is")
+        if other.unit not in ("person", "reference"):
+            fail(f"{target_table.full_name} has no privacy unit to reach")
+        keeps_other = self.side == "LEFT" and other is left
+        k = pending.k + (other.k if keeps_other else 0)
+        owner = _owner_column(target_table)
+        how = (f"{pending.base.full_name} reaches its person through {ref_field} -> "
+               f"{target_table.full_name}.{target_col}; a {target_col} that "
+               f"{target_table.full_name} gives to more than one {owner} is dropped; "
+               f"truncated to {k} row(s) per person before aggregation")
+        # The filter: only key values that belong to exactly one owner in the whole table.
+        typed = exp.Table(this=exp.to_identifier(_typed(target_table), quoted=True))
+        unique = (exp.select(column(target_col)).from_(typed)
+                  .where(exp.Not(this=exp.Is(this=column(owner), expression=exp.Null())))
+                  .group_by(column(target_col))
+                  .having(exp.EQ(this=exp.Count(this=exp.Distinct(expressions=[column(owner)])),
+                                 expression=exp.Literal.number(1))))
+        extra = exp.In(this=column(ref_field), query=exp.Subquery(this=unique))
+        result = dict(unit=other.unit, pid=other.pid, k=k, bounded=False, base=other.base,
+                      ref=other.ref, groups=None, owner_left=other is left)
+        return result, how, extra
+
+
+def _typed(table) -> str:
+    from ..rewrite import typed_name
+    return typed_name(table)
+
+
+def _owner_column(table: Table) -> str:
+    if table.private_ids:
+        return table.private_ids[0]
+    return next(c.name for c in table.columns.values() if c.references)
+
+
+def _is_id(f: Field, side: Relation, original: str) -> bool:
+    return side.pid is not None and (original == side.pid or side.fields[original.lower()].id_copy)
+
+
+def _sided(node, lback, rback):
+    if isinstance(node, exp.Column) and not node.table:
+        if node.name in lback:
+            return exp.column(lback[node.name], "_jl", quoted=True)
+        if node.name in rback:
+            return exp.column(rback[node.name], "_jr", quoted=True)
+    return node
+
+
+def _filtered(relation: Relation, condition) -> Relation:
+    if condition is None:
+        return relation
+    sql = exp.select(exp.Star()).from_(relation.source("_f")).where(condition)
+    return relation.derived(dict(relation.fields), relation.pid, relation.k, relation.bounded,
+                            sql, list(relation.steps))
+
+
+def _row_numbered(relation: Relation) -> Relation:
+    """A row-privacy relation whose rows carry a number, their person id for truncation."""
+    number = exp.Window(this=exp.RowNumber())
+    sql = exp.select(exp.Star(), exp.alias_(number, HIDDEN_PID, quoted=True)).from_(
+        relation.source("_n"))
+    fields = dict(relation.fields)
+    fields[HIDDEN_PID] = Field(HIDDEN_PID, "int", is_id=True, of_id=True, nullable=False,
+                               origin="row number")
+    rel = relation.derived(fields, HIDDEN_PID, 1, False, sql, list(relation.steps))
+    rel.unit = "person"
+    return rel
+
+
+# ------------------------------------------------------------------ semi-joins
+
+def semi_join(outer: Relation, column_name: str, inner: Relation, negated: bool,
+              label: str) -> Relation:
+    """``outer`` rows whose ``column_name`` is (not) among ``inner``'s one column."""
+    cols = inner.visible()
+    if len(cols) != 1:
+        fail(f"{label}: the subquery must select exactly one column")
+    inner_col = cols[0]
+    outer_f = outer.fields[column_name.lower()]
+    if inner.unit != "public":
+        if outer.unit != "person" or inner.unit != "person":
+            fail(f"{label}: a subquery over private rows is supported only on the privacy unit "
+                 "(WHERE id IN (SELECT id FROM ...)) of two tables of the same persons")
+        if not (outer_f.is_id or outer_f.id_copy) or not (inner_col.is_id or inner_col.id_copy):
+            fail(f"{label}: both sides must be the privacy unit's id: whether a row stays may "
+                 "depend only on its own person's rows")
+    if inner_col.kind != outer_f.kind:
+        fail(f"{label}: the subquery's column is {inner_col.kind}, the tested column "
+             f"{outer_f.kind}; CAST one of them")
+    values = exp.select(column(inner_col.name)).from_(inner.source("_in")).where(
+        exp.Not(this=exp.Is(this=column(inner_col.name), expression=exp.Null())))
+    cond = exp.In(this=column(outer_f.name), query=exp.Subquery(this=values))
+    if negated:
+        cond = exp.Not(this=cond)
+    sql = exp.select(exp.Star()).from_(outer.source("_o")).where(cond)
+    rel = outer.derived(dict(outer.fields), outer.pid, outer.k, outer.bounded, sql,
+                        outer.steps + [s for s in inner.steps if s not in outer.steps])
+    rel.tables = tuple(dict.fromkeys(outer.tables + inner.tables))
+    rel.steps.append(f"{'anti' if negated else 'semi'}-join {label}: rows kept by their own "
+                     "person's rows only; rows per person unchanged")
+    return rel
+
+
+# ------------------------------------------------------------------ UNION ALL
+
+def union_all(parts: list, name: str) -> Relation:
+    """The rows of every part; a person has at most the sum of the parts' bounds."""
+    first = parts[0]
+    units = {p.unit for p in parts}
+    if len(units) != 1 or "reference" in units:
+        fail(f"UNION ALL in {name!r}: every part must hold rows of the same kind (all of persons "
+             "with their id, all row-privacy, or all public)")
+    width = len(first.visible())
+    if any(len(p.visible()) != width for p in parts):
+        fail(f"UNION ALL in {name!r}: every part must have {width} column(s)")
+    unit = first.unit
+    fields = {}
+    for i, f in enumerate(first.visible()):
+        column_fields = [p.visible()[i] for p in parts]
+        kinds = {c.kind for c in column_fields}
+        if len(kinds) != 1:
+            fail(f"UNION ALL in {name!r}: column {i + 1} ({f.name}) is "
+                 f"{' in one part and '.join(sorted(kinds))} in another; CAST to one type")
+        bounded = all(c.lower is not None and c.upper is not None for c in column_fields)
+        domain = None
+        if all(c.domain is not None for c in column_fields):
+            domain = tuple(dict.fromkeys(v for c in column_fields for v in c.domain))
+        fields[f.name.lower()] = Field(
+            f.name, f.kind, min(c.lower for c in column_fields) if bounded else None,
+            max(c.upper for c in column_fields) if bounded else None, domain=domain,
+            nullable=any(c.nullable for c in column_fields),
+            of_id=any(c.of_id for c in column_fields),
+            in_bounds=all(c.in_bounds for c in column_fields),
+            id_copy=unit == "person" and all(c.is_id or c.id_copy for c in column_fields),
+            origin="UNION ALL")
+    selects = []
+    for p in parts:
+        items = [exp.alias_(column(c.name), f.name, quoted=True)
+                 for c, f in zip(p.visible(), first.visible())]
+        if unit == "person":
+            items.append(exp.alias_(column(p.pid), HIDDEN_PID, quoted=True))
+        selects.append(exp.select(*items).from_(p.source("_u")))
+    sql = selects[0]
+    for s in selects[1:]:
+        sql = exp.union(sql, s, distinct=False)
+    sql = exp.select(exp.Star()).from_(exp.Subquery(this=sql, alias=exp.TableAlias(
+        this=exp.to_identifier("_union"))))
+    pid = None
+    if unit == "person":
+        fields[HIDDEN_PID] = Field(HIDDEN_PID, parts[0].fields[parts[0].pid.lower()].kind,
+                                   is_id=True, of_id=True, origin="UNION ALL")
+        pid = HIDDEN_PID
+    k = sum(p.k for p in parts)
+    steps = [s for p in parts for s in p.steps]
+    steps.append(f"UNION ALL of {len(parts)} parts in {name!r}: at most "
+                 + " + ".join(str(p.k) for p in parts) + f" = {k} row(s) per person")
+    tables = tuple(dict.fromkeys(t for p in parts for t in p.tables))
+    bounded = unit != "person" or all(p.bounded for p in parts)
+    return Relation(first.base, fields, pid, k, bounded, sql, steps, unit, tables)
