@@ -7,7 +7,7 @@ scale, 95% accuracy and share of the query's budget.
 from __future__ import annotations
 
 from .plan import Plan
-from .rewrite import TYPED_SOURCE
+from .rewrite import typed_name
 from .sql.allowed import ENGINE_TYPES
 
 DIALECT = "duckdb"
@@ -25,18 +25,32 @@ def describe(plan: Plan) -> str:
     relation = plan.query.relation
     table = relation.base
     eps, delta = plan.cost
-    unit = ("row (row_privacy)" if table.row_privacy or not table.private_ids
-            else f"person ({table.private_ids[0]}), at most {table.max_ids} row(s) each")
-    k = plan.query.table.max_ids if relation.pid is not None else 1
-    where = ("none needed: the per-person aggregation above bounds it" if relation.bounded
-             else f"at most {k} row(s) per person kept (uniformly at random), after all "
-             "row-level filters" if relation.pid is not None else "none needed (row privacy)")
-    lines = [f"table: {table.full_name}; privacy unit: {unit}",
-             f"cost: epsilon={eps:.6g}, delta={delta:.3g}", "",
-             f"typed relation {TYPED_SOURCE}: {table.full_name} with every column cast to its "
-             "metadata type (a cell that does not convert is NULL): "
-             + ", ".join(f"{c.name} {ENGINE_TYPES[c.type]}" for c in table.columns.values()), "",
-             "relational plan (bounds from the metadata and the query text only):"]
+    k = max(1, relation.k)
+    if relation.pid is None:
+        unit = "row (row_privacy)" + (f"; each row is in the relation at most {k} times"
+                                      if k > 1 else "")
+    else:
+        person = (table.private_ids[0] if table.private_ids else
+                  next((c.name for c in table.columns.values() if c.references), relation.pid))
+        unit = f"person ({table.full_name}.{person}), at most {k} row(s) each in the relation"
+    groups = relation.group_bounds if plan.query.keys else None
+    if relation.pid is None:
+        where = "none needed (row privacy)"
+    elif relation.bounded:
+        where = "none needed: the steps above bound it by construction"
+    elif groups and not relation.bounded:
+        where = (f"at most {groups[0]} group(s) per person and {groups[1]} row(s) per person in "
+                 "each kept (uniformly at random), after all row-level filters")
+    else:
+        where = (f"at most {k} row(s) per person kept (uniformly at random), after all "
+                 "row-level filters")
+    lines = [f"tables: {', '.join(t.full_name for t in relation.tables)}; privacy unit: {unit}",
+             f"cost: epsilon={eps:.6g}, delta={delta:.3g}", ""]
+    lines += [f"typed relation {typed_name(t)}: {t.full_name} with every column cast to its "
+              "metadata type (a cell that does not convert is NULL): "
+              + ", ".join(f"{c.name} {ENGINE_TYPES[c.type]}" for c in t.columns.values())
+              for t in relation.tables]
+    lines += ["", "relational plan (bounds from the metadata and the query text only):"]
     lines += [f"  {i + 1}. {step}" for i, step in enumerate(relation.steps)]
     lines += [f"  {len(relation.steps) + 1}. DP aggregation: each person adds at most {k} row(s); "
               f"truncation: {where}", "",

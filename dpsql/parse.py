@@ -461,6 +461,11 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
         raise QueryError(f"expected one SQL statement, got {len(statements)}; "
                          "send each query separately")
     tree = statements[0]
+    if isinstance(tree, exp.Union) and not isinstance(tree, (exp.Intersect, exp.Except)):
+        _union_of_queries(tree)
+        tree = _balance_connectors(tree)
+        check_size(tree)
+        return bind_params(tree, params)
     if not isinstance(tree, exp.Select):
         kind = tree.key.upper() if tree.key in ("insert", "update", "delete", "create", "drop",
                                                  "alter", "merge", "command", "union", "intersect",
@@ -470,3 +475,28 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
     tree = _balance_connectors(tree)
     check_size(tree)
     return bind_params(tree, params)
+
+
+def _union_of_queries(tree: exp.Union) -> None:
+    """``q1 UNION ALL q2 ...``: each part a whole query, released on its own."""
+    if tree.args.get("distinct"):
+        raise QueryError("UNION (without ALL) of queries is not supported: it would merge equal "
+                         "noisy rows; write UNION ALL")
+    if any(tree.args.get(k) for k in ("order", "limit", "offset", "with_", "with")):
+        raise QueryError("ORDER BY, LIMIT or WITH around a UNION ALL of queries is not "
+                         "supported; put them inside each part")
+    for side in (tree.this, tree.expression):
+        side = side.this if isinstance(side, exp.Subquery) else side
+        if isinstance(side, exp.Union) and not isinstance(side, (exp.Intersect, exp.Except)):
+            _union_of_queries(side)
+        elif not isinstance(side, exp.Select):
+            raise QueryError(f"each part of a UNION ALL must be a SELECT, not "
+                             f"{side.key.upper()}")
+
+
+def union_parts(tree: exp.Expression) -> list:
+    """The SELECTs of a UNION ALL of queries, in order (one item for a plain SELECT)."""
+    if isinstance(tree, exp.Union):
+        return [p for side in (tree.this, tree.expression)
+                for p in union_parts(side.this if isinstance(side, exp.Subquery) else side)]
+    return [tree]

@@ -21,7 +21,7 @@ from .errors import OperationalError, ProgrammingError, QueryError
 from .execute import Engine
 from .explain import describe
 from .metadata import Metadata
-from .parse import parse_query, typed_params
+from .parse import parse_query, typed_params, union_parts
 from .plan import Plan, build_plan
 from .privacy import Budget, Privacy, Stat
 from .release import add_noise
@@ -54,11 +54,17 @@ class Reader:
         cached = self._plans.get(key)
         if cached is not None:
             return cached
-        query = validate(parse_query(sql, params), self.metadata, self.engine.public_rows)
-        plan = build_plan(query, self.privacy)
-        # Dry-run both queries now, so that query errors surface before any data is read.
-        self.engine.attach(plan)
-        self.engine.post_process(plan.post_sql, _empty_noisy(plan))
+        tree = parse_query(sql, params)
+        plans = []
+        for part in union_parts(tree):
+            query = validate(part, self.metadata, self.engine.public_rows)
+            plan = build_plan(query, self.privacy)
+            # Dry-run both queries now, so that query errors surface before any data is read.
+            self.engine.attach(plan)
+            self.engine.post_process(plan.post_sql, _empty_noisy(plan))
+            plans.append(plan)
+        if len(plans) > 1:
+            plan = Releases(plans, tree.sql("duckdb"))
         with self._lock:
             self._plans[key] = plan
             if len(self._plans) > _PLAN_CACHE_SIZE:
@@ -83,7 +89,15 @@ class Reader:
 
     def explain(self, sql: str, params=None) -> str:
         """The bounded plan and, per noisy statistic, its sensitivity, noise and budget share."""
-        return describe(self._plan(sql, params))
+        plan = self._plan(sql, params)
+        if isinstance(plan, Releases):
+            eps, delta = plan.cost
+            return "\n\n".join(
+                [f"UNION ALL of {len(plan.parts)} queries, each its own release; cost: the sum, "
+                 f"epsilon={eps:.6g}, delta={delta:.3g}"]
+                + [f"-- part {i + 1} of {len(plan.parts)}\n{describe(p)}"
+                   for i, p in enumerate(plan.parts)])
+        return describe(plan)
 
     @property
     def spent(self) -> tuple:
@@ -92,9 +106,12 @@ class Reader:
     # -- running ------------------------------------------------------------
     def execute_df(self, sql: str, params=None) -> pd.DataFrame:
         plan = self._plan(sql, params)
+        parts = plan.parts if isinstance(plan, Releases) else [plan]
         self.accountant.check(plan.cost)
+        exacts = []
         try:
-            exact = self.engine.run(plan.exact_sql)
+            for part in parts:
+                exacts.append(self.engine.run(part.exact_sql))
         except OperationalError as err:
             # Binding succeeded, so the failure depends on the data: charge it.
             self.accountant.charge(plan.cost, plan.bound_sql)
@@ -104,6 +121,14 @@ class Reader:
         # post-processing failure on noisy values) is paid for, and no result
         # is ever shown uncharged.
         self.accountant.charge(plan.cost, plan.bound_sql)
+        frames = [self._release(part, exact) for part, exact in zip(parts, exacts)]
+        if len(frames) == 1:
+            return frames[0]
+        for frame in frames[1:]:
+            frame.columns = frames[0].columns
+        return pd.concat(frames, ignore_index=True)
+
+    def _release(self, plan: Plan, exact: dict) -> pd.DataFrame:
         noisy = add_noise(plan, exact)
         del exact
         if plan.passthrough is not None:
@@ -122,6 +147,20 @@ class Reader:
         df = self.execute_df(sql, params)
         rows = [tuple(_native(v) for v in row) for row in df.itertuples(index=False, name=None)]
         return [tuple(df.columns)] + rows
+
+
+class Releases:
+    """A UNION ALL of whole queries: each part its own release; the cost is their sum."""
+
+    def __init__(self, parts: list, sql: str):
+        widths = {len(p.output_names) for p in parts}
+        if len(widths) != 1:
+            raise QueryError("every part of a UNION ALL must select the same number of "
+                             f"columns (here {', '.join(str(len(p.output_names)) for p in parts)})")
+        self.parts = parts
+        self.cost = (sum(p.cost[0] for p in parts), sum(p.cost[1] for p in parts))
+        self.bound_sql = sql
+        self.output_names = parts[0].output_names
 
 
 def _native(value):

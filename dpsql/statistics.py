@@ -51,9 +51,25 @@ class StatisticSet:
     def __init__(self, k: int, grouped: bool, private_id: str | None, mechanisms: Mechanisms,
                  types: dict | None = None):
         self.k, self.grouped, self.private_id, self.mechanisms = k, grouped, private_id, mechanisms
+        # A person moves at most `groups` cells of a grouped statistic (k, or max_groups),
+        # each by at most `per_group` rows (with max_rows_per_group; else k in all).
+        self.groups, self.per_group = k, None
         self.types = types or {}
         self.in_bounds: set = set()   # columns whose values are known to lie within their bounds
         self.items: list[Statistic] = []
+
+    def bound_groups(self, max_groups: int, max_rows_per_group: int) -> None:
+        """Use the table's max_groups / max_rows_per_group: L1 = g * r rows, L2 = sqrt(g) * r."""
+        self.groups, self.per_group = int(max_groups), int(max_rows_per_group)
+
+    @property
+    def l1_rows(self) -> float:
+        return self.groups * self.per_group if self.grouped and self.per_group else self.k
+
+    @property
+    def l2_rows(self) -> float:
+        return (math.sqrt(self.groups) * self.per_group if self.grouped and self.per_group
+                else self.k)
 
     def add(self, label, aggregate, stat, l1, l2, integer, unit=1.0, centre=None) -> Statistic:
         for existing in self.items:
@@ -68,14 +84,14 @@ class StatisticSet:
 
     # -- counts -------------------------------------------------------------
     def count_rows(self, stat: Stat = Stat.count) -> Statistic:
-        return self.add("COUNT(*)", exp.Count(this=exp.Star()), stat, self.k, self.k, True)
+        return self.add("COUNT(*)", exp.Count(this=exp.Star()), stat, self.l1_rows, self.l2_rows, True)
 
     def count_distinct_persons(self) -> Statistic:
         """COUNT(DISTINCT private_id): one per group a person is in (at most k groups)."""
         agg = exp.Count(this=exp.Distinct(expressions=[column(self.private_id)]))
         label = f"COUNT(DISTINCT {self.private_id})"
         if self.grouped:
-            item = self.add(label, agg, Stat.count, self.k, math.sqrt(self.k), True)
+            item = self.add(label, agg, Stat.count, self.groups, math.sqrt(self.groups), True)
         else:
             item = self.add(label, agg, Stat.count, 1, 1, True)
         item.meta["persons"] = True     # counts persons: a threshold needs no shift
@@ -93,9 +109,9 @@ class StatisticSet:
                     and inner.name.lower() == self.private_id.lower()):
                 return self.count_distinct_persons()
             agg = exp.Count(this=exp.Distinct(expressions=[check(inner, self.types, "COUNT")[0]]))
-            return self.add(node.sql("duckdb"), agg, Stat.count, self.k, self.k, True)
+            return self.add(node.sql("duckdb"), agg, Stat.count, self.l1_rows, self.l2_rows, True)
         return self.add(node.sql("duckdb"), exp.Count(this=check(arg, self.types, "COUNT")[0]),
-                        Stat.count, self.k, self.k, True)
+                        Stat.count, self.l1_rows, self.l2_rows, True)
 
     # -- sums ---------------------------------------------------------------
     def _sum_stat(self, bound: float, integer: bool) -> Stat:
@@ -115,7 +131,7 @@ class StatisticSet:
         """
         row = value if in_bounds else clamp(value, lower, upper)
         bound = max(abs(upper - offset), abs(lower - offset))
-        if not math.isfinite(float(bound) * (float(bound) if square_offset is not None else 1.0) * self.k):
+        if not math.isfinite(float(bound) * (float(bound) if square_offset is not None else 1.0) * self.l1_rows):
             raise QueryError(f"{label}: the column's bounds are too wide for this statistic "
                              "(its sensitivity would be infinite); narrow the bounds")
         magnitude, subtract = max(abs(upper), abs(lower)), offset
@@ -152,8 +168,8 @@ class StatisticSet:
             # mechanism); it costs accuracy only.
             bound = unit
         agg = exp.Sum(this=row)
-        return self.add(label, agg, self._sum_stat(bound, integer), self.k * bound,
-                        self.k * bound, integer, unit, centre)
+        return self.add(label, agg, self._sum_stat(bound, integer), self.l1_rows * bound,
+                        self.l2_rows * bound, integer, unit, centre)
 
 
 def _bounds(col, node) -> tuple:

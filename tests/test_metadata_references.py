@@ -77,7 +77,7 @@ def test_a_two_part_reference_resolves_when_unambiguous():
 def test_queries_that_need_a_join_are_refused_for_free(table, message):
     frames = {"shop.customers": pd.DataFrame({"customer_id": [1, 2], "region": ["n", "s"]}),
               "shop.orders": pd.DataFrame({"order_id": [1], "customer_id": [1], "channel": ["web"]}),
-              "shop.order_items": pd.DataFrame({"order_id": [1], "amount": [3.0]}),
+              "shop.order_items": pd.DataFrame({"order_id": [1], "amount": [3.0], "level": [1]}),
               "shop.levels": pd.DataFrame({"level": [1], "name": ["a"]})}
     r = dpsql.from_df(frames, DATA / "shop.yaml", privacy=dpsql.Privacy(epsilon=1.0))
     with pytest.raises(dpsql.QueryError, match=message):
@@ -90,7 +90,7 @@ def test_a_table_that_references_the_private_id_is_queried_on_its_own():
     # orders.customer_id references customers.customer_id, the private id: it is the person.
     frames = {"shop.customers": pd.DataFrame({"customer_id": [1, 2], "region": ["n", "s"]}),
               "shop.orders": pd.DataFrame({"order_id": [1], "customer_id": [1], "channel": ["web"]}),
-              "shop.order_items": pd.DataFrame({"order_id": [1], "amount": [3.0]}),
+              "shop.order_items": pd.DataFrame({"order_id": [1], "amount": [3.0], "level": [1]}),
               "shop.levels": pd.DataFrame({"level": [1], "name": ["a"]})}
     r = dpsql.from_df(frames, DATA / "shop.yaml", privacy=dpsql.Privacy(epsilon=1.0))
     plan = r._plan("SELECT COUNT(*) AS n FROM shop.orders")

@@ -7,7 +7,9 @@ and transpiles the rest of the same sqlglot tree:
   (DuckDB's ``TRY(...)``);
 - ``epoch_us``: a timestamp as microseconds since 1970 (``EPOCH_US``);
 - ``truncated``: keep a uniformly random subset of at most k rows per person
-  (``ARG_MIN(struct, RANDOM(), k)`` and ``UNNEST(..., recursive := true)``).
+  (``ARG_MIN(struct, RANDOM(), k)`` and ``UNNEST(..., recursive := true)``);
+- ``truncated_groups``: keep at most g groups per person and r rows per person in
+  each (window functions).
 Running plans on a DuckDB connection is ``dpsql.execute``.
 """
 from __future__ import annotations
@@ -58,3 +60,33 @@ def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = ""
     return (exp.select(exp.Star())
             .from_(exp.Subquery(this=bounded, alias=exp.TableAlias(this=exp.to_identifier(f"_kept{prefix}"))))
             .with_(rows_name, as_=rows).with_(heavy_name, as_=heavy))
+
+
+def truncated_groups(rows: exp.Select, pid: str, keys: list, max_groups: int,
+                     max_rows: int) -> exp.Select:
+    """Keep at most ``max_groups`` groups (values of ``keys``) per person, chosen at
+    random, and at most ``max_rows`` random rows of the person in each.
+
+    A person's groups are ranked by a hash of (id, keys, a random seed drawn once per
+    run), ties broken by the keys themselves, so the rank identifies the group; rows
+    within a group are ranked by RANDOM(). Whatever is kept depends on the person's
+    own rows only. Rows whose id is NULL were dropped before."""
+    seed = exp.select(exp.alias_(exp.Rand(), "_dpsql_seed", quoted=True))
+    hashed = exp.Anonymous(this="HASH", expressions=[column(pid)] + [k.copy() for k in keys]
+                           + [column("_dpsql_seed")])
+    group_rank = exp.Window(this=exp.Anonymous(this="DENSE_RANK"), partition_by=[column(pid)],
+                            order=exp.Order(expressions=[exp.Ordered(this=hashed)] + [
+                                exp.Ordered(this=k.copy(), nulls_first=False) for k in keys]))
+    ranked = exp.select(exp.Star(), exp.alias_(group_rank, "_dpsql_g", quoted=True),
+                        exp.alias_(exp.Rand(), "_dpsql_u", quoted=True)).from_(
+        exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier("_gr")))).join(
+        exp.Subquery(this=seed, alias=exp.TableAlias(this=exp.to_identifier("_seed"))),
+        join_type="CROSS")
+    row_rank = exp.Window(this=exp.RowNumber(), partition_by=[column(pid), column("_dpsql_g")],
+                          order=exp.Order(expressions=[exp.Ordered(this=column("_dpsql_u"))]))
+    numbered = exp.select(exp.Star(), exp.alias_(row_rank, "_dpsql_r", quoted=True)).from_(
+        exp.Subquery(this=ranked, alias=exp.TableAlias(this=exp.to_identifier("_gk"))))
+    return exp.select(exp.Star()).from_(exp.Subquery(
+        this=numbered, alias=exp.TableAlias(this=exp.to_identifier("_rk")))).where(exp.and_(
+            exp.LTE(this=column("_dpsql_g"), expression=exp.Literal.number(max_groups)),
+            exp.LTE(this=column("_dpsql_r"), expression=exp.Literal.number(max_rows))))

@@ -14,6 +14,7 @@ because of one person all appear together with probability at most delta_t.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -27,7 +28,7 @@ from ..sql.allowed import ENGINE_TYPES
 from ..sql.typecheck import Checker, check, float_literal, predicate
 from ..statistics import Statistic, StatisticSet, aggregate_type, plan_aggregates
 from ..validate import Query
-from ..engines.duckdb import epoch_us, truncated
+from ..engines.duckdb import epoch_us, truncated, truncated_groups
 from .lift import lift
 
 NOISY_TABLE = "_noisy"
@@ -62,9 +63,10 @@ def metadata_types(table) -> dict:
     return {c.name.lower(): c.type for c in table.columns.values()}
 
 
-def _contribution_bound(table) -> int:
-    # validate() refused tables with no privacy unit, so no private_id means row privacy.
-    return 1 if table.row_privacy else int(table.max_ids)
+def _contribution_bound(relation) -> int:
+    """Most rows one person has in the relation (1 for a row-privacy table; a UNION ALL
+    of row-privacy relations holds each row once per part)."""
+    return max(1, int(relation.k))
 
 
 def _public_key_columns(query: Query) -> list | None:
@@ -139,7 +141,7 @@ def _grid(domains: list) -> exp.Select:
 
 def _split_budget(stats: StatisticSet, privacy: Privacy, threshold, needs_threshold: bool) -> float:
     """Equal shares of epsilon per statistic; delta shared by those that need it."""
-    groups = stats.k if stats.grouped else 1     # entries of a statistic one person moves
+    groups = stats.groups if stats.grouped else 1     # entries of a statistic one person moves
     mechs = privacy.mechanisms
     chosen = {s.name: mechs.for_stat(s.stat) for s in stats.items}
     if not stats.items:
@@ -175,11 +177,15 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
         if kind == "null":
             raise QueryError(f"GROUP BY {key.sql('duckdb')} is a constant NULL; group by a column")
         keys.append((node, kind))
-    k = _contribution_bound(table)
+    k = _contribution_bound(query.relation)
     pid = query.relation.pid
     domains = _public_key_columns(query) if query.keys else None
     needs_threshold = bool(query.keys) and domains is None and table.censor_dims
     stats = StatisticSet(k, bool(query.keys), pid, privacy.mechanisms, types)
+    truncating = pid is not None and not query.relation.bounded
+    group_bounds = query.relation.group_bounds if query.keys and truncating else None
+    if group_bounds:
+        stats.bound_groups(*group_bounds)
     stats.in_bounds = {name for name, f in query.relation.fields.items() if f.in_bounds}
     aggregate_outputs = plan_aggregates(query.aggregates, table, stats)
     threshold = None
@@ -196,9 +202,11 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
     # The exact query: typed relation -> filtered rows -> truncated -> grouped aggregates.
     # Rows outside the public key values are dropped before truncation, so that the rows
     # kept are ones the query uses; without truncation the grid join drops them anyway.
-    truncating = pid is not None and not query.relation.bounded
     rows = _rows(query, pid, domains if truncating else None, types)
-    if truncating:
+    if group_bounds:
+        rows = truncated_groups(rows, pid, [key_output(node, kind) for node, kind in keys],
+                                *group_bounds)
+    elif truncating:
         fields = sorted({c.name for e in [n for n, _ in keys] + [s.aggregate for s in stats.items]
                          for c in e.find_all(exp.Column)}, key=str.lower)
         rows = truncated(rows, pid, k, [table.column(f).name if table.column(f) else f for f in fields])
@@ -220,8 +228,16 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
                 passthrough=passthrough, key_kinds=[kind for _, kind in keys],
                 threshold=threshold, threshold_delta=delta_t)
     if threshold is not None:
-        shift = 0 if threshold.meta.get("persons") else k - 1   # rows of one person in a key
-        plan.tau = threshold.mechanism.threshold(max_groups=k, delta=delta_t) + shift
+        per_key = stats.per_group or k       # rows of one person in a key
+        shift = 0 if threshold.meta.get("persons") else per_key - 1
+        plan.tau = threshold.mechanism.threshold(max_groups=stats.groups, delta=delta_t) + shift
+    if group_bounds:
+        g, r = group_bounds
+        plan.notes.append(
+            f"contribution bounds from max_groups={g}, max_rows_per_group={r}: a person adds "
+            f"rows to at most {g} group(s), at most {r} in each (truncation keeps {g} random "
+            f"groups and {r} random rows in each); Laplace noise uses L1 = {g} x {r} = {g * r} "
+            f"rows, Gaussian noise L2 = sqrt({g}) x {r} = {math.sqrt(g) * r:.4g} rows")
     eps = sum(s.mechanism.epsilon for s in stats.items)
     delta = sum(s.mechanism.delta for s in stats.items) + delta_t
     plan.cost = (eps, delta)
