@@ -898,8 +898,25 @@ class QueryGen:
                 inner_params, self.params = self.params, saved
             else:
                 inner_params = []
-            form = self.pick(("subquery", "cte", "nested", "derived"))
-            if form == "cte":
+            form = self.pick(("subquery", "cte", "nested", "derived", "union", "semi", "values"))
+            if form == "semi" and scn.pid is None:
+                form = "union"
+            if form == "values":
+                # A public inline table joined to every row (not a unique key): each row
+                # repeats, and truncation must bring a person back to their bound.
+                rows = ", ".join(f"({i})" for i in range(self.ints(1, 3)))
+                self.late_params = inner_params
+                if inner:
+                    return f"(SELECT * FROM {table}{inner}) AS w JOIN (VALUES {rows}) AS _v(_vk) ON TRUE"
+                return f"{table} JOIN (VALUES {rows}) AS _v(_vk) ON TRUE"
+            if form in ("union", "semi"):
+                self.late_params = inner_params
+                if form == "union":
+                    table = f"(SELECT * FROM {table}{inner} UNION ALL SELECT * FROM {table})"
+                else:
+                    pid = self.colref(scn.pid)
+                    table = f"(SELECT * FROM {table} WHERE {pid} IN (SELECT {pid} FROM {table}{inner}))"
+            elif form == "cte":
                 self.prefix = f"WITH c1 AS (SELECT * FROM {table}{inner}) "
                 self.prefix_params = inner_params
                 table = "c1"
