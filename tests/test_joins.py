@@ -138,6 +138,13 @@ MORE = [
      None),
     ("shop", "SELECT region, COUNT(*) AS n FROM shop.customers c JOIN shop.orders o "
              "ON o.customer_id = c.customer_id GROUP BY region", None),
+    ("shop", "SELECT COUNT(*) AS n, SUM(i.amount) AS s FROM (SELECT order_id, amount FROM "
+             "shop.order_items WHERE amount > 10) i JOIN shop.orders o ON i.order_id = o.order_id",
+     "SELECT COUNT(*), SUM(amount) FROM shop.order_items WHERE amount > 10"),
+    ("clinic", "SELECT COUNT(*) AS n FROM clinic.persons p JOIN clinic.visits v USING (pid) "
+               "JOIN clinic.visits_archive a USING (pid)", None),
+    ("pums", "SELECT COUNT(*) AS n FROM (SELECT educ FROM PUMS.PUMS UNION ALL SELECT educ FROM "
+             "PUMS.PUMS) u JOIN PUMS.EDUC_LEVELS e ON u.educ = e.educ", None),
     ("pums", "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ IN (SELECT educ FROM PUMS.EDUC_LEVELS "
              "WHERE level_name = 'college')", None),
     ("pums", "SELECT COUNT(*) AS n FROM (SELECT age FROM PUMS.PUMS UNION ALL SELECT age FROM PUMS.PUMS)",

@@ -134,7 +134,8 @@ class Join:
             parts = []
             for ident in using:
                 name = ident.name.lower()
-                lname = next((lmap[f.name] for f in self.left.visible() if f.name.lower() == name), None)
+                lname = (self.lscope.get("", {}).get(name) and lmap.get(self.lscope[""][name])) \
+                    or next((lmap[f.name] for f in self.left.visible() if f.name.lower() == name), None)
                 rname = next((rmap[f.name] for f in self.right.visible() if f.name.lower() == name), None)
                 if lname is None or rname is None:
                     fail(f"USING ({ident.name}): both sides of the join need a column {ident.name!r}")
@@ -190,6 +191,11 @@ class Join:
             unique = bool(keys) and self.resolver.unique(public, keys)
             k, bounded, pid = private.k, private.bounded and unique, private.pid
             if private.unit == "row" and not unique:
+                if private.k > 1:
+                    fail("a row-privacy relation that holds a row more than once (a UNION ALL) "
+                         "cannot be joined with a public table on a key that repeats: the copies "
+                         "of one row could not be told to be one person; join each part first, "
+                         "or join on a key that is unique in the public table")
                 numbered = _row_numbered(private)
                 if private is left:
                     lsql = numbered
@@ -284,13 +290,17 @@ class Join:
         for a, b in pairs:
             p_name, o_name = (a, b) if pending is left else (b, a)
             p_src, o_src = back_p.get(p_name), back_o.get(o_name)
-            if p_src == ref_field and other.fields[o_src.lower()].source == target:
+            # Both columns must be the metadata's columns, unchanged: a referencing value
+            # computed in the query (order_id + 1, a VALUES column named order_id) would hand
+            # the rows to another person.
+            if (pending.fields[p_src.lower()].ref == target
+                    and other.fields[o_src.lower()].source == target):
                 match = (p_name, o_name)
         if match is None or self.cross:
             fail(f"the rows of {pending.base.full_name} belong to persons through "
                  f"{ref_field} -> {target_table.full_name}.{target_col}: join them on exactly "
-                 f"that (ON {ref_field} = {target_table.name}.{target_col}) with a relation that "
-                 f"keeps {target_table.full_name}.{target_col} as it is")
+                 f"that (ON {ref_field} = {target_table.name}.{target_col}), both columns as "
+                 "they are in the tables (not renamed from or computed by the query)")
         if other.unit not in ("person", "reference"):
             fail(f"{target_table.full_name} has no privacy unit to reach")
         keeps_other = self.side == "LEFT" and other is left

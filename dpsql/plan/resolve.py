@@ -159,6 +159,9 @@ class Resolver:
             fail("FROM must name a table from the metadata, a CTE or a subquery (no table "
                  "functions)")
         extra = sorted(k for k, v in node.args.items() if v and k not in ("this", "db", "catalog", "alias"))
+        if "joins" in extra:
+            fail("joins in parentheses are not supported; write them without parentheses "
+                 "(FROM a JOIN b ON ... JOIN c ON ...)")
         if extra:
             fail(f"{', '.join(k.upper() for k in extra)} on the table is not supported "
                  "(sampling or pivoting would change whose rows are counted)")
