@@ -67,6 +67,12 @@ def _label(scope: dict, name: str) -> str:
     return name
 
 
+LOCAL_IDS = ("rows of a row-privacy table joined with a public table on a key that repeats "
+             "are numbered as their own persons; those numbers name no one elsewhere, so the "
+             "result cannot be {what}. Join on a key unique in the public table, or combine "
+             "before the join")
+
+
 class Join:
     """One ``left JOIN right``; see the module docstring for the rules."""
 
@@ -213,6 +219,8 @@ class Join:
             if private.unit == "row" and not unique:
                 how += "; each row of the row-privacy table is numbered as its own person"
         elif units == ("person", "person"):
+            if left.local_ids or right.local_ids:
+                fail(LOCAL_IDS.format(what="joined with other private rows"))
             ids = [(a, b) for a, b in pairs if _is_id(fields[a.lower()], left, lback[a])
                    and _is_id(fields[b.lower()], right, rback[b])]
             if not ids or self.cross:
@@ -277,7 +285,8 @@ class Join:
         steps.append(f"join ({kind}) " + ", ".join(
             f"{_label(scope, a)} = {_label(scope, b)}" for a, b in pairs) + f": {how}")
         rel = Relation(result["base"], fields, pid_name, result["k"], result["bounded"], sql,
-                       steps, result["unit"], tables, result["ref"], result["groups"])
+                       steps, result["unit"], tables, result["ref"], result["groups"],
+                       owner_sql.local_ids and result["unit"] == "person")
         return rel, scope
 
     def _reference(self, fields, pairs, lback, rback):
@@ -364,7 +373,7 @@ def _row_numbered(relation: Relation) -> Relation:
     fields[HIDDEN_PID] = Field(HIDDEN_PID, "int", is_id=True, of_id=True, nullable=False,
                                origin="row number")
     rel = relation.derived(fields, HIDDEN_PID, 1, False, sql, list(relation.steps))
-    rel.unit = "person"
+    rel.unit, rel.local_ids = "person", True
     return rel
 
 
@@ -373,6 +382,8 @@ def _row_numbered(relation: Relation) -> Relation:
 def semi_join(outer: Relation, column_name: str, inner: Relation, negated: bool,
               label: str) -> Relation:
     """``outer`` rows whose ``column_name`` is (not) among ``inner``'s one column."""
+    if inner.unit != "public" and (outer.local_ids or inner.local_ids):
+        fail(f"{label}: " + LOCAL_IDS.format(what="tested against other private rows"))
     cols = inner.visible()
     if len(cols) != 1:
         fail(f"{label}: the subquery must select exactly one column")
@@ -407,6 +418,8 @@ def semi_join(outer: Relation, column_name: str, inner: Relation, negated: bool,
 def union_all(parts: list, name: str) -> Relation:
     """The rows of every part; a person has at most the sum of the parts' bounds."""
     first = parts[0]
+    if any(p.local_ids for p in parts):
+        fail(f"UNION ALL in {name!r}: " + LOCAL_IDS.format(what="unioned"))
     units = {p.unit for p in parts}
     if len(units) != 1 or "reference" in units:
         fail(f"UNION ALL in {name!r}: every part must hold rows of the same kind (all of persons "

@@ -77,6 +77,8 @@ class Relation:
     tables: tuple | None = None        # every metadata table the relation reads
     ref: tuple | None = None           # unit "reference": (field, referenced Table, its column)
     group_bounds: tuple | None = None  # (max_groups, max_rows_per_group) that truncation may use
+    local_ids: bool = False            # the ids are row numbers of a row-privacy table: they
+                                       # name no person outside this relation
 
     def __post_init__(self) -> None:
         if self.tables is None:
@@ -91,7 +93,7 @@ class Relation:
     def derived(self, fields: dict, pid, k: int, bounded: bool, sql, steps: list) -> "Relation":
         """A relation computed row by row (or per person) from this one: same unit and tables."""
         return Relation(self.base, fields, pid, k, bounded, sql, steps, self.unit, self.tables,
-                        self.ref, self.group_bounds)
+                        self.ref, self.group_bounds, self.local_ids)
 
     def types(self) -> dict:
         return {k: f.kind for k, f in self.fields.items()}
