@@ -48,6 +48,21 @@ USER_QUERIES = [
      f"SELECT COUNT(*) FROM (SELECT n, COUNT(*) AS persons FROM {PER_PERSON} GROUP BY n, pid)"),
 ]
 
+# Joins: a public lookup table (20 codes, unique), and persons (one row each) joined with
+# their rows on the person id. Floors: the same join grouped additionally by the person.
+JOIN_QUERIES = [
+    ("private x public",
+     "SELECT l.name, COUNT(*) AS n, AVG(b.income) AS a FROM bench.pums_pid b "
+     "JOIN bench.lookup l ON b.educ = l.code GROUP BY l.name",
+     "SELECT COUNT(*) FROM (SELECT l.name, COUNT(*) AS n, AVG(b.income) AS a FROM bench.pums_pid b "
+     "JOIN bench.lookup l ON b.educ = l.code GROUP BY l.name, b.pid)"),
+    ("private x private",
+     "SELECT p.region, COUNT(*) AS n, SUM(v.income) AS s FROM bench.persons p "
+     "JOIN bench.pums_pid v ON p.pid = v.pid GROUP BY p.region",
+     "SELECT COUNT(*) FROM (SELECT p.region, COUNT(*) AS n, SUM(v.income) AS s FROM bench.persons p "
+     "JOIN bench.pums_pid v ON p.pid = v.pid GROUP BY p.region, p.pid)"),
+]
+
 COLUMNS = {
     "age": {"type": "int", "lower": 0, "upper": 100},
     "sex": {"type": "int"}, "educ": {"type": "int"}, "race": {"type": "int"},
@@ -59,7 +74,11 @@ COLUMNS = {
 def metadata() -> dict:
     pums = {"row_privacy": True, **COLUMNS}
     pums_pid = {"max_ids": 2, "pid": {"type": "int", "private_id": True}, **COLUMNS}
-    return {"": {"bench": {"pums": pums, "pums_pid": pums_pid}}}
+    lookup = {"public": True, "code": {"type": "int"}, "name": {"type": "string"}}
+    persons = {"max_ids": 1, "pid": {"type": "int", "private_id": True},
+               "region": {"type": "int", "values": [0, 1, 2, 3]}}
+    return {"": {"bench": {"pums": pums, "pums_pid": pums_pid, "lookup": lookup,
+                           "persons": persons}}}
 
 
 def make_tables(con, rows: int) -> None:
@@ -70,6 +89,10 @@ def make_tables(con, rows: int) -> None:
     con.execute(f"CREATE OR REPLACE TABLE bench.pums AS SELECT {body} FROM range({rows})")
     con.execute(f"CREATE OR REPLACE TABLE bench.pums_pid AS SELECT {body}, "
                 f"(range // 2 + (random() < 0.1)::BIGINT)::BIGINT AS pid FROM range({rows})")
+    con.execute("CREATE OR REPLACE TABLE bench.lookup AS SELECT range AS code, "
+                "'level ' || (range % 7) AS name FROM range(20)")
+    con.execute(f"CREATE OR REPLACE TABLE bench.persons AS SELECT range AS pid, "
+                f"(random() * 4)::BIGINT % 4 AS region FROM range({rows // 2 + 1})")
 
 
 def best(fn, repeat: int) -> float:
@@ -81,18 +104,18 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
-def run(rows: int, repeat: int) -> None:
+def run(rows: int, repeat: int, joins: bool = True, only_joins: bool = False) -> None:
     con = duckdb.connect()
     make_tables(con, rows)
     reader = dpsql.from_connection(con, metadata(), privacy=dpsql.Privacy(epsilon=1.0))
     print(f"\n{rows:,} rows (best of {repeat})")
     print(f"{'query':18} {'duckdb ms':>10} {'dpsql ms':>10} {'ratio':>7}")
-    for name, sql in QUERIES:
+    for name, sql in ([] if only_joins else QUERIES):
         reader.execute_df(sql)                       # plan once, as a session would
         plain = best(lambda: con.execute(sql).df(), repeat)
         private = best(lambda: reader.execute_df(sql), repeat)
         print(f"{name:18} {plain * 1e3:10.1f} {private * 1e3:10.1f} {private / plain:7.2f}")
-    for name, sql, floor_sql in USER_QUERIES:
+    for name, sql, floor_sql in ([] if only_joins else USER_QUERIES) + (JOIN_QUERIES if joins else []):
         reader.execute_df(sql)
         floor = best(lambda: con.execute(floor_sql).fetchall(), repeat)
         plain = best(lambda: con.execute(sql).df(), repeat)
@@ -121,11 +144,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--joins", action="store_true", help="only the join queries")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    overhead(max(args.repeat, 20))
+    if not args.joins:
+        overhead(max(args.repeat, 20))
     for rows in args.rows:
-        run(rows, args.repeat)
+        run(rows, args.repeat, only_joins=args.joins)
 
 
 if __name__ == "__main__":
