@@ -51,11 +51,12 @@ def relation_table(fields: dict, base: Table) -> Table:
     return Table(base.schema, base.name, columns, max_ids=1, row_privacy=True)
 
 
-def _conjuncts(node):
+def conjuncts(node) -> list:
+    """The parts of an AND chain (parentheses looked through)."""
     if isinstance(node, exp.And):
-        return _conjuncts(node.left) + _conjuncts(node.right)
+        return conjuncts(node.left) + conjuncts(node.right)
     if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
+        return conjuncts(node.this)
     return [node]
 
 
@@ -159,7 +160,7 @@ class Join:
             cond = Binder(relation_table(fields, self.left.base), scope).bind(on.copy(), "JOIN ... ON")
         cond = Checker(types, clause="JOIN ... ON").predicate(cond)
         pairs = []
-        for c in _conjuncts(cond):
+        for c in conjuncts(cond):
             if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column):
                 a, b = c.this.name, c.expression.name
                 if a in rmap.values() and b in lmap.values():

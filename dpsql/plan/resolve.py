@@ -16,7 +16,7 @@ from ..rewrite import column
 from ..sql.allowed import ENGINE_TYPES
 from ..sql.binding import Binder, fail
 from .bounds import MAX_DOMAIN
-from .joins import Join, semi_join, union_all, visible_scope
+from .joins import Join, conjuncts as _conjuncts, semi_join, union_all, visible_scope
 from .per_person import per_person
 from .relations import ROW_CLAUSES, Field, Relation, scan, select_rows
 
@@ -312,14 +312,6 @@ class Resolver:
         if grouped:
             return per_person(tree, child, binder, name)
         return select_rows(tree, child, binder, name)
-
-
-def _conjuncts(node) -> list:
-    if isinstance(node, exp.And):
-        return _conjuncts(node.left) + _conjuncts(node.right)
-    if isinstance(node, exp.Paren) and isinstance(node.this, exp.And):
-        return _conjuncts(node.this)
-    return [node]
 
 
 def resolve(tree: exp.Select, metadata, public=None) -> tuple:
