@@ -49,15 +49,18 @@ class Accountant:
     def __init__(self, budget: Budget | None = None, ledger=None) -> None:
         self.ledger = ledger
         self.budget = budget if budget is not None else getattr(ledger, "budget", None)
+        # Without a ledger the spending lives in the Budget object: one pool for every
+        # session given it. Without a budget, this session's own tally.
+        self._pool = self.budget if ledger is None and budget is not None else None
         self._spent = (0.0, 0.0)
-        self._lock = threading.Lock()
+        self._lock = self._pool._lock if self._pool is not None else threading.Lock()
         self._warned = False
 
     @property
     def spent(self) -> tuple:
         if self.ledger is not None:
             return tuple(self.ledger.spent())
-        return self._spent
+        return self._pool._spent if self._pool is not None else self._spent
 
     def check(self, cost: tuple) -> None:
         """Refuse before any data is touched if ``cost`` does not fit."""
@@ -77,7 +80,9 @@ class Accountant:
         if self.ledger is not None:
             self.ledger.charge(cost[0], cost[1], query)
             return
+        holder = self._pool if self._pool is not None else self
         with self._lock:
-            if exceeds(self._spent, cost, self.budget):
-                raise BudgetExceededError(budget_message(self._spent, cost, self.budget))
-            self._spent = (self._spent[0] + cost[0], self._spent[1] + cost[1])
+            spent = holder._spent
+            if exceeds(spent, cost, self.budget):
+                raise BudgetExceededError(budget_message(spent, cost, self.budget))
+            holder._spent = (spent[0] + cost[0], spent[1] + cost[1])

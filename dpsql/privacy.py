@@ -5,6 +5,8 @@ arithmetic on privacy lives here; the mechanisms and the accountant do that.
 """
 from __future__ import annotations
 
+import threading
+
 import enum
 import math
 from dataclasses import dataclass, field
@@ -143,11 +145,21 @@ class Privacy:
 
 @dataclass
 class Budget:
-    """The session's total; queries beyond it are refused before running."""
+    """One pool of privacy: every reader and DB-API connection given this object spends
+    from it (safely under threads); queries beyond it are refused before running. A ledger
+    file is the way to share a budget across processes."""
 
     epsilon: float
     delta: float = 1e-6
     """Default: room for 10,000 queries at the default per-query delta."""
+    _spent: tuple = field(default=(0.0, 0.0), init=False, repr=False, compare=False)
+    _lock: object = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_eps_delta(self.epsilon, self.delta, "Budget")
+        self._lock = threading.Lock()
+
+    @property
+    def spent(self) -> tuple:
+        """(epsilon, delta) spent from this pool by every session that shares it."""
+        return self._spent

@@ -43,14 +43,15 @@ class Reader:
         self._lock = threading.Lock()
 
     # -- planning (no data touched) -----------------------------------------
-    def _plan(self, sql: str, params=None) -> Plan:
+    def _plan(self, sql: str, params=None, privacy: Privacy | None = None) -> Plan:
         # Parameters keyed with their types: 1, 1.0 and True are equal in Python.
         # literal() first refuses values that cannot be bound (lists, ...).
         if not isinstance(sql, str):
             raise QueryError(f"the query must be a string, not {type(sql).__name__}")
         sql = str.__str__(sql)      # a str subclass could fake equality in the plan cache
         params, typed = typed_params(params)
-        key = (sql, typed, self._privacy_key())
+        privacy = self.privacy if privacy is None else privacy
+        key = (sql, typed, self._privacy_key(privacy))
         cached = self._plans.get(key)
         if cached is not None:
             return cached
@@ -58,7 +59,7 @@ class Reader:
         plans = []
         for part in union_parts(tree):
             query = validate(part, self.metadata, self.engine.public_rows)
-            plan = build_plan(query, self.privacy)
+            plan = build_plan(query, privacy)
             # Dry-run both queries now, so that query errors surface before any data is read.
             self.engine.attach(plan)
             self.engine.post_process(plan.post_sql, _empty_noisy(plan))
@@ -71,25 +72,26 @@ class Reader:
                 self._plans.popitem(last=False)
         return plan
 
-    def _privacy_key(self) -> tuple:
-        p = self.privacy
+    def _privacy_key(self, p) -> tuple:
         if not isinstance(p, Privacy):
-            raise ProgrammingError(f"reader.privacy must be a dpsql.Privacy, not {type(p).__name__}")
+            raise ProgrammingError(f"the privacy of a query (reader.privacy, or privacy=...) "
+                                   f"must be a dpsql.Privacy, not {type(p).__name__}")
         p.check()        # its fields may have been changed since it was made
         return (p.epsilon, p.delta, p.mechanisms.key())
 
-    def get_privacy_cost(self, sql, params=None) -> tuple:
+    def get_privacy_cost(self, sql, params=None, privacy: Privacy | None = None) -> tuple:
         """(epsilon, delta) the query would cost; runs nothing, spends nothing.
 
-        As in SmartNoise, a list of queries gives their total (basic composition)."""
+        As in SmartNoise, a list of queries gives their total (basic composition).
+        ``privacy``: this query's privacy (default: ``reader.privacy``)."""
         if isinstance(sql, (list, tuple)):
-            costs = [self._plan(q).cost for q in sql]
+            costs = [self._plan(q, privacy=privacy).cost for q in sql]
             return (sum(c[0] for c in costs), sum(c[1] for c in costs))
-        return self._plan(sql, params).cost
+        return self._plan(sql, params, privacy).cost
 
-    def explain(self, sql: str, params=None) -> str:
+    def explain(self, sql: str, params=None, privacy: Privacy | None = None) -> str:
         """The bounded plan and, per noisy statistic, its sensitivity, noise and budget share."""
-        plan = self._plan(sql, params)
+        plan = self._plan(sql, params, privacy)
         if isinstance(plan, Releases):
             eps, delta = plan.cost
             return "\n\n".join(
@@ -104,8 +106,10 @@ class Reader:
         return self.accountant.spent
 
     # -- running ------------------------------------------------------------
-    def execute_df(self, sql: str, params=None) -> pd.DataFrame:
-        plan = self._plan(sql, params)
+    def execute_df(self, sql: str, params=None, privacy: Privacy | None = None) -> pd.DataFrame:
+        """Run ``sql`` with ``privacy`` (default: ``reader.privacy``, the session's default
+        privacy per query) and return the noisy result."""
+        plan = self._plan(sql, params, privacy)
         parts = plan.parts if isinstance(plan, Releases) else [plan]
         self.accountant.check(plan.cost)
         exacts = []
@@ -142,9 +146,9 @@ class Reader:
         result.columns = plan.output_names
         return result
 
-    def execute(self, sql: str, params=None) -> list:
+    def execute(self, sql: str, params=None, privacy: Privacy | None = None) -> list:
         """SmartNoise's shape: a header tuple, then one tuple per row."""
-        df = self.execute_df(sql, params)
+        df = self.execute_df(sql, params, privacy)
         rows = [tuple(_native(v) for v in row) for row in df.itertuples(index=False, name=None)]
         return [tuple(df.columns)] + rows
 

@@ -1,6 +1,7 @@
 """Engine benchmark: dpsql time / non-private DuckDB time, measured in the same run.
 
 Usage: python tests/benchmarks/bench_engine.py [--rows 1000000 10000000] [--repeat 5]
+                                             [--cases all|single|joins]
 
 Synthetic PUMS-like tables are generated inside DuckDB. Each query runs
 through dpsql (plan cached after the first call, as in a session) and as the
@@ -10,6 +11,13 @@ query, and the per-person queries that aggregate a subquery grouped by the id)
 are also compared with their floor: the same query grouped additionally by the
 person id (the work any per-person bound needs), its result consumed inside
 DuckDB. Not part of the test suite.
+
+Joins (``--cases joins``): a private table joined with a 20-row public lookup
+table on a unique key, and persons joined with their visits on the person id
+(``rows`` rows on the large side, ``rows // 10`` persons). Each is compared with
+the same join without privacy, and with its floor: that plain join plus a plain
+``GROUP BY pid`` of the joined relation (the per-person pass any bound needs),
+its result consumed inside DuckDB; the two are timed separately and added.
 """
 from __future__ import annotations
 
@@ -63,6 +71,22 @@ JOIN_QUERIES = [
      "JOIN bench.pums_pid v ON p.pid = v.pid GROUP BY p.region, p.pid)"),
 ]
 
+# Joins: (name, query, per-person pass over the same joined relation). The floor is the
+# plain query's time plus the per-person pass's time.
+JOIN_QUERIES = [
+    ("private x public",
+     "SELECT l.name, COUNT(*) AS n, AVG(b.x) AS a FROM bench.big b "
+     "JOIN bench.lookup l ON b.code = l.code GROUP BY l.name",
+     "SELECT COUNT(*) FROM (SELECT b.pid, COUNT(*) AS n FROM bench.big b "
+     "JOIN bench.lookup l ON b.code = l.code GROUP BY b.pid)"),
+    ("private x private",
+     "SELECT p.region, COUNT(*) AS n, SUM(v.cost) AS s FROM bench.persons p "
+     "JOIN bench.visits v ON p.pid = v.pid GROUP BY p.region",
+     "SELECT COUNT(*) FROM (SELECT p.pid, COUNT(*) AS n FROM bench.persons p "
+     "JOIN bench.visits v ON p.pid = v.pid GROUP BY p.pid)"),
+]
+LOOKUP_ROWS = 20
+
 COLUMNS = {
     "age": {"type": "int", "lower": 0, "upper": 100},
     "sex": {"type": "int"}, "educ": {"type": "int"}, "race": {"type": "int"},
@@ -79,6 +103,38 @@ def metadata() -> dict:
                "region": {"type": "int", "values": [0, 1, 2, 3]}}
     return {"": {"bench": {"pums": pums, "pums_pid": pums_pid, "lookup": lookup,
                            "persons": persons}}}
+
+
+def join_metadata() -> dict:
+    """big (about 6 rows per person, max_ids 6) with a public lookup; persons and visits."""
+    pid = {"type": "int", "private_id": True}
+    big = {"max_ids": 6, "pid": pid, "code": {"type": "int"},
+           "x": {"type": "int", "lower": 0, "upper": 1000}}
+    lookup = {"public": True, "code": {"type": "int"}, "name": {"type": "string"}}
+    persons = {"max_ids": 1, "pid": pid, "sex": {"type": "int"}, "region": {"type": "int"}}
+    visits = {"max_ids": 10, "pid": pid, "cost": {"type": "int", "lower": 0, "upper": 500}}
+    return {"": {"bench": {"big": big, "lookup": lookup, "persons": persons,
+                           "visits": visits}}}
+
+
+def make_join_tables(con, rows: int) -> None:
+    """``rows`` rows in big and visits; ``rows // 10`` persons; a 20-row lookup."""
+    con.execute("CREATE SCHEMA IF NOT EXISTS bench")
+    # pid = row // 6, plus 1 for 10% of rows: most persons have 5-7 rows, some more than 6.
+    con.execute(f"CREATE OR REPLACE TABLE bench.big AS SELECT "
+                f"(range // 6 + (random() < 0.1)::BIGINT)::BIGINT AS pid, "
+                f"floor(random() * {LOOKUP_ROWS})::BIGINT AS code, "
+                f"(random() * 1000)::BIGINT AS x FROM range({rows})")
+    con.execute(f"CREATE OR REPLACE TABLE bench.lookup AS SELECT range AS code, "
+                f"'name_' || lpad(range::VARCHAR, 2, '0') AS name FROM range({LOOKUP_ROWS})")
+    persons = max(rows // 10, 1)
+    con.execute(f"CREATE OR REPLACE TABLE bench.persons AS SELECT range AS pid, "
+                f"(random() < 0.5)::BIGINT AS sex, floor(random() * 8)::BIGINT AS region "
+                f"FROM range({persons})")
+    # pid = row // 10, plus 1 for 10% of rows: about 10 visits per person, some more.
+    con.execute(f"CREATE OR REPLACE TABLE bench.visits AS SELECT "
+                f"least(range // 10 + (random() < 0.1)::BIGINT, {persons - 1})::BIGINT AS pid, "
+                f"(random() * 500)::BIGINT AS cost FROM range({rows})")
 
 
 def make_tables(con, rows: int) -> None:
@@ -124,17 +180,38 @@ def run(rows: int, repeat: int, joins: bool = True, only_joins: bool = False) ->
               f"   floor {floor * 1e3:.1f} ms, dpsql/floor {private / floor:.2f}")
 
 
+def run_joins(rows: int, repeat: int) -> None:
+    con = duckdb.connect()
+    make_join_tables(con, rows)
+    reader = dpsql.from_connection(con, join_metadata(), privacy=dpsql.Privacy(epsilon=1.0))
+    print(f"\njoins, {rows:,} rows on the large side (best of {repeat})")
+    print(f"{'query':18} {'duckdb ms':>10} {'dpsql ms':>10} {'ratio':>7}")
+    for name, sql, per_person_sql in JOIN_QUERIES:
+        reader.execute_df(sql)
+        plain = best(lambda: con.execute(sql).df(), repeat)
+        per_person = best(lambda: con.execute(per_person_sql).fetchall(), repeat)
+        private = best(lambda: reader.execute_df(sql), repeat)
+        floor = plain + per_person
+        print(f"{name:18} {plain * 1e3:10.1f} {private * 1e3:10.1f} {private / plain:7.2f}"
+              f"   floor {plain * 1e3:.1f} + {per_person * 1e3:.1f} ms,"
+              f" dpsql/floor {private / floor:.2f}")
+
+
 def overhead(repeat: int) -> None:
     """Fixed cost per query on a 1,000-row table: dpsql time minus DuckDB time."""
     con = duckdb.connect()
     make_tables(con, 1000)
     reader = dpsql.from_connection(con, metadata(), privacy=dpsql.Privacy(epsilon=1.0))
     print(f"\nfixed overhead on 1,000 rows (best of {repeat}, plan cached)")
-    for name, sql in QUERIES + [(name, sql) for name, sql, _ in USER_QUERIES]:
+    make_join_tables(con, 1000)
+    both = {"": {"bench": {**metadata()[""]["bench"], **join_metadata()[""]["bench"]}}}
+    reader = dpsql.from_connection(con, both, privacy=dpsql.Privacy(epsilon=1.0))
+    queries = [(name, sql) for name, sql, *_ in QUERIES + USER_QUERIES + JOIN_QUERIES]
+    for name, sql in queries:
         reader.execute_df(sql)
         plain = best(lambda: con.execute(sql).df(), repeat)
         private = best(lambda: reader.execute_df(sql), repeat)
-        fresh = best(lambda: dpsql.from_connection(con, metadata(), privacy=dpsql.Privacy(
+        fresh = best(lambda: dpsql.from_connection(con, both, privacy=dpsql.Privacy(
             epsilon=1.0)).execute_df(sql), max(2, repeat // 5))
         print(f"{name:18} overhead {1e3 * (private - plain):6.2f} ms"
               f"   (first run in a new session: {1e3 * (fresh - plain):6.2f} ms)")
