@@ -40,6 +40,7 @@ class Reader:
         self.privacy = privacy if privacy is not None else Privacy()
         self.accountant = Accountant(budget, ledger)
         self._plans: OrderedDict = OrderedDict()
+        self._releases: dict = {}    # (canonical SQL, privacy) -> released DataFrame
         self._lock = threading.Lock()
 
     # -- planning (no data touched) -----------------------------------------
@@ -106,10 +107,28 @@ class Reader:
         return self.accountant.spent
 
     # -- running ------------------------------------------------------------
-    def execute_df(self, sql: str, params=None, privacy: Privacy | None = None) -> pd.DataFrame:
+    def execute_df(self, sql: str, params=None, privacy: Privacy | None = None,
+                   replay: bool = True) -> pd.DataFrame:
         """Run ``sql`` with ``privacy`` (default: ``reader.privacy``, the session's default
-        privacy per query) and return the noisy result."""
+        privacy per query) and return the noisy result.
+
+        The same query again in this session (the same SQL after parsing, with the same
+        parameter values bound, and the same privacy) returns the stored release and costs
+        nothing: asking twice teaches nothing new. ``replay=False`` asks for a fresh
+        release, and pays for it."""
         plan = self._plan(sql, params, privacy)
+        key = (plan.bound_sql, self._privacy_key(self.privacy if privacy is None else privacy))
+        if replay:
+            with self._lock:
+                stored = self._releases.get(key)
+            if stored is not None:
+                return stored.copy(deep=True)
+        result = self._fresh(plan)
+        with self._lock:
+            self._releases[key] = result.copy(deep=True)
+        return result
+
+    def _fresh(self, plan) -> pd.DataFrame:
         parts = plan.parts if isinstance(plan, Releases) else [plan]
         self.accountant.check(plan.cost)
         exacts = []
@@ -146,9 +165,10 @@ class Reader:
         result.columns = plan.output_names
         return result
 
-    def execute(self, sql: str, params=None, privacy: Privacy | None = None) -> list:
+    def execute(self, sql: str, params=None, privacy: Privacy | None = None,
+                replay: bool = True) -> list:
         """SmartNoise's shape: a header tuple, then one tuple per row."""
-        df = self.execute_df(sql, params, privacy)
+        df = self.execute_df(sql, params, privacy, replay)
         rows = [tuple(_native(v) for v in row) for row in df.itertuples(index=False, name=None)]
         return [tuple(df.columns)] + rows
 

@@ -214,6 +214,7 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
 
     ``public``: a function that reads public tables (``Engine.public_rows``), so that
     their values can be public key sets; without it they are joined but not read."""
+    original = tree        # the query as asked (parameters bound): its canonical text
     tree = normalise_filters(normalise_aggregates(tree))
     _clauses(tree)
     # FROM, WITH, subqueries, joins, semi-joins of WHERE: one relation
@@ -276,7 +277,7 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
     for agg in aggregates:
         if agg not in unique:
             unique.append(agg)
-    return Query(tree=tree, table=table, relation=relation, where=where, keys=keys, aggregates=unique,
+    return Query(tree=original, table=table, relation=relation, where=where, keys=keys, aggregates=unique,
                  outputs=outputs, having=having, order=order,
                  limit=_int_literal(tree.args.get("limit"), "LIMIT"),
                  offset=_int_literal(tree.args.get("offset"), "OFFSET"), distinct=distinct)

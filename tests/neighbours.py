@@ -101,7 +101,7 @@ def outcome(reader, sql: str, bucket, timed: bool = False):
     before = reader.spent
     start = time.perf_counter()
     try:
-        result = reader.execute_df(sql)
+        result = reader.execute_df(sql, replay=False)
     except dpsql.QueryError as err:
         label = ("refused", str(err))
         assert reader.spent == before, (

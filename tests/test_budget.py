@@ -37,9 +37,9 @@ def test_over_budget_refused_before_running(pums, data_dir):
     r = dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=1.0),
                       budget=dpsql.Budget(2.5))
     r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
-    r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS", replay=False)
     with pytest.raises(dpsql.BudgetExceededError, match="nothing was run or spent"):
-        r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+        r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS", replay=False)
     assert close_below(r.spent[0], 2.0)
     r.privacy = dpsql.Privacy(epsilon=0.5)
     r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")     # exactly what remains
@@ -65,7 +65,7 @@ def test_no_budget_warns_once(pums, data_dir):
         r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+        r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS", replay=False)
     assert close_below(r.spent[0], 2.0)
 
 
@@ -94,7 +94,7 @@ def test_noise_has_the_documented_scale(data_dir):
                                      "values": list(range(101))}}}}}
     eps = 0.5
     r = dpsql.from_df(df, meta, privacy=dpsql.Privacy(epsilon=eps, delta=0.0))
-    draws = np.concatenate([r.execute_df("SELECT age, COUNT(*) AS n FROM S.T GROUP BY age").n - 3
+    draws = np.concatenate([r.execute_df("SELECT age, COUNT(*) AS n FROM S.T GROUP BY age", replay=False).n - 3
                             for _ in range(20)])
     assert len(draws) == 2020
     p = math.exp(-eps)             # discrete Laplace, scale 1/eps

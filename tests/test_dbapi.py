@@ -214,8 +214,10 @@ def test_the_connection_is_a_session_with_one_budget():
     a, b = con.cursor(), con.cursor()
     a.execute(COUNT)
     assert con.spent[0] == pytest.approx(0.6)
+    b.execute(COUNT)  # another cursor, the same session: the same query is a free replay
+    assert con.spent[0] == pytest.approx(0.6) and b.fetchall() == a.fetchall()
     with pytest.raises(dpsql.BudgetExceededError, match="nothing was run or spent"):
-        b.execute(COUNT)  # another cursor, the same session
+        b.execute(COUNT + " WHERE age > 0")   # a new query does not fit
     assert con.spent[0] == pytest.approx(0.6) and b.description is None
     assert con.reader.get_privacy_cost(COUNT)[0] == pytest.approx(0.6)
     con.close()

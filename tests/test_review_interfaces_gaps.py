@@ -98,9 +98,9 @@ def test_dbapi_pandas_and_cursor_share_one_ledger_across_processes(tmp_path):
         f"tables={{'PUMS.PUMS': {str(DATA / 'PUMS.csv')!r}}}, privacy=dpsql.Privacy(1.0), "
         f"ledger={str(ledger)!r}, budget=dpsql.Budget(2.5))\n"
         "ok = 0\n"
-        "for _ in range(3):\n"
+        "for i in range(3):\n"
         "    try:\n"
-        "        con.cursor().execute('SELECT COUNT(*) AS n FROM PUMS.PUMS'); ok += 1\n"
+        "        con.cursor().execute(f'SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > {i}'); ok += 1\n"
         "    except dpsql.BudgetExceededError:\n"
         "        pass\n"
         "print(ok)\n")

@@ -1,0 +1,56 @@
+"""Issue 11 (in part): the same query again in a session is a free, identical replay."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import dpsql
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture
+def reader():
+    return dpsql.from_df(pd.read_csv(DATA / "PUMS.csv"), DATA / "PUMS.yaml",
+                         privacy=dpsql.Privacy(epsilon=1.0), budget=dpsql.Budget(epsilon=10.0))
+
+
+def test_the_same_query_again_is_free_and_identical(reader):
+    sql = "SELECT sex, COUNT(*) AS n, AVG(income) AS a FROM PUMS.PUMS GROUP BY sex"
+    first = reader.execute_df(sql)
+    spent = reader.spent
+    # keywords' case and spacing are not part of the canonical text
+    again = reader.execute_df("select sex, count(*)   as n, AVG(income) as a\nfrom PUMS.PUMS group by sex")
+    assert reader.spent == spent
+    assert again.equals(first)
+    assert reader.execute_df(sql).equals(first)                   # same text: same release
+    again.iloc[0, 1] = -1                                          # the caller's copy only
+    assert reader.execute_df(sql).equals(first)
+    assert reader.spent == spent
+
+
+def test_a_changed_parameter_privacy_or_replay_false_is_a_fresh_release(reader):
+    sql = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > ?"
+    reader.execute_df(sql, [30])
+    one = reader.spent[0]
+    reader.execute_df(sql, [30])
+    assert reader.spent[0] == pytest.approx(one)                    # replay
+    reader.execute_df(sql, [31])
+    assert reader.spent[0] == pytest.approx(2 * one)                # another parameter
+    reader.execute_df(sql, [30], privacy=dpsql.Privacy(epsilon=0.5))
+    assert reader.spent[0] == pytest.approx(2.5 * one)              # another privacy
+    draws = {reader.execute_df(sql, [30], replay=False).n[0] for _ in range(6)}
+    assert reader.spent[0] == pytest.approx(8.5 * one)              # each paid
+    assert len(draws) > 1                                            # fresh noise (P(all equal) < 1e-6)
+
+
+def test_queries_that_differ_only_in_a_semi_join_are_not_one_replay():
+    files = {"clinic.persons": DATA / "persons.csv", "clinic.visits": DATA / "visits.csv"}
+    r = dpsql.from_df(files, DATA / "clinic.yaml", privacy=dpsql.Privacy(epsilon=1e5))
+    a = r.execute_df("SELECT COUNT(*) AS n FROM clinic.persons WHERE pid IN "
+                     "(SELECT pid FROM clinic.visits WHERE cost > 500)").n[0]
+    b = r.execute_df("SELECT COUNT(*) AS n FROM clinic.persons WHERE pid IN "
+                     "(SELECT pid FROM clinic.visits WHERE cost > 900)").n[0]
+    assert abs(a - 589) < 5 and b < a - 100
