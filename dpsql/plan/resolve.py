@@ -192,7 +192,9 @@ class Resolver:
             distinct, lo, hi, rows, non_null = self.public(stats, relation.tables)[0]
             f.nullable = non_null < rows
             if f.kind in ("int", "float") and lo is not None:
-                f.lower, f.upper, f.in_bounds = lo, hi, True
+                # Bounds, still clamped: a public table may change after planning (a view in
+                # the owner's connection), and a plan is cached for the session.
+                f.lower, f.upper = lo, hi
             if distinct <= MAX_DOMAIN:
                 values = self.public(exp.select(col.copy()).from_(relation.source("_p")).where(
                     exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null()))).distinct(),
