@@ -303,3 +303,33 @@ def test_refused_for_free(data, sql, message):
     with pytest.raises(dpsql.QueryError):
         r.get_privacy_cost(sql)
     assert r.spent == (0.0, 0.0)
+
+
+def test_a_public_key_found_unique_stays_unique_if_the_table_changes():
+    # The plan (cached for the session) skips truncation because the key was unique when it
+    # was planned; the plan itself keeps only keys that occur once, so a duplicate added to
+    # the public table later cannot repeat a row-privacy row.
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA PUMS")
+    con.execute(f"CREATE TABLE PUMS.PUMS AS SELECT * FROM read_csv('{DATA / 'PUMS.csv'}', all_varchar = true)")
+    con.execute(f"CREATE TABLE PUMS.EDUC_LEVELS AS SELECT * FROM read_csv('{DATA / 'educ_levels.csv'}', all_varchar = true)")
+    r = dpsql.from_connection(con, DATA / "PUMS_lookup.yaml", privacy=dpsql.Privacy(epsilon=1e6))
+    sql = ("SELECT COUNT(*) AS n FROM PUMS.PUMS p JOIN PUMS.EDUC_LEVELS l ON p.educ = l.educ")
+    plan = r._plan(sql)
+    assert plan.query.relation.pid is None                       # no truncation possible
+    before = int(r.engine.run(plan.exact_sql)["_s0"][0])
+    assert before == 1000
+    educ9 = con.execute("SELECT COUNT(*) FROM PUMS.PUMS WHERE educ = '9'").fetchone()[0]
+    con.execute("INSERT INTO PUMS.EDUC_LEVELS SELECT * FROM PUMS.EDUC_LEVELS WHERE educ = '9'")
+    after = int(r.engine.run(r._plan(sql).exact_sql)["_s0"][0])
+    assert after == 1000 - educ9                                 # not 1000 + educ9
+
+
+def test_threshold_with_group_bounds_uses_groups_and_rows_per_group():
+    s = _reader("shop", epsilon=1.0)
+    plan = s._plan("SELECT order_id, COUNT(*) AS n FROM shop.orders GROUP BY order_id")
+    assert plan.threshold is not None and plan.threshold.l1 == 30
+    # a key that exists only because of one person holds at most 10 of their rows, and
+    # they are in at most 3 keys
+    assert plan.tau == pytest.approx(plan.threshold.mechanism.threshold(
+        max_groups=3, delta=plan.threshold_delta) + 10 - 1)

@@ -29,7 +29,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from ..metadata import Column, Table
-from ..rewrite import column
+from ..rewrite import column, typed_name
 from ..sql.binding import Binder, fail
 from ..sql.typecheck import Checker
 from .relations import HIDDEN_PID, Field, Relation
@@ -196,6 +196,14 @@ class Join:
             keys = [(rback if private is left else lback)[b if private is left else a]
                     for a, b in pairs]
             unique = bool(keys) and self.resolver.unique(public, keys)
+            if unique:
+                # Checked on the public data when planning; enforced in the plan as well, so
+                # that a public table changed later (a plan is cached) cannot repeat a key.
+                once = _keys_once(public, keys)
+                if public is left:
+                    lsql = once
+                else:
+                    rsql = once
             k, bounded, pid = private.k, private.bounded and unique, private.pid
             if private.unit == "row" and not unique:
                 if private.k > 1:
@@ -222,8 +230,7 @@ class Join:
         elif units == ("person", "person"):
             if left.local_ids or right.local_ids:
                 fail(LOCAL_IDS.format(what="joined with other private rows"))
-            ids = [(a, b) for a, b in pairs if _is_id(fields[a.lower()], left, lback[a])
-                   and _is_id(fields[b.lower()], right, rback[b])]
+            ids = [(a, b) for a, b in pairs if _is_id(left, lback[a]) and _is_id(right, rback[b])]
             if not ids or self.cross:
                 fail("a join of two private tables must equate their privacy units (e.g. "
                      "ON a.pid = b.pid): on anything else, one person's rows could meet "
@@ -321,7 +328,7 @@ class Join:
                f"{target_table.full_name} gives to more than one {owner} is dropped; "
                f"truncated to {k} row(s) per person before aggregation")
         # The filter: only key values that belong to exactly one owner in the whole table.
-        typed = exp.Table(this=exp.to_identifier(_typed(target_table), quoted=True))
+        typed = exp.Table(this=exp.to_identifier(typed_name(target_table), quoted=True))
         unique = (exp.select(column(target_col)).from_(typed)
                   .where(exp.Not(this=exp.Is(this=column(owner), expression=exp.Null())))
                   .group_by(column(target_col))
@@ -333,18 +340,13 @@ class Join:
         return result, how, extra
 
 
-def _typed(table) -> str:
-    from ..rewrite import typed_name
-    return typed_name(table)
-
-
 def _owner_column(table: Table) -> str:
     if table.private_ids:
         return table.private_ids[0]
     return next(c.name for c in table.columns.values() if c.references)
 
 
-def _is_id(f: Field, side: Relation, original: str) -> bool:
+def _is_id(side: Relation, original: str) -> bool:
     return side.pid is not None and (original == side.pid or side.fields[original.lower()].id_copy)
 
 
@@ -355,6 +357,15 @@ def _sided(node, lback, rback):
         if node.name in rback:
             return exp.column(rback[node.name], "_jr", quoted=True)
     return node
+
+
+def _keys_once(public: Relation, keys: list) -> Relation:
+    """``public`` restricted to rows whose ``keys`` occur in no other row."""
+    cols = [column(c) for c in dict.fromkeys(keys)]
+    single = (exp.select(*cols).from_(public.source("_k")).group_by(*[c.copy() for c in cols])
+              .having(exp.EQ(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1))))
+    target = cols[0].copy() if len(cols) == 1 else exp.Tuple(expressions=[c.copy() for c in cols])
+    return _filtered(public, exp.In(this=target, query=exp.Subquery(this=single)))
 
 
 def _filtered(relation: Relation, condition) -> Relation:
