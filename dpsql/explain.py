@@ -7,10 +7,16 @@ scale, 95% accuracy and share of the query's budget.
 from __future__ import annotations
 
 from .plan import Plan
+from .privacy import Stat
 from .rewrite import typed_name
 from .sql.allowed import ENGINE_TYPES
 
 DIALECT = "duckdb"
+_QUANTILE_VALUE = {"cont": "a uniform point of the chosen cell (the integer itself on an "
+                           "integer grid)",
+                   "mid": "the chosen cell's middle, rounded for int columns (the integer itself "
+                          "on an integer grid)",
+                   "low": "the chosen cell's lower edge", "high": "the chosen cell's upper edge"}
 
 
 def _centring(stat) -> str:
@@ -58,6 +64,11 @@ def describe(plan: Plan) -> str:
              "noisy statistics:"]
     for stat in plan.statistics:
         m = stat.mechanism
+        if stat.stat is Stat.quantile:
+            lines.append(f"  {stat.name} = {stat.label}: quantile, {m.describe()} "
+                         f"({m.epsilon / eps:.0%} of the query); released value: "
+                         f"{_QUANTILE_VALUE[m.how]}; accuracy {m.accuracy_text(0.05)}")
+            continue
         sens = f"L1={stat.l1:.6g}" + (f", L2={stat.l2:.6g}" if stat.l2 != stat.l1 else "")
         lines.append(
             f"  {stat.name} = {stat.label}: {stat.stat.value}, sensitivity {sens}, "

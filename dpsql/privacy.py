@@ -27,6 +27,7 @@ class Stat(enum.Enum):
     sum_large_int = "sum_large_int"
     sum_float = "sum_float"
     threshold = "threshold"
+    quantile = "quantile"     # permute-and-flip (dpsql.quantile_mechanism), not in the map
 
 
 class Mechanism(enum.Enum):
@@ -89,10 +90,17 @@ class Mechanisms:
     map: dict = field(default_factory=_default_map)
     large: int = 1000
     """An integer SUM whose bound exceeds this is a ``sum_large_int``."""
+    quantile_cells: int = 2 ** 16
+    """Cells of the candidate grid of quantiles, MEDIAN, MIN and MAX (public, part of the
+    plan); integer columns with at most this many values use the integers themselves."""
 
     def __post_init__(self) -> None:
         if isinstance(self.large, bool) or not isinstance(self.large, int) or self.large < 1:
             raise ProgrammingError(f"Mechanisms: large must be a whole number >= 1, got {self.large!r}")
+        cells = self.quantile_cells
+        if isinstance(cells, bool) or not isinstance(cells, int) or not 16 <= cells <= 2 ** 20:
+            raise ProgrammingError("Mechanisms: quantile_cells must be a whole number from 16 "
+                                   f"to 2**20 (1,048,576), got {cells!r}")
         if not isinstance(self.map, _MechanismMap):
             self.map = _MechanismMap({**_default_map(), **_MechanismMap(self.map)})
 
@@ -101,7 +109,8 @@ class Mechanisms:
 
     def key(self) -> tuple:
         """A hashable summary, for caching plans."""
-        return tuple((s.value, self.for_stat(s).value) for s in Stat) + (self.large,)
+        return tuple((s.value, self.for_stat(s).value) for s in Stat if s is not Stat.quantile) + (
+            self.large, self.quantile_cells)
 
 
 def _number(value) -> float | None:

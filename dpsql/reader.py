@@ -206,8 +206,11 @@ def _empty_noisy(plan: Plan) -> dict:
         cols[name] = np.array([], dtype=_NUMPY_TYPES[kind])
         cols[name + "_null"] = np.array([], dtype=np.bool_)
     for stat in plan.statistics:
-        integer = (stat.integer and stat.mechanism.grid >= 1) or stat.stat in (Stat.count,
-                                                                              Stat.threshold)
+        if stat.stat is Stat.quantile:
+            integer = stat.integer
+        else:
+            integer = (stat.integer and stat.mechanism.grid >= 1) or stat.stat in (
+                Stat.count, Stat.threshold)
         cols[stat.name] = np.array([], dtype=np.int64 if integer else np.float64)
     if not cols:
         cols["_none"] = np.array([], dtype=np.int64)

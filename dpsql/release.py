@@ -52,6 +52,8 @@ def add_noise(plan, exact: dict) -> dict:
     clamp_counts = plan.query.table.clamp_counts
     rows = len(next(iter(exact.values()))) if exact else 0
     for stat in plan.statistics:
+        if stat.stat is Stat.quantile:
+            continue                   # released below, for the groups that are kept
         values = np.ma.filled(np.ma.asarray(exact[stat.name], dtype=np.float64), 0.0)
         if "centre" in stat.meta:      # sum - offset * count, exactly (see statistics.sum_of)
             offset, count = stat.meta["centre"]
@@ -66,12 +68,26 @@ def add_noise(plan, exact: dict) -> dict:
         if clamp_counts and stat.stat in (Stat.count, Stat.threshold):
             noisy = np.maximum(noisy, 0)
         columns[stat.name] = noisy
+    keep = None
     if plan.threshold is not None and rows:
         keep = columns[plan.threshold.name] >= plan.tau
         columns = {name: values[keep] for name, values in columns.items()}
+    for stat in plan.statistics:
+        if stat.stat is Stat.quantile:
+            columns[stat.name] = stat.mechanism.release(_histograms(exact[stat.meta["histogram"]], keep))
     for stat in plan.statistics:
         # A count on a fine grid (Gaussian, Laplace) is shown as a whole number: rounding
         # noisy values is post-processing, and analysts expect integer counts.
         if stat.stat in (Stat.count, Stat.threshold) and columns[stat.name].dtype.kind == "f":
             columns[stat.name] = np.rint(columns[stat.name]).astype(np.int64)
     return columns
+
+
+def _histograms(column, keep) -> list:
+    """The engine's histogram lists per group (None for a group with no rows)."""
+    data = np.ma.getdata(column)
+    mask = np.ma.getmaskarray(column)
+    out = [None if m else d for d, m in zip(data, mask)]
+    if keep is not None:
+        out = [h for h, k in zip(out, keep) if k]
+    return out

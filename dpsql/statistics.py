@@ -190,6 +190,9 @@ def _bounds(col, node) -> tuple:
 
 def aggregate_type(node, table) -> str:
     """The language type of an aggregate's released value (for post-processing)."""
+    from .quantile_plan import QUANTILE_NODES, output_type
+    if isinstance(node, QUANTILE_NODES):
+        return output_type(node, table)
     if isinstance(node, exp.Count):
         return "int"
     if isinstance(node, exp.Sum) and isinstance(node.this, exp.Column):
@@ -231,6 +234,11 @@ def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expr
                          "not an expression (its bounds would be unknown); compute with the "
                          "aggregate instead, e.g. SUM(x) * 2")
     col = table.column(arg.name)
+    from .quantile_plan import QUANTILE_NODES, plan_quantile, quantile_bounds
+    if isinstance(node, QUANTILE_NODES):
+        lower, upper, integer = quantile_bounds(col, node)
+        return plan_quantile(node, col, _value(col), lower, upper, integer, stats,
+                             col.name.lower() in stats.in_bounds)
     lower, upper, integer = _bounds(col, node)
     value = _value(col)
     if isinstance(node, exp.Sum) and col.name.lower() not in counted:

@@ -18,11 +18,12 @@ from sqlglot import exp
 
 from .metadata import Metadata, Table
 from .plan.resolve import resolve
+from .quantile_plan import QUANTILE_NODES, normalise_quantile
 from .sql.binding import Binder as _Binder
 from .sql.binding import fail as _fail
 
 SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Variance, exp.VariancePop,
-                        exp.Stddev, exp.StddevPop, exp.StddevSamp)
+                        exp.Stddev, exp.StddevPop, exp.StddevSamp) + QUANTILE_NODES
 # SmartNoise spellings that sqlglot leaves as anonymous functions.
 ANONYMOUS_AGGREGATES = {"var": exp.Variance, "std": exp.Stddev, "var_samp": exp.Variance,
                         "variance_samp": exp.Variance}
@@ -56,8 +57,11 @@ class Query:
 
 
 def normalise_aggregates(tree: exp.Expression) -> exp.Expression:
-    """Rewrite rule: SmartNoise's VAR(x)/STD(x) as sqlglot aggregate nodes."""
+    """Rewrite rule: SmartNoise's VAR(x)/STD(x) as sqlglot aggregate nodes; every
+    quantile spelling (MEDIAN, PERCENTILE_CONT ... WITHIN GROUP, ...) as
+    PercentileCont/PercentileDisc(x, p) (``dpsql.quantile_plan``)."""
     def rule(node):
+        node = normalise_quantile(node)
         if isinstance(node, exp.Anonymous) and str(node.this).lower() in ANONYMOUS_AGGREGATES:
             if len(node.expressions) != 1:
                 _fail(f"{node.this}() takes one column{{at}}", node)
@@ -83,7 +87,8 @@ def normalise_filters(tree: exp.Expression) -> exp.Expression:
             return node
         agg, where = node.this, node.expression
         if not isinstance(agg, SUPPORTED_AGGREGATES) or not isinstance(where, exp.Where):
-            _fail(f"FILTER is supported on COUNT, SUM, AVG, VAR and STDDEV only{{at}}", node)
+            _fail("FILTER is supported on COUNT, SUM, AVG, VAR, STDDEV, quantiles, MIN and "
+                  "MAX only{at}", node)
         arg = agg.this
         distinct = isinstance(arg, exp.Distinct)
         inner = arg.expressions[0] if distinct and len(arg.expressions) == 1 else arg
@@ -133,7 +138,8 @@ def _aggregates_in(expr: exp.Expression) -> list:
         if isinstance(node, exp.AggFunc):
             if not isinstance(node, SUPPORTED_AGGREGATES):
                 _fail(f"aggregate {node.sql('duckdb')} is not supported{{at}}; supported: "
-                      "COUNT, SUM, AVG, VAR/VARIANCE, STDDEV/STD", node)
+                      "COUNT, SUM, AVG, VAR/VARIANCE, STDDEV/STD, MEDIAN, QUANTILE_CONT/DISC, "
+                      "PERCENTILE_CONT/DISC, APPROX_QUANTILE, MIN, MAX", node)
             inner = [n for n in node.this.walk() if isinstance(n, exp.AggFunc)] if node.this else []
             if inner:
                 _fail(f"nested aggregates are not allowed: {node.sql('duckdb')}{{at}}", node)

@@ -22,6 +22,7 @@ from sqlglot import exp
 from ..errors import QueryError
 from ..mechanisms import calibrate
 from ..parse import literal
+from ..quantile_plan import BOUNDED_CTE, histograms, with_histograms
 from ..privacy import Privacy, Stat
 from ..rewrite import column, substitute
 from ..sql.allowed import ENGINE_TYPES
@@ -143,7 +144,8 @@ def _split_budget(stats: StatisticSet, privacy: Privacy, threshold, needs_thresh
     """Equal shares of epsilon per statistic; delta shared by those that need it."""
     groups = stats.groups if stats.grouped else 1     # entries of a statistic one person moves
     mechs = privacy.mechanisms
-    chosen = {s.name: mechs.for_stat(s.stat) for s in stats.items}
+    # A quantile calibrates its own mechanism (meta["calibrate"]: epsilon share -> mechanism).
+    chosen = {s.name: mechs.for_stat(s.stat) for s in stats.items if "calibrate" not in s.meta}
     if not stats.items:
         return 0.0               # public keys only: nothing noisy, nothing spent
     delta_users = sum(1 for m in chosen.values() if m.is_gaussian) + (1 if needs_threshold else 0)
@@ -159,6 +161,9 @@ def _split_budget(stats: StatisticSet, privacy: Privacy, threshold, needs_thresh
     eps = privacy.epsilon / len(stats.items)
     delta = privacy.delta / delta_users if delta_users else 0.0
     for s in stats.items:
+        if "calibrate" in s.meta:
+            s.mechanism = s.meta["calibrate"](eps)
+            continue
         mech = chosen[s.name]
         s.mechanism = calibrate(mech, l1=s.l1, l2=s.l2, epsilon=eps,
                                 delta=delta if mech.is_gaussian else 0.0, integer=s.integer,
@@ -211,14 +216,23 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
                          for c in e.find_all(exp.Column)}, key=str.lower)
         rows = truncated(rows, pid, k, [table.column(f).name if table.column(f) else f for f in fields])
     key_names = [f"_k{i}" for i in range(len(query.keys))]
+    plain = [s for s in stats.items if s.stat is not Stat.quantile]
+    hists = histograms(stats.items)
+    source = (exp.to_table(BOUNDED_CTE) if hists else
+              exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier("_bounded"))))
     exact = exp.select(*[exp.alias_(key_output(node, kind), name, quoted=True)
                          for (node, kind), name in zip(keys, key_names)],
-                       *[exp.alias_(s.aggregate, s.name, quoted=True) for s in stats.items]
-                       ).from_(exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier("_bounded"))))
+                       *[exp.alias_(s.aggregate, s.name, quoted=True) for s in plain]
+                       ).from_(source)
     if query.keys:
         exact = exact.group_by(*[column(n) for n in key_names])
+    if hists:
+        # Quantiles: one histogram per group over the same bounded rows (dpsql.quantile_plan).
+        exact = with_histograms(exact if (plain or query.keys) else None, rows,
+                                [key_output(node, kind) for node, kind in keys], key_names,
+                                hists, materialize=truncating)
     if domains:
-        exact = _join_grid(exact, domains, key_names, stats.items)
+        exact = _join_grid(exact, domains, key_names, plain, [n for n, _ in hists.values()])
 
     post = _post_query(query, aggregate_outputs, key_names, [kind for _, kind in keys],
                        [s.name for s in stats.items])
@@ -247,8 +261,9 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
     return plan
 
 
-def _join_grid(exact: exp.Select, domains, key_names, stats) -> exp.Select:
-    """Release every public key; combinations absent from the data get exact zeros."""
+def _join_grid(exact: exp.Select, domains, key_names, stats, lists=()) -> exp.Select:
+    """Release every public key; combinations absent from the data get exact zeros
+    (and ``lists``, the quantiles' histograms, NULL: no rows)."""
     grid = _grid(domains)
     on = None
     for name in key_names:
@@ -259,6 +274,7 @@ def _join_grid(exact: exp.Select, domains, key_names, stats) -> exp.Select:
     projections += [exp.alias_(exp.Coalesce(this=exp.column(s.name, "_agg", quoted=True),
                                             expressions=[exp.Literal.number(0)]), s.name, quoted=True)
                     for s in stats]
+    projections += [exp.alias_(exp.column(n, "_agg", quoted=True), n, quoted=True) for n in lists]
     return exp.select(*projections).from_(
         exp.Subquery(this=grid, alias=exp.TableAlias(this=exp.to_identifier("_grid")))).join(
         exp.Subquery(this=exact, alias=exp.TableAlias(this=exp.to_identifier("_agg"))),

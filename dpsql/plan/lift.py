@@ -19,13 +19,14 @@ from dataclasses import replace
 from sqlglot import exp
 
 from ..errors import QueryError
+from ..quantile_plan import QUANTILE_NODES
 from ..rewrite import column, substitute
 from ..sql.typecheck import check
 from .bounds import Deriver
 from .relations import Field, Relation, _unbounded_message
 
 BOUNDED_AGGREGATES = (exp.Sum, exp.Avg, exp.Variance, exp.VariancePop, exp.Stddev,
-                      exp.StddevPop, exp.StddevSamp)
+                      exp.StddevPop, exp.StddevSamp) + QUANTILE_NODES
 MAX_GRID = 10_000
 """Most public key combinations one query may release (each a noisy row)."""
 
@@ -43,6 +44,13 @@ def refuse_id_keys(query, relation: Relation) -> None:
                     "GROUP BY id)")
 
 
+def _with_argument(node, name: str) -> exp.Expression:
+    """``node`` reading column ``name`` (a quantile keeps its p)."""
+    new = node.copy()
+    new.set("this", column(name))
+    return new
+
+
 def lift(query):
     """``query`` over a relation in which every bounded aggregate reads a column."""
     relation: Relation = query.relation
@@ -56,7 +64,7 @@ def lift(query):
         if not isinstance(node, BOUNDED_AGGREGATES) or isinstance(node.this, exp.Column):
             continue
         if node.this in lifted:
-            mapping.append((node, type(node)(this=column(lifted[node.this]))))
+            mapping.append((node, _with_argument(node, lifted[node.this])))
             continue
         if isinstance(node.this, exp.Distinct):
             raise QueryError(f"{node.sql('duckdb')[:60]}: DISTINCT is supported in COUNT only")
@@ -80,7 +88,7 @@ def lift(query):
                                  hi if kind != "boolean" else None,
                                  origin=node.this.sql("duckdb")[:60],
                                  in_bounds=exact is not None), expr))
-        mapping.append((node, type(node)(this=column(name))))
+        mapping.append((node, _with_argument(node, name)))
         lifted[node.this.copy()] = name
     for node in query.aggregates:
         # COUNT(x + 1) next to AVG(x + 1) counts the same column: one statistic, and the
