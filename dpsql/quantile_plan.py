@@ -19,6 +19,8 @@ same kept rows.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from fractions import Fraction
 
 from sqlglot import exp
@@ -35,6 +37,20 @@ MIN_P, MAX_P = Fraction(1, 100), Fraction(99, 100)
 """MIN(x) and MAX(x) are released as QUANTILE_DISC(x, 0.01) and QUANTILE_DISC(x, 0.99)."""
 MAX_LIST = 100
 BOUNDED_CTE = "_bounded"
+BOUNDS_P = (Fraction(1, 100), Fraction(99, 100))
+"""estimate_bounds: the lower bound is the lower edge of the cell chosen for the 1% quantile,
+the upper bound the upper edge of the cell chosen for the 99% quantile (log-spaced cells)."""
+_BOUNDS = contextvars.ContextVar("dpsql_bounds", default=False)
+
+
+@contextlib.contextmanager
+def bounds_mode():
+    """Plan QUANTILE_DISC(x, p) of an unbounded column over the log grid (estimate_bounds)."""
+    token = _BOUNDS.set(True)
+    try:
+        yield
+    finally:
+        _BOUNDS.reset(token)
 
 
 # ----------------------------------------------------------------------------
@@ -84,7 +100,8 @@ def normalise_quantile(node: exp.Expression) -> exp.Expression:
         if extra:
             fail("{at}: only the value and the quantile p are supported", node)
         # DuckDB's QUANTILE is QUANTILE_DISC; APPROX_QUANTILE interpolates like CONT.
-        cls = exp.PercentileDisc if isinstance(node, exp.Quantile) else exp.PercentileCont
+        # (sqlglot's ApproxQuantile is a subclass of Quantile.)
+        cls = exp.PercentileCont if isinstance(node, exp.ApproxQuantile) else exp.PercentileDisc
         return _quantile(cls, node.this, node.args.get("quantile"), node)
     if isinstance(node, exp.WithinGroup):
         inner, order = node.this, node.expression
@@ -173,9 +190,12 @@ def plan_quantile(node, col, value: exp.Expression, lower, upper, integer: bool,
                   in_bounds: bool) -> exp.Expression:
     """Statistics for a quantile aggregate; returns its post-processing expression."""
     ps, how = _spec(node)
-    cells = stats.mechanisms.quantile_cells
-    grid = Grid.for_bounds(lower, upper, integer, cells)
     int_out = how != "cont" and col.type == "int"
+    if _BOUNDS.get():
+        grid = Grid.log(col.type == "int")
+        how, int_out = ("low" if ps[0] < Fraction(1, 2) else "high"), False
+    else:
+        grid = Grid.for_bounds(lower, upper, integer, stats.mechanisms.quantile_cells)
     cell = cell_expression(value, grid, in_bounds)
     names = []
     for p in ps:
@@ -207,6 +227,8 @@ def quantile_bounds(col, node):
     """(lower, upper, integer) of a quantile's argument, or a refusal that says what to do."""
     if col.type == "boolean":
         return 0, 1, True
+    if _BOUNDS.get() and col.type in ("int", "float"):
+        return None, None, col.type == "int"
     if col.type not in ("int", "float"):
         raise QueryError(f"{node.sql('duckdb')}: column {col.name!r} is of type {col.type}; "
                          "quantiles, MEDIAN, MIN and MAX need a numeric column (int or float)")

@@ -102,6 +102,41 @@ class Reader:
                    for i, p in enumerate(plan.parts)])
         return describe(plan)
 
+    def estimate_bounds(self, table: str, column: str, epsilon: float) -> tuple:
+        """DP (lower, upper) bounds of a numeric column, charged to the session like a query.
+
+        The lower bound is the lower edge of the log-spaced cell that permute-and-flip
+        chooses for the 1% quantile, the upper bound the upper edge of the cell chosen for
+        the 99% quantile, each with half of ``epsilon`` (delta 0). The cells cover the
+        whole range of the column's type (int64, or doubles from 2^-64 to 2^1024, both
+        signs, and zero), four per power of two, so the bounds are within a factor
+        2^(1/4) of the chosen quantiles. Rows are truncated to max_ids per person as in
+        any query. The metadata's own bounds of the column, if any, are not used."""
+        from sqlglot import exp
+
+        from . import quantile_plan
+        if not isinstance(table, str) or not isinstance(column, str):
+            raise ProgrammingError("estimate_bounds(table, column, epsilon): table and column "
+                                   "are names (str), e.g. 'PUMS.PUMS', 'income'")
+        privacy = Privacy(epsilon=epsilon, delta=0.0)
+        found = self.metadata.find_table(table)
+        col = found.column(column) if found is not None else None
+        if col is not None and col.type not in ("int", "float"):
+            raise QueryError(f"estimate_bounds: column {column!r} of {table} is of type "
+                             f"{col.type}; bounds are estimated for int and float columns")
+        value = exp.column(col.name if col is not None else column, quoted=True)
+        tree = exp.select(*[
+            exp.alias_(exp.PercentileDisc(this=value.copy(), expression=exp.Literal.number(
+                repr(float(p)))), name) for p, name in zip(quantile_plan.BOUNDS_P,
+                                                           ("lower_bound", "upper_bound"))]
+        ).from_(exp.to_table(table))
+        with quantile_plan.bounds_mode():
+            query = validate(tree, self.metadata, self.engine.public_rows)
+            plan = build_plan(query, privacy)
+        self.engine.attach(plan)
+        frame = self._fresh(plan)
+        return float(frame.lower_bound[0]), float(frame.upper_bound[0])
+
     @property
     def spent(self) -> tuple:
         return self.accountant.spent

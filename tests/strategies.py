@@ -826,8 +826,8 @@ class QueryGen:
         cols = self.scn.columns
         if self.flag(self.bad):
             arg = self.colref(self.pick(cols))
-            return self.pick((f"MIN({arg})", f"MAX({arg})", f"MEDIAN({arg})",
-                              f"quantile_cont({arg}, 0.5)", f"string_agg({arg}, ',')",
+            return self.pick((f"MIN({arg}, {arg})", f"MEDIAN({arg}, 0.5)",
+                              f"quantile_cont({arg}, {arg})", f"string_agg({arg}, ',')",
                               f"SUM(SUM({arg}))", f"COUNT(COUNT(*))", f"list({arg})",
                               f"approx_count_distinct({arg})", f"COUNT(DISTINCT {arg}, {arg})",
                               f"SUM({arg}) FILTER (WHERE TRUE)", f"AVG(DISTINCT {arg})")), "int"

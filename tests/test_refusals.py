@@ -23,7 +23,7 @@ REFUSED = [
     ("SELECT COUNT(nope) FROM PUMS.PUMS", "unknown column"),
     ("SELECT COUNT(*) FROM PUMS.PUMS WHERE age > (SELECT AVG(age) FROM PUMS.PUMS)", "subqueries"),
     ("SELECT COUNT(*) FROM PUMS.PUMS WHERE COUNT(*) > 3", "not allowed in WHERE"),
-    ("SELECT MAX(age) FROM PUMS.PUMS", "not supported"),
+    ("SELECT STRING_AGG(sex, ',') FROM PUMS.PUMS", "not supported"),
     ("SELECT SUM(age / (age - 30)) FROM PUMS.PUMS", "divisor can be 0"),
     ("SELECT COUNT(*) FROM PUMS.PUMS a JOIN PUMS.PUMS b ON a.age = b.age", "row-privacy"),
     ("SELECT COUNT(*) OVER () FROM PUMS.PUMS", "window"),
