@@ -63,11 +63,13 @@ def _p_value(node: exp.Expression, where: exp.Expression) -> Fraction:
         negative ^= isinstance(node, exp.Neg)
         node = node.this
     if not (isinstance(node, exp.Literal) and not node.is_string):
-        fail("the quantile p of {at} must be a number literal in [0, 1] (or a list of "
-             "them, [0.25, 0.5, 0.75]); it is part of the query, not of the data", where)
+        fail(f"the quantile p of {where.sql('duckdb')[:60]}{{at}} must be a number literal in "
+             "[0, 1] (or a list of them, [0.25, 0.5, 0.75]); it is part of the query, not of "
+             "the data", where)
     p = quantile_fraction(("-" if negative else "") + node.this)
     if not 0 <= p <= 1:
-        fail(f"the quantile p = {node.this} of {{at}} is outside [0, 1]", where)
+        fail(f"the quantile p = {node.this} of {where.sql('duckdb')[:60]}{{at}} is outside "
+             "[0, 1]", where)
     return p
 
 
@@ -93,6 +95,10 @@ def _quantile(cls, value, p_node, where, flip: bool = False) -> exp.Expression:
 
 def normalise_quantile(node: exp.Expression) -> exp.Expression:
     """Rewrite rule: every quantile spelling as PercentileCont/PercentileDisc(x, p)."""
+    if isinstance(node, (exp.Min, exp.Max, exp.Median)) and any(
+            v for k, v in node.args.items() if k != "this"):
+        fail(f"{node.key.upper()} takes one argument{{at}} (for the least of several values per "
+             "row write LEAST(a, b))", node)
     if isinstance(node, exp.Median):
         return exp.PercentileCont(this=node.this, expression=_p_literal(Fraction(1, 2)))
     if isinstance(node, (exp.Quantile, exp.ApproxQuantile)):
