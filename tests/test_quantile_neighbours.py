@@ -19,12 +19,12 @@ META_ROWS = {"": {"s": {"t": {"row_privacy": True, "g": {"type": "string", "valu
 META_IDS = {"": {"s": {"t": {"max_ids": 2, "pid": {"type": "int", "private_id": True},
                              "g": {"type": "string", "values": ["a", "b"]},
                              "x": {"type": "int", "lower": 0, "upper": 100}}}}}
-BASE = [10, 20, 30, 40, 50, 60, 70, 80, 90]
+BASE = list(range(0, 101, 2))      # 51 rows, median 50: one row more moves it a whole value
+BUCKETS = 3
 
 
 def _bucket(value) -> str:
-    return "low" if value < 35 else "mid-low" if value < 50 else "mid" if value < 56 else \
-        "mid-high" if value < 70 else "high"
+    return "below" if value < 50 else "at" if value == 50 else "above"
 
 
 def _readers(meta, extra: pd.DataFrame, base: pd.DataFrame) -> dict:
@@ -35,26 +35,29 @@ def _readers(meta, extra: pd.DataFrame, base: pd.DataFrame) -> dict:
 
 
 def test_ungrouped_median_row_privacy():
-    base = pd.DataFrame({"g": ["a"] * 9, "x": BASE})
+    base = pd.DataFrame({"g": ["a"] * len(BASE), "x": BASE})
     readers = _readers(META_ROWS, pd.DataFrame({"g": ["a"], "x": [100]}), base)
-    a, b = attack(readers, "SELECT MEDIAN(x) AS m FROM s.t", lambda df: _bucket(df.m[0]), runs=RUNS)
+    a, b = attack(readers, "SELECT MEDIAN(x) AS m FROM s.t", lambda df: _bucket(df.m[0]), runs=RUNS,
+                  buckets=BUCKETS)
     assert a.epsilon == pytest.approx(EPSILON)
 
 
 def test_grouped_median_and_max_row_privacy():
-    base = pd.DataFrame({"g": ["a"] * 9 + ["b"] * 9, "x": BASE + BASE})
+    base = pd.DataFrame({"g": ["a"] * len(BASE) + ["b"] * len(BASE), "x": BASE + BASE})
     readers = _readers(META_ROWS, pd.DataFrame({"g": ["b"], "x": [0]}), base)
     sql = "SELECT g, MEDIAN(x) AS m, MAX(x) AS hi FROM s.t GROUP BY g"
-    a, _ = attack(readers, sql, lambda df: (_bucket(df.m[1]), df.hi[1] >= 90), runs=RUNS)
+    a, _ = attack(readers, sql, lambda df: (_bucket(df.m[1]), df.hi[1] >= 98), runs=RUNS,
+                  buckets=2 * BUCKETS)
     assert a.epsilon == pytest.approx(EPSILON)
 
 
 def test_user_level_median_two_rows_per_person():
-    base = pd.DataFrame({"pid": range(9), "g": ["a"] * 9, "x": BASE})
+    base = pd.DataFrame({"pid": range(len(BASE)), "g": ["a"] * len(BASE), "x": BASE})
     person = pd.DataFrame({"pid": [99] * 5, "g": ["a"] * 5, "x": [100] * 5})   # 2 kept
     readers = _readers(META_IDS, person, base)
     sql = "SELECT g, QUANTILE_CONT(x, 0.5) AS m FROM s.t GROUP BY g"
-    a, _ = attack(readers, sql, lambda df: _bucket(df.m[0]), runs=RUNS)
+    a, _ = attack(readers, sql, lambda df: _bucket(df.m[0]), runs=RUNS,
+                  buckets=BUCKETS)
     assert a.epsilon == pytest.approx(EPSILON)
     plan = readers["without"]._plan(sql)
     assert plan.statistics[0].mechanism.rows == 2       # k = max_ids = 2 rows per person
