@@ -161,6 +161,22 @@ def build_parser() -> argparse.ArgumentParser:
         "the privacy unit are left for the data owner.")
     init.add_argument("--table", action="append", type=_table, required=True,
                       metavar="SCHEMA.TABLE=PATH", help="a .csv/.parquet file (repeatable)")
+    bounds = meta_sub.add_parser(
+        "bounds", help="estimate a column's lower and upper bounds with differential privacy",
+        description="Estimate DP lower and upper bounds of a numeric column (the 1%% and 99%% "
+        "quantiles over log-spaced cells, docs/sql.md); it spends EPSILON of the data's privacy "
+        "budget (record it with --ledger). With --write, store them in the metadata file.")
+    bounds.add_argument("--metadata", required=True, metavar="M.yaml")
+    bounds.add_argument("--table", action="append", type=_table, required=True,
+                        metavar="SCHEMA.TABLE=PATH", help="the data file of the table (the first "
+                        "--table is the one whose column is estimated)")
+    bounds.add_argument("--column", required=True, metavar="C")
+    bounds.add_argument("--epsilon", required=True, type=_positive_float, metavar="E")
+    bounds.add_argument("--ledger", metavar="FILE", help="record the spending in this ledger")
+    bounds.add_argument("--budget", type=_budget, metavar="E[,D]",
+                        help="the ledger's budget (only with --ledger)")
+    bounds.add_argument("--write", action="store_true",
+                        help="store the bounds as lower/upper of the column in M.yaml")
     return top
 
 
@@ -458,10 +474,13 @@ def _dispatch(argv) -> int:
         return cmd_query(args)
     if args.command == "ledger" and args.ledger_command == "show":
         return cmd_ledger_show(args)
+    if args.command == "metadata" and args.metadata_command == "bounds":
+        from . import cli_bounds
+        return cli_bounds.run(args)
     if args.command == "metadata" and args.metadata_command in ("check", "init"):
         from . import cli_metadata
         return cli_metadata.run(args)
-    raise UsageError("give a command: query, ledger show, metadata check or metadata init "
+    raise UsageError("give a command: query, ledger show, metadata check, init or bounds "
                      "(see 'dpsql --help')")
 
 

@@ -274,8 +274,8 @@ class PermuteAndFlip:
                 if packed is None or packed is np.ma.masked:
                     continue
                 packed = np.asarray(packed, dtype=np.int64)
-                idx = np.clip(packed >> 32, 0, cells - 1)
-                np.add.at(dense[i], idx, packed & 0xFFFFFFFF)
+                # cells are distinct within a group (GROUP BY keys, cell)
+                dense[i, np.clip(packed >> 32, 0, cells - 1)] = packed & 0xFFFFFFFF
             gaps = score_gaps(dense, self.p.numerator, self.p.denominator)
             chosen[start:start + len(part)] = permute_and_flip(gaps, self.a, self.m)
         values = self.grid.values(chosen, self.how)
