@@ -116,19 +116,34 @@ class Reader:
         parameter values bound, and the same privacy) returns the stored release and costs
         nothing: asking twice teaches nothing new. ``replay=False`` asks for a fresh
         release, and pays for it."""
+        plan, noisy = self._noisy(sql, params, privacy, replay)
+        return self._present(plan, noisy)
+
+    def _noisy(self, sql, params, privacy, replay: bool) -> tuple:
+        """(plan, noisy statistics per part): the stored release, or a fresh one (paid).
+
+        A release is stored as its noisy statistics, not as the final table, so that a
+        replay can post-process it again (e.g. with confidence intervals at another
+        level) without touching the data."""
         plan = self._plan(sql, params, privacy)
-        key = (plan.bound_sql, self._privacy_key(self.privacy if privacy is None else privacy))
+        key = self.release_key(plan, privacy)
         if replay:
             with self._lock:
                 stored = self._releases.get(key)
             if stored is not None:
-                return stored.copy(deep=True)
-        result = self._fresh(plan)
+                return plan, stored
+        noisy = self._fresh(plan)
         with self._lock:
-            self._releases[key] = result.copy(deep=True)
-        return result
+            self._releases[key] = noisy
+        return plan, noisy
 
-    def _fresh(self, plan) -> pd.DataFrame:
+    def release_key(self, plan, privacy: Privacy | None = None) -> tuple:
+        """What makes two requests one release: the canonical SQL with its parameters
+        bound, and the privacy asked for."""
+        return (plan.bound_sql, self._privacy_key(self.privacy if privacy is None else privacy))
+
+    def _fresh(self, plan) -> list:
+        """Read the data, charge, add noise: the noisy statistics of every part."""
         parts = plan.parts if isinstance(plan, Releases) else [plan]
         self.accountant.check(plan.cost)
         exacts = []
@@ -144,18 +159,25 @@ class Reader:
         # post-processing failure on noisy values) is paid for, and no result
         # is ever shown uncharged.
         self.accountant.charge(plan.cost, plan.bound_sql)
-        frames = [self._release(part, exact) for part, exact in zip(parts, exacts)]
+        noisy = []
+        for part, exact in zip(parts, exacts):
+            noisy.append(add_noise(part, exact))
+        del exacts
+        return noisy
+
+    def _present(self, plan, noisy: list) -> pd.DataFrame:
+        """Post-processing of stored noisy statistics (no data touched, nothing spent)."""
+        parts = plan.parts if isinstance(plan, Releases) else [plan]
+        frames = [self._release(part, columns) for part, columns in zip(parts, noisy)]
         if len(frames) == 1:
             return frames[0]
         for frame in frames[1:]:
             frame.columns = frames[0].columns
         return pd.concat(frames, ignore_index=True)
 
-    def _release(self, plan: Plan, exact: dict) -> pd.DataFrame:
-        noisy = add_noise(plan, exact)
-        del exact
+    def _release(self, plan: Plan, noisy: dict) -> pd.DataFrame:
         if plan.passthrough is not None:
-            columns = {f"_o{i}": noisy[name] for i, name in enumerate(plan.passthrough)}
+            columns = {f"_o{i}": noisy[name].copy() for i, name in enumerate(plan.passthrough)}
         else:
             try:
                 columns = self.engine.post_process(plan.post_sql, noisy)
