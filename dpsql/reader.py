@@ -78,7 +78,7 @@ class Reader:
             raise ProgrammingError(f"the privacy of a query (reader.privacy, or privacy=...) "
                                    f"must be a dpsql.Privacy, not {type(p).__name__}")
         p.check()        # its fields may have been changed since it was made
-        return (p.epsilon, p.delta, p.mechanisms.key())
+        return (p.epsilon, p.rho, p.delta, p.split, p.mechanisms.key())
 
     def get_privacy_cost(self, sql, params=None, privacy: Privacy | None = None) -> tuple:
         """(epsilon, delta) the query would cost; runs nothing, spends nothing.
@@ -104,7 +104,14 @@ class Reader:
 
     @property
     def spent(self) -> tuple:
+        """(epsilon, delta) spent by this session (with a zCDP budget: its rho, converted)."""
         return self.accountant.spent
+
+    @property
+    def spent_rho(self) -> float:
+        """rho (zCDP) spent by this session: Gaussian statistics' rho plus epsilon^2 / 2 for
+        each pure-epsilon one."""
+        return self.accountant.spending[2]
 
     # -- running ------------------------------------------------------------
     def execute_df(self, sql: str, params=None, privacy: Privacy | None = None,
@@ -145,20 +152,20 @@ class Reader:
     def _fresh(self, plan) -> list:
         """Read the data, charge, add noise: the noisy statistics of every part."""
         parts = plan.parts if isinstance(plan, Releases) else [plan]
-        self.accountant.check(plan.cost)
+        self.accountant.check(plan.spend)
         exacts = []
         try:
             for part in parts:
                 exacts.append(self.engine.run(part.exact_sql))
         except OperationalError as err:
             # Binding succeeded, so the failure depends on the data: charge it.
-            self.accountant.charge(plan.cost, plan.bound_sql)
+            self.accountant.charge(plan.spend, plan.bound_sql)
             raise OperationalError(f"{err} (its cost was charged, since a failure here could "
                                    "reveal something about the data)") from None
         # Charged once the data has been read: whatever happens next (noise, a
         # post-processing failure on noisy values) is paid for, and no result
         # is ever shown uncharged.
-        self.accountant.charge(plan.cost, plan.bound_sql)
+        self.accountant.charge(plan.spend, plan.bound_sql)
         noisy = []
         for part, exact in zip(parts, exacts):
             noisy.append(add_noise(part, exact))
@@ -204,7 +211,8 @@ class Releases:
             raise QueryError("every part of a UNION ALL must select the same number of "
                              f"columns (here {', '.join(str(len(p.output_names)) for p in parts)})")
         self.parts = parts
-        self.cost = (sum(p.cost[0] for p in parts), sum(p.cost[1] for p in parts))
+        self.spend = tuple(sum(p.spend[i] for p in parts) for i in range(4))
+        self.cost = self.spend[:2]
         self.bound_sql = sql
         self.output_names = parts[0].output_names
 
