@@ -1,8 +1,9 @@
 """The session accountant: checks a query's cost before it runs, charges it
 before its result is returned.
 
-Owns: spending. Composition is basic sequential composition: costs add up in
-epsilon and in delta. With a ledger the spending lives in a file shared by
+Owns: spending. Every cost is a 4-vector (see ``ZERO``): basic sequential
+composition in (epsilon, delta), and zCDP in rho; a ``Budget(rho=...)`` enforces
+the second and reports it converted to (epsilon, delta). With a ledger the spending lives in a file shared by
 processes (see ``dpsql.ledger``); the accountant then delegates to it, so a
 budget cannot be escaped by starting a new process.
 """
@@ -11,21 +12,67 @@ from __future__ import annotations
 import threading
 import warnings
 
+from . import zcdp
 from .errors import BudgetExceededError
 from .privacy import Budget
 
 _SLACK = 1e-12  # float sums of equal shares must not refuse the last share
+
+ZERO = (0.0, 0.0, 0.0, 0.0)
+"""A spend: (epsilon, delta) by basic composition, and (rho, delta outside zCDP).
+
+Every query's cost is kept both ways and sessions add both up; the budget's kind
+decides which pair is enforced and how spending is reported. A pure-epsilon
+statistic is epsilon^2/2-zCDP; thresholds' delta is not zCDP and is kept apart."""
+
+
+def vector(cost) -> tuple:
+    """A cost as a 4-vector; an (epsilon, delta) pair is delta-approximately
+    epsilon^2/2-zCDP (Bun & Steinke 2016), so that is its rho."""
+    cost = tuple(float(c) for c in cost)
+    if len(cost) == 2:
+        return (cost[0], cost[1], cost[0] ** 2 / 2, cost[1])
+    return cost
+
+
+def add(spent: tuple, cost: tuple) -> tuple:
+    return tuple(a + b for a, b in zip(spent, cost))
+
+
+def reported(spent: tuple, budget: Budget | None) -> tuple:
+    """(epsilon, delta) of a spend: its sums, or for a zCDP budget the tight conversion of
+    its rho at the budget's delta, less what thresholds spent outside zCDP."""
+    if budget is None or not budget.zcdp:
+        return (spent[0], spent[1])
+    if spent[2] <= 0:
+        return (0.0, spent[3])
+    return (zcdp.epsilon_for(spent[2], budget.delta - spent[3]), budget.delta)
 
 
 def exceeds(spent: tuple, cost: tuple, budget: Budget | None) -> bool:
     """True if spending ``cost`` on top of ``spent`` would pass ``budget``."""
     if budget is None:
         return False
+    if budget.zcdp:
+        # Thresholds may use half the session's delta; the rest converts rho to epsilon.
+        return (spent[2] + cost[2] > budget.rho * (1 + _SLACK)
+                or spent[3] + cost[3] > budget.delta / 2 * (1 + _SLACK) + 1e-300)
     return (spent[0] + cost[0] > budget.epsilon * (1 + _SLACK)
             or spent[1] + cost[1] > budget.delta * (1 + _SLACK) + 1e-300)
 
 
 def budget_message(spent: tuple, cost: tuple, budget: Budget) -> str:
+    if budget.zcdp:
+        short = []
+        if spent[2] + cost[2] > budget.rho * (1 + _SLACK):
+            short.append(f"rho (the query needs rho={cost[2]:.6g}; "
+                         f"{max(budget.rho - spent[2], 0):.6g} of rho={budget.rho:.6g} remains)")
+        if spent[3] + cost[3] > budget.delta / 2 * (1 + _SLACK) + 1e-300:
+            short.append(f"delta for thresholds (the query needs {cost[3]:.3g}; thresholds may "
+                         f"use half the session's delta, {budget.delta / 2:.3g}, and "
+                         f"{spent[3]:.3g} is spent)")
+        return (f"not enough {' and '.join(short)} left in the zCDP session budget; nothing "
+                "was run or spent. Lower the query's privacy to fit what remains.")
     if spent[0] >= budget.epsilon * (1 - 1e-6):
         return (f"the session budget (epsilon={budget.epsilon:.6g}) is spent; this query "
                 f"(epsilon={cost[0]:.6g}) was not run and nothing was charged. No further "
@@ -52,14 +99,20 @@ class Accountant:
         # Without a ledger the spending lives in the Budget object: one pool for every
         # session given it. Without a budget, this session's own tally.
         self._pool = self.budget if ledger is None and budget is not None else None
-        self._spent = (0.0, 0.0)
+        self._spent = ZERO
         self._lock = self._pool._lock if self._pool is not None else threading.Lock()
         self._warned = False
 
     @property
     def spent(self) -> tuple:
+        """(epsilon, delta) spent (for a zCDP budget: its rho converted)."""
+        return reported(self.spending, self.budget)
+
+    @property
+    def spending(self) -> tuple:
+        """The whole spend: (epsilon, delta, rho, delta outside zCDP)."""
         if self.ledger is not None:
-            return tuple(self.ledger.spent())
+            return tuple(self.ledger.spending())
         return self._pool._spent if self._pool is not None else self._spent
 
     def check(self, cost: tuple) -> None:
@@ -70,19 +123,20 @@ class Accountant:
                               "but nothing is enforced", stacklevel=3)
                 self._warned = True
             return
-        spent = self.spent
+        spent, cost = self.spending, vector(cost)
         if exceeds(spent, cost, self.budget):
             raise BudgetExceededError(budget_message(spent, cost, self.budget))
 
     def charge(self, cost: tuple, query: str) -> None:
         """Record ``cost``; raises ``BudgetExceededError`` (and records nothing)
         if it no longer fits, so the caller must then discard the result."""
+        cost = vector(cost)
         if self.ledger is not None:
-            self.ledger.charge(cost[0], cost[1], query)
+            self.ledger.charge(cost[0], cost[1], query, rho=cost[2], rho_delta=cost[3])
             return
         holder = self._pool if self._pool is not None else self
         with self._lock:
             spent = holder._spent
             if exceeds(spent, cost, self.budget):
                 raise BudgetExceededError(budget_message(spent, cost, self.budget))
-            holder._spent = (spent[0] + cost[0], spent[1] + cost[1])
+            holder._spent = add(spent, cost)

@@ -76,8 +76,12 @@ def _delta(text: str) -> float:
 
 
 def _budget(text: str):
+    """E[,D] for an (epsilon, delta) budget; rho=R[,D] for a zCDP one."""
     from .privacy import Budget
     eps, _, delta = text.partition(",")
+    if eps.startswith("rho="):
+        rho = _positive_float(eps[4:])
+        return Budget(rho=rho, delta=_delta(delta)) if delta else Budget(rho=rho)
     if delta:
         return Budget(_positive_float(eps), _delta(delta))
     return Budget(_positive_float(eps))
@@ -124,8 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "(repeatable; TABLE=PATH if the metadata's schema name is empty)")
     q.add_argument("--database", metavar="FILE.duckdb",
                    help="a DuckDB database holding the tables (opened read-only)")
-    q.add_argument("--epsilon", required=True, type=_positive_float, metavar="E",
-                   help="the most this query may cost in epsilon, all its statistics together")
+    size = q.add_mutually_exclusive_group(required=True)
+    size.add_argument("--epsilon", type=_positive_float, metavar="E",
+                      help="the most this query may cost in epsilon, all its statistics "
+                      "together")
+    size.add_argument("--rho", type=_positive_float, metavar="R",
+                      help="the query's privacy in zCDP instead of --epsilon")
     q.add_argument("--delta", type=_delta, metavar="D",
                    help=f"the most this query may cost in delta (default {DEFAULT_DELTA:g}; "
                    "spent only by statistics that need it)")
@@ -135,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a ledger file keeping this session's spending across invocations")
     q.add_argument("--budget", type=_budget, metavar="E[,D]",
                    help="the session's total (with --ledger; fixed when the ledger is "
-                   "created; default delta 1e-6)")
+                   "created; default delta 1e-6); rho=R[,D] for a zCDP session")
     q.add_argument("--explain", action="store_true",
                    help="print the bounded plan and each statistic's mechanism, scale and "
                    "95%% accuracy; runs nothing and spends nothing")
@@ -224,7 +232,8 @@ def cmd_query(args) -> int:
         tables[name] = path
     if args.database:
         _require_file(args.database, "database file")
-    privacy = Privacy(args.epsilon) if args.delta is None else Privacy(args.epsilon, args.delta)
+    size = {"epsilon": args.epsilon} if args.rho is None else {"rho": args.rho}
+    privacy = Privacy(**size) if args.delta is None else Privacy(**size, delta=args.delta)
     ledger = None
     if args.ledger is not None and not (args.explain and not os.path.exists(args.ledger)):
         # --explain leaves no trace: it never creates a ledger.
@@ -268,8 +277,8 @@ def _ledger_note(path: str, ledger, reader, sql: str) -> str:
     budget, spent = ledger.budget, ledger.spent()
     if budget is None:
         return f"\nledger {path}: spent {_pair(*spent)}; no budget\n"
-    cost = reader.get_privacy_cost(sql)
-    verdict = "would be refused" if exceeds(spent, cost, budget) else "fits"
+    cost = reader._plan(sql).spend
+    verdict = "would be refused" if exceeds(ledger.spending(), cost, budget) else "fits"
     remaining = ledger.remaining()
     return (f"\nledger {path}: remaining {_pair(*remaining)}; "
             f"this query {verdict}\n")
@@ -287,19 +296,24 @@ def cmd_ledger_show(args) -> int:
     budget, spent, remaining, records = led.budget, led.spent(), led.remaining(), led.records()
     if args.format == "json":
         doc = {"path": led.path,
-               "budget": None if budget is None else {"epsilon": budget.epsilon,
-                                                      "delta": budget.delta},
+               "budget": None if budget is None else (
+                   {"rho": budget.rho, "delta": budget.delta} if budget.zcdp
+                   else {"epsilon": budget.epsilon, "delta": budget.delta}),
+               "spent_rho": led.spending()[2],
                "spent": {"epsilon": spent[0], "delta": spent[1]},
-               "remaining": None if remaining is None else {"epsilon": remaining[0],
+               "remaining": None if remaining is None else {
+                   ("rho" if budget.zcdp else "epsilon"): remaining[0],
                                                             "delta": remaining[1]},
                "releases": [r.__dict__ for r in records]}
         _write(json.dumps(doc, indent=2) + "\n")
         return EXIT_OK
     lines = [f"ledger:    {led.path}",
              "budget:    " + ("none (spending is recorded, nothing is enforced)"
-                              if budget is None else _pair(budget.epsilon, budget.delta)),
+                              if budget is None else _budget_text(budget)),
              f"spent:     {_pair(*spent)}",
-             "remaining: " + ("unlimited" if remaining is None else _pair(*remaining)),
+             "remaining: " + ("unlimited" if remaining is None else
+                              f"rho={remaining[0]:.6g}, delta={remaining[1]:.3g}"
+                              if budget.zcdp else _pair(*remaining)),
              f"releases:  {len(records)}"]
     out = "\n".join(lines) + "\n"
     if records:
@@ -309,6 +323,13 @@ def cmd_ledger_show(args) -> int:
                                    numeric=(False, True, True, False))
     _write(out)
     return EXIT_OK
+
+
+def _budget_text(budget) -> str:
+    if budget.zcdp:
+        return (f"rho={budget.rho:.6g} (zCDP), reported at delta={budget.delta:.3g}; "
+                "remaining is (rho, delta for thresholds)")
+    return _pair(budget.epsilon, budget.delta)
 
 
 def _pair(eps: float, delta: float) -> str:

@@ -45,7 +45,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from .accounting import budget_message, exceeds
+from .accounting import ZERO, add, budget_message, exceeds, reported, vector
 from .errors import BudgetExceededError, LedgerError, ProgrammingError
 from .privacy import Budget
 
@@ -60,6 +60,8 @@ class Release:
     query: str
     epsilon: float
     delta: float
+    rho: float = 0.0          # zCDP cost (a pure-epsilon statistic counts epsilon^2 / 2)
+    rho_delta: float = 0.0    # delta outside zCDP (thresholds)
 
 
 def _now() -> str:
@@ -67,16 +69,24 @@ def _now() -> str:
 
 
 def _budget_json(budget: Budget | None):
-    return None if budget is None else {"epsilon": budget.epsilon, "delta": budget.delta}
+    if budget is None:
+        return None
+    if budget.zcdp:
+        return {"rho": budget.rho, "delta": budget.delta}
+    return {"epsilon": budget.epsilon, "delta": budget.delta}
 
 
 def _same_budget(a: Budget, b: Budget) -> bool:
     # JSON round-trips floats exactly, so equality is exact.
-    return float(a.epsilon) == float(b.epsilon) and float(a.delta) == float(b.delta)
+    return (a.epsilon == b.epsilon and a.rho == b.rho and float(a.delta) == float(b.delta))
 
 
 def _fmt_budget(b: Budget | None) -> str:
-    return "none" if b is None else f"(epsilon={b.epsilon:.6g}, delta={b.delta:.3g})"
+    if b is None:
+        return "none"
+    if b.zcdp:
+        return f"(rho={b.rho:.6g}, delta={b.delta:.3g})"
+    return f"(epsilon={b.epsilon:.6g}, delta={b.delta:.3g})"
 
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -136,7 +146,14 @@ class Ledger:
             return self._budget
 
     def spent(self) -> tuple:
-        """Total (epsilon, delta) of every release in the file."""
+        """Total (epsilon, delta) of every release in the file (for a zCDP budget, the
+        total rho converted at the budget's delta)."""
+        with self._locked(exclusive=False):
+            self._refresh()
+            return reported(self._spent, self._budget)
+
+    def spending(self) -> tuple:
+        """Total (epsilon, delta, rho, delta outside zCDP) of every release in the file."""
         with self._locked(exclusive=False):
             self._refresh()
             return self._spent
@@ -147,6 +164,9 @@ class Ledger:
             self._refresh()
             if self._budget is None:
                 return None
+            if self._budget.zcdp:
+                return (max(self._budget.rho - self._spent[2], 0.0),
+                        max(self._budget.delta / 2 - self._spent[3], 0.0))
             return (max(self._budget.epsilon - self._spent[0], 0.0),
                     max(self._budget.delta - self._spent[1], 0.0))
 
@@ -156,13 +176,19 @@ class Ledger:
             self._refresh()
             return list(self._records)
 
-    def charge(self, epsilon: float, delta: float, query: str) -> None:
+    def charge(self, epsilon: float, delta: float, query: str, rho: float | None = None,
+               rho_delta: float = 0.0) -> None:
         """Atomically check and record one release.
 
         Raises ``BudgetExceededError`` and records nothing if the file's
         current total plus this cost would pass its budget. Returns only once
-        the record is on disk (fsync), so the caller may then release."""
-        cost = (float(epsilon), float(delta))
+        the record is on disk (fsync), so the caller may then release. ``rho`` and
+        ``rho_delta`` (delta outside zCDP) are what a zCDP budget counts; without them an
+        (epsilon, delta) release counts as delta-approximately epsilon^2/2-zCDP."""
+        if rho is None:
+            cost = vector((epsilon, delta))
+        else:
+            cost = (float(epsilon), float(delta), float(rho), float(rho_delta))
         if not all(math.isfinite(c) and c >= 0 for c in cost):
             # A negative or NaN charge would refund budget: never accept one.
             raise ProgrammingError(f"ledger charge must be finite and >= 0, got {cost!r}")
@@ -171,7 +197,8 @@ class Ledger:
             if exceeds(self._spent, cost, self._budget):
                 raise BudgetExceededError(budget_message(self._spent, cost, self._budget))
             self._append({"kind": "release", "time": _now(), "query": str(query),
-                          "epsilon": cost[0], "delta": cost[1]})
+                          "epsilon": cost[0], "delta": cost[1], "rho": cost[2],
+                          "rho_delta": cost[3]})
             self._refresh()
 
     def __repr__(self) -> str:
@@ -315,7 +342,7 @@ class Ledger:
         self._offset = 0          # bytes of complete (newline-terminated) lines read
         self._line_no = 0
         self._budget: Budget | None = None
-        self._spent = (0.0, 0.0)
+        self._spent = ZERO
         self._records: list = []
         self._header_seen = False
         self._torn_at = None      # offset of a torn last line, to drop before appending
@@ -403,11 +430,15 @@ class Ledger:
                 self._budget = self._read_budget(record.get("budget"))
             elif record.get("kind") == "release":
                 eps, delta = float(record["epsilon"]), float(record["delta"])
-                if not (math.isfinite(eps) and math.isfinite(delta) and eps >= 0 and delta >= 0):
+                # Records written before zCDP accounting: (eps, delta)-DP is
+                # delta-approximately eps^2/2-zCDP.
+                rho = float(record.get("rho", eps * eps / 2))
+                rho_delta = float(record.get("rho_delta", delta if "rho" not in record else 0.0))
+                cost = (eps, delta, rho, rho_delta)
+                if not all(math.isfinite(c) and c >= 0 for c in cost):
                     raise ValueError("negative or non-finite cost")
-                self._records.append(Release(str(record["time"]), str(record["query"]),
-                                             eps, delta))
-                self._spent = (self._spent[0] + eps, self._spent[1] + delta)
+                self._records.append(Release(str(record["time"]), str(record["query"]), *cost))
+                self._spent = add(self._spent, cost)
             elif record.get("kind") == "budget":
                 if self._budget is not None:
                     raise ValueError("a second budget record")
@@ -422,4 +453,6 @@ class Ledger:
     def _read_budget(value) -> Budget | None:
         if value is None:
             return None
+        if value.get("rho") is not None:
+            return Budget(rho=float(value["rho"]), delta=float(value["delta"]))
         return Budget(float(value["epsilon"]), float(value["delta"]))

@@ -132,43 +132,91 @@ def _check_eps_delta(epsilon: float, delta: float, what: str) -> None:
         raise ProgrammingError(f"{what}: delta must be in [0, 1), got {delta!r}")
 
 
+SPLITS = ("error", "equal")
+
+
 @dataclass
 class Privacy:
-    """The most one query may cost, all its noisy statistics together."""
+    """The most one query may cost, all its noisy statistics together.
 
-    epsilon: float = 1.0
+    ``epsilon`` (default 1.0) or ``rho`` (zCDP), not both. ``split``: how the
+    query's privacy is shared by its statistics: ``"error"`` (default) minimises
+    the error of what the query releases, ``"equal"`` gives equal shares
+    (docs/privacy.md)."""
+
+    epsilon: float | None = None
     delta: float = DEFAULT_DELTA
     mechanisms: Mechanisms = field(default_factory=Mechanisms)
+    rho: float | None = None
+    split: str = "error"
 
     def __post_init__(self) -> None:
+        if self.epsilon is None and self.rho is None:
+            self.epsilon = 1.0
         self.check()
 
     def check(self) -> None:
         """Validate (again: the fields can be changed after construction)."""
-        _check_eps_delta(self.epsilon, self.delta, "Privacy")
+        if self.rho is not None:
+            if self.epsilon is not None:
+                raise ProgrammingError("Privacy: give epsilon or rho (zCDP), not both")
+            _check_rho(self.rho, "Privacy")
+            _check_eps_delta(1.0, self.delta, "Privacy")
+        else:
+            _check_eps_delta(self.epsilon, self.delta, "Privacy")
         if not isinstance(self.mechanisms, Mechanisms):
             raise ProgrammingError("Privacy: mechanisms must be a dpsql.Mechanisms, got "
                                    f"{type(self.mechanisms).__name__}")
+        if self.split not in SPLITS:
+            raise ProgrammingError(f"Privacy: split must be one of {', '.join(SPLITS)}, "
+                                   f"got {self.split!r}")
         self.mechanisms.__post_init__()
+
+
+def _check_rho(rho, what: str) -> None:
+    value = _number(rho)
+    if value is None or value <= 0:
+        raise ProgrammingError(f"{what}: rho must be a finite number > 0, got {rho!r}")
 
 
 @dataclass
 class Budget:
     """One pool of privacy: every reader and DB-API connection given this object spends
     from it (safely under threads); queries beyond it are refused before running. A ledger
-    file is the way to share a budget across processes."""
+    file is the way to share a budget across processes.
 
-    epsilon: float
+    ``Budget(epsilon=3.0)`` accounts in (epsilon, delta) by basic composition;
+    ``Budget(rho=0.5, delta=1e-6)`` accounts in zCDP: queries add up in rho (a pure
+    epsilon statistic costs epsilon^2 / 2), and the session's (epsilon, delta) is
+    reported through the tight conversion at ``delta`` (less what thresholds spent)."""
+
+    epsilon: float | None = None
     delta: float = 1e-6
     """Default: room for 10,000 queries at the default per-query delta."""
-    _spent: tuple = field(default=(0.0, 0.0), init=False, repr=False, compare=False)
+    rho: float | None = None
+    _spent: tuple = field(default=(0.0, 0.0, 0.0, 0.0), init=False, repr=False, compare=False)
     _lock: object = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _check_eps_delta(self.epsilon, self.delta, "Budget")
+        if (self.epsilon is None) == (self.rho is None):
+            raise ProgrammingError("Budget: give epsilon (basic composition) or rho (zCDP), "
+                                   "exactly one of them")
+        if self.rho is not None:
+            _check_rho(self.rho, "Budget")
+            _check_eps_delta(1.0, self.delta, "Budget")
+            if self.delta <= 0:
+                raise ProgrammingError("Budget: a rho budget needs delta > 0 (its (epsilon, "
+                                       "delta) is reported at that delta)")
+        else:
+            _check_eps_delta(self.epsilon, self.delta, "Budget")
         self._lock = threading.Lock()
+
+    @property
+    def zcdp(self) -> bool:
+        return self.rho is not None
 
     @property
     def spent(self) -> tuple:
         """(epsilon, delta) spent from this pool by every session that shares it."""
-        return self._spent
+        from .accounting import reported
+        return reported(self._spent, self)

@@ -78,7 +78,7 @@ class Reader:
             raise ProgrammingError(f"the privacy of a query (reader.privacy, or privacy=...) "
                                    f"must be a dpsql.Privacy, not {type(p).__name__}")
         p.check()        # its fields may have been changed since it was made
-        return (p.epsilon, p.delta, p.mechanisms.key())
+        return (p.epsilon, p.rho, p.delta, p.split, p.mechanisms.key())
 
     def get_privacy_cost(self, sql, params=None, privacy: Privacy | None = None) -> tuple:
         """(epsilon, delta) the query would cost; runs nothing, spends nothing.
@@ -134,12 +134,19 @@ class Reader:
             query = validate(tree, self.metadata, self.engine.public_rows)
             plan = build_plan(query, privacy)
         self.engine.attach(plan)
-        frame = self._fresh(plan)
+        frame = self._present(plan, self._fresh(plan))
         return float(frame.lower_bound[0]), float(frame.upper_bound[0])
 
     @property
     def spent(self) -> tuple:
+        """(epsilon, delta) spent by this session (with a zCDP budget: its rho, converted)."""
         return self.accountant.spent
+
+    @property
+    def spent_rho(self) -> float:
+        """rho (zCDP) spent by this session: Gaussian statistics' rho plus epsilon^2 / 2 for
+        each pure-epsilon one."""
+        return self.accountant.spending[2]
 
     # -- running ------------------------------------------------------------
     def execute_df(self, sql: str, params=None, privacy: Privacy | None = None,
@@ -151,46 +158,68 @@ class Reader:
         parameter values bound, and the same privacy) returns the stored release and costs
         nothing: asking twice teaches nothing new. ``replay=False`` asks for a fresh
         release, and pays for it."""
+        plan, noisy = self._noisy(sql, params, privacy, replay)
+        return self._present(plan, noisy)
+
+    def _noisy(self, sql, params, privacy, replay: bool) -> tuple:
+        """(plan, noisy statistics per part): the stored release, or a fresh one (paid).
+
+        A release is stored as its noisy statistics, not as the final table, so that a
+        replay can post-process it again (e.g. with confidence intervals at another
+        level) without touching the data."""
         plan = self._plan(sql, params, privacy)
-        key = (plan.bound_sql, self._privacy_key(self.privacy if privacy is None else privacy))
+        key = self.release_key(plan, privacy)
         if replay:
             with self._lock:
                 stored = self._releases.get(key)
             if stored is not None:
-                return stored.copy(deep=True)
-        result = self._fresh(plan)
+                return plan, stored
+        noisy = self._fresh(plan)
         with self._lock:
-            self._releases[key] = result.copy(deep=True)
-        return result
+            self._releases[key] = noisy
+        return plan, noisy
 
-    def _fresh(self, plan) -> pd.DataFrame:
+    def release_key(self, plan, privacy: Privacy | None = None) -> tuple:
+        """What makes two requests one release: the canonical SQL with its parameters
+        bound, and the privacy asked for."""
+        return (plan.bound_sql, self._privacy_key(self.privacy if privacy is None else privacy))
+
+    def _fresh(self, plan) -> list:
+        """Read the data, charge, add noise: the noisy statistics of every part."""
         parts = plan.parts if isinstance(plan, Releases) else [plan]
-        self.accountant.check(plan.cost)
+        self.accountant.check(plan.spend)
         exacts = []
         try:
             for part in parts:
                 exacts.append(self.engine.run(part.exact_sql))
         except OperationalError as err:
             # Binding succeeded, so the failure depends on the data: charge it.
-            self.accountant.charge(plan.cost, plan.bound_sql)
+            self.accountant.charge(plan.spend, plan.bound_sql)
             raise OperationalError(f"{err} (its cost was charged, since a failure here could "
                                    "reveal something about the data)") from None
         # Charged once the data has been read: whatever happens next (noise, a
         # post-processing failure on noisy values) is paid for, and no result
         # is ever shown uncharged.
-        self.accountant.charge(plan.cost, plan.bound_sql)
-        frames = [self._release(part, exact) for part, exact in zip(parts, exacts)]
+        self.accountant.charge(plan.spend, plan.bound_sql)
+        noisy = []
+        for part, exact in zip(parts, exacts):
+            noisy.append(add_noise(part, exact))
+        del exacts
+        return noisy
+
+    def _present(self, plan, noisy: list) -> pd.DataFrame:
+        """Post-processing of stored noisy statistics (no data touched, nothing spent)."""
+        parts = plan.parts if isinstance(plan, Releases) else [plan]
+        frames = [self._release(part, columns) for part, columns in zip(parts, noisy)]
         if len(frames) == 1:
             return frames[0]
         for frame in frames[1:]:
             frame.columns = frames[0].columns
         return pd.concat(frames, ignore_index=True)
 
-    def _release(self, plan: Plan, exact: dict) -> pd.DataFrame:
-        noisy = add_noise(plan, exact)
-        del exact
+    def _release(self, plan: Plan, noisy: dict) -> pd.DataFrame:
         if plan.passthrough is not None:
-            columns = {f"_o{i}": noisy[name] for i, name in enumerate(plan.passthrough)}
+            columns = {f"_o{i}": noisy[name].copy() for i, name in enumerate(plan.passthrough)}
         else:
             try:
                 columns = self.engine.post_process(plan.post_sql, noisy)
@@ -217,7 +246,8 @@ class Releases:
             raise QueryError("every part of a UNION ALL must select the same number of "
                              f"columns (here {', '.join(str(len(p.output_names)) for p in parts)})")
         self.parts = parts
-        self.cost = (sum(p.cost[0] for p in parts), sum(p.cost[1] for p in parts))
+        self.spend = tuple(sum(p.spend[i] for p in parts) for i in range(4))
+        self.cost = self.spend[:2]
         self.bound_sql = sql
         self.output_names = parts[0].output_names
 

@@ -57,6 +57,20 @@ class StatisticSet:
         self.types = types or {}
         self.in_bounds: set = set()   # columns whose values are known to lie within their bounds
         self.items: list[Statistic] = []
+        # Per aggregate of the query: statistic name -> how much that statistic's noise
+        # variance moves the aggregate (dpsql.plan.split shares privacy by these).
+        self.outputs: list[dict] = []
+
+    def weigh(self, stat: Statistic, log_weight: float) -> None:
+        """Add to how much ``stat``'s noise variance moves the aggregate being planned.
+
+        Weights are kept as logarithms: bounds such as 1e300 square beyond a float."""
+        old = self.outputs[-1].get(stat.name, -math.inf)
+        top = max(old, log_weight)
+        if top == -math.inf:
+            self.outputs[-1][stat.name] = top
+            return
+        self.outputs[-1][stat.name] = top + math.log(math.exp(old - top) + math.exp(log_weight - top))
 
     def bound_groups(self, max_groups: int, max_rows_per_group: int) -> None:
         """Use the table's max_groups / max_rows_per_group: L1 = g * r rows, L2 = sqrt(g) * r."""
@@ -218,16 +232,45 @@ def plan_aggregates(aggregates: list, table, stats: StatisticSet) -> list:
     """Map each aggregate node to its post-processing expression over statistic columns."""
     counted = set()   # columns whose COUNT is released anyway, so sums can be centred
     for node in aggregates:
+        if isinstance(node, exp.Count) and (isinstance(node.this, (exp.Star, exp.Literal,
+                                                                   exp.Boolean))):
+            counted.add("*")  # COUNT(*): every row, so the count of a non-nullable column
         if isinstance(node, (exp.Avg, exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevPop,
                              exp.StddevSamp)) or (isinstance(node, exp.Count)
                                                   and isinstance(node.this, exp.Column)):
             counted.add(node.this.name.lower() if isinstance(node.this, exp.Column) else None)
-    return [(node, _post_expression(node, table, stats, counted)) for node in aggregates]
+    planned = []
+    for node in aggregates:
+        stats.outputs.append({})
+        planned.append((node, _post_expression(node, table, stats, counted)))
+    return planned
+
+
+def _log_abs(x) -> float:
+    """log |x| for ints of any size and floats; -inf at 0."""
+    if not x:
+        return -math.inf
+    try:
+        return math.log(abs(x))
+    except OverflowError:
+        return math.log(abs(x) / 2) + math.log(2)
+
+
+def _log_width(lower, upper) -> float:
+    """log (upper - lower), without overflow; a zero-width range counts as width 1."""
+    if upper == lower:
+        return 0.0
+    width = upper - lower
+    if isinstance(width, float) and math.isinf(width):
+        return _log_abs(upper / 2 - lower / 2) + math.log(2)
+    return _log_abs(width)
 
 
 def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expression:
     if isinstance(node, exp.Count):
-        return column(stats.count_of(node).name)
+        count = stats.count_of(node)
+        stats.weigh(count, 0.0)       # a count's error against the count (log weight)
+        return column(count.name)
     arg = node.this
     if not isinstance(arg, exp.Column):
         raise QueryError(f"{node.sql('duckdb')}: {node.key.upper()} takes a column of the table, "
@@ -241,19 +284,28 @@ def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expr
                              col.name.lower() in stats.in_bounds)
     lower, upper, integer = _bounds(col, node)
     value = _value(col)
-    if isinstance(node, exp.Sum) and col.name.lower() not in counted:
-        return column(stats.sum_of(value, lower, upper, integer, label=node.sql("duckdb"),
-                                   in_bounds=col.name.lower() in stats.in_bounds).name)
+    # Weights (dpsql.plan.split): each output's error against its natural range, with
+    # the mean anywhere within the bounds: E[(mean - mid)^2] = half^2 / 3.
+    log_width = _log_width(lower, upper)
+    centred = col.name.lower() in counted or ("*" in counted and col.nullable is False)
+    if isinstance(node, exp.Sum) and not centred:
+        total = stats.sum_of(value, lower, upper, integer, label=node.sql("duckdb"),
+                             in_bounds=col.name.lower() in stats.in_bounds)
+        stats.weigh(total, -2 * log_width)
+        return column(total.name)
     mid = (lower + upper) // 2 if integer else (lower + upper) / 2
     # A column declared non-nullable has COUNT(x) = COUNT(*): one statistic fewer. Sums
     # are then centred per row, since a cell that fails its cast is NULL all the same.
     counter = stats.count_rows() if col.nullable is False else stats.count_of(exp.Count(this=arg.copy()))
     same_rows = counter if col.nullable is not False else None
     n = column(counter.name)
-    s = column(stats.sum_of(value, lower, upper, integer, offset=mid,
-                            in_bounds=col.name.lower() in stats.in_bounds,
-                            label=f"SUM({col.name} - {mid})", count=same_rows).name)
+    centred_sum = stats.sum_of(value, lower, upper, integer, offset=mid,
+                               in_bounds=col.name.lower() in stats.in_bounds,
+                               label=f"SUM({col.name} - {mid})", count=same_rows)
+    s = column(centred_sum.name)
     if isinstance(node, exp.Sum):
+        stats.weigh(centred_sum, -2 * log_width)
+        stats.weigh(counter, 2 * _log_abs(mid) - 2 * log_width)     # SUM = centred + mid * n
         # Rebuilt from noisy values: computed where it cannot overflow (HUGEINT for
         # integers, DOUBLE otherwise), so post-processing never fails on a noisy count.
         if integer:
@@ -266,11 +318,21 @@ def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expr
     safe_n = _greatest(n, exp.Literal.number(1))
     mean = exp.Div(this=exp.Cast(this=s, to=exp.DataType.build("DOUBLE")), expression=safe_n)
     if isinstance(node, exp.Avg):
+        stats.weigh(centred_sum, -2 * log_width)
+        stats.weigh(counter, -math.log(12))        # (mean - mid) / n per unit of n, / width
         return _between(exp.Add(this=mean, expression=float_literal(float(mid))), lower, upper)
     half = max(upper - mid, mid - lower)
     centre2 = (half * half) // 2 if integer else half * half / 2
     s2 = column(stats.sum_of(value, lower, upper, integer, offset=mid, square_offset=centre2,
                              label=f"SUM(({col.name} - {mid})^2 - {centre2})", count=same_rows).name)
+    # VAR = s2/n + c2 - (s/n)^2 against width^2: d/ds2 = 1/n; d/ds = -2 (mean - mid)/n;
+    # d/dn = (c2 - E(x - mid)^2 + 2 (mean - mid)^2) / n. Both depend on the data; taken
+    # at |mean - mid| = half / 4 and a derivative in n of c2, which gives the three
+    # statistics equal shares: the choice that was not worse on any column measured
+    # (tests/benchmarks/bench_accuracy.py; docs/privacy.md).
+    stats.weigh(next(t for t in stats.items if t.name == s2.name), -4 * log_width)
+    stats.weigh(centred_sum, -2 * log_width - 2 * math.log(4))
+    stats.weigh(counter, -2 * math.log(8))
     second = exp.Add(this=exp.Div(this=exp.Cast(this=s2, to=exp.DataType.build("DOUBLE")),
                                   expression=safe_n.copy()),
                      expression=float_literal(float(centre2)))

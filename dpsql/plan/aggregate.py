@@ -1,8 +1,7 @@
 """Step 3: rewrite a validated query into a bounded plan, and cost it.
 
 Owns: the bounded aggregate query run on the engine (typed, filtered,
-truncated to ``max_ids`` rows per person, clamped), the split of the query's
-privacy over its statistics, the threshold for unknown group keys, and the
+truncated to ``max_ids`` rows per person, clamped), the threshold for unknown group keys, and the
 post-processing query over noisy results. The plan's cost is computed here,
 from each statistic's stability map and mechanism, before anything runs.
 
@@ -20,7 +19,6 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from ..errors import QueryError
-from ..mechanisms import calibrate
 from ..parse import literal
 from ..quantile_plan import BOUNDED_CTE, histograms, with_histograms
 from ..privacy import Privacy, Stat
@@ -31,6 +29,7 @@ from ..statistics import Statistic, StatisticSet, aggregate_type, plan_aggregate
 from ..validate import Query
 from ..engines.duckdb import epoch_us, truncated, truncated_groups
 from .lift import lift
+from .split import split
 
 NOISY_TABLE = "_noisy"
 
@@ -47,7 +46,8 @@ class Plan:
     threshold: Statistic | None = None
     tau: float | None = None
     threshold_delta: float = 0.0
-    cost: tuple = (0.0, 0.0)
+    cost: tuple = (0.0, 0.0)               # (epsilon, delta) of this query alone
+    spend: tuple = (0.0, 0.0, 0.0, 0.0)    # what a session adds (dpsql.accounting.ZERO)
     notes: list = field(default_factory=list)
     passthrough: list | None = None        # statistic per output when post-processing is a no-op
     key_kinds: list = field(default_factory=list)   # language type of each group key
@@ -140,37 +140,6 @@ def _grid(domains: list) -> exp.Select:
     return grid
 
 
-def _split_budget(stats: StatisticSet, privacy: Privacy, threshold, needs_threshold: bool) -> float:
-    """Equal shares of epsilon per statistic; delta shared by those that need it."""
-    groups = stats.groups if stats.grouped else 1     # entries of a statistic one person moves
-    mechs = privacy.mechanisms
-    # A quantile calibrates its own mechanism (meta["calibrate"]: epsilon share -> mechanism).
-    chosen = {s.name: mechs.for_stat(s.stat) for s in stats.items if "calibrate" not in s.meta}
-    if not stats.items:
-        return 0.0               # public keys only: nothing noisy, nothing spent
-    delta_users = sum(1 for m in chosen.values() if m.is_gaussian) + (1 if needs_threshold else 0)
-    if delta_users and privacy.delta <= 0:
-        if needs_threshold:
-            raise QueryError("GROUP BY keys that are not public are released only above a "
-                             "threshold, which needs delta > 0: give the query a delta "
-                             "(Privacy(delta=...), --delta; default 1e-10), or list the keys' "
-                             "public values in the metadata (values: [...])")
-        raise QueryError("a Gaussian mechanism needs delta > 0: give the query a delta "
-                         "(Privacy(delta=...), --delta; default 1e-10), or map the statistic "
-                         "to a Laplace mechanism in privacy.mechanisms.map")
-    eps = privacy.epsilon / len(stats.items)
-    delta = privacy.delta / delta_users if delta_users else 0.0
-    for s in stats.items:
-        if "calibrate" in s.meta:
-            s.mechanism = s.meta["calibrate"](eps)
-            continue
-        mech = chosen[s.name]
-        s.mechanism = calibrate(mech, l1=s.l1, l2=s.l2, epsilon=eps,
-                                delta=delta if mech.is_gaussian else 0.0, integer=s.integer,
-                                groups=groups)
-    return delta if needs_threshold else 0.0
-
-
 def build_plan(query: Query, privacy: Privacy) -> Plan:
     """The bounded plan of ``query`` over its relation, and its cost."""
     query = lift(query)
@@ -196,13 +165,17 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
     threshold = None
     if needs_threshold:
         # The threshold reuses a released noisy count when it can: first a
-        # COUNT(DISTINCT id) (persons: no shift), then a COUNT(*) (a person holds
-        # at most k rows of a key: tau is raised by k - 1); otherwise a COUNT(*)
-        # of its own is added, cheaper to compute than a distinct count.
+        # COUNT(DISTINCT id) (persons: no shift), then a COUNT(*) or COUNT(x) (a
+        # person holds at most k rows of a key: tau is raised by k - 1); otherwise a
+        # COUNT(*) of its own is added, cheaper to compute than a distinct count.
         persons = [s for s in stats.items if s.meta.get("persons")]
-        rows = [s for s in stats.items if s.aggregate == exp.Count(this=exp.Star())]
+        # Any count of rows will do (COUNT(x) <= COUNT(*)): a person holds at most
+        # per-key rows of a key, so a key of one person's still stays below tau.
+        rows = ([s for s in stats.items if s.aggregate == exp.Count(this=exp.Star())]
+                + [s for s in stats.items if isinstance(s.aggregate, exp.Count)
+                   and not isinstance(s.aggregate.this, (exp.Star, exp.Distinct))])
         threshold = (persons or rows or [stats.count_rows(Stat.threshold)])[0]
-    delta_t = _split_budget(stats, privacy, threshold, needs_threshold)
+    delta_t, spend = split(stats, privacy, needs_threshold)
 
     # The exact query: typed relation -> filtered rows -> truncated -> grouped aggregates.
     # Rows outside the public key values are dropped before truncation, so that the rows
@@ -252,9 +225,8 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
             f"rows to at most {g} group(s), at most {r} in each (truncation keeps {g} random "
             f"groups and {r} random rows in each); Laplace noise uses L1 = {g} x {r} = {g * r} "
             f"rows, Gaussian noise L2 = sqrt({g}) x {r} = {math.sqrt(g) * r:.4g} rows")
-    eps = sum(s.mechanism.epsilon for s in stats.items)
-    delta = sum(s.mechanism.delta for s in stats.items) + delta_t
-    plan.cost = (eps, delta)
+    plan.spend = spend
+    plan.cost = spend[:2]
     if query.keys and not domains and not table.censor_dims:
         plan.notes.append("censor_dims is false: the owner asserts the group keys are public, "
                           "so they are released without a threshold")
