@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
                       metavar="SCHEMA.TABLE=PATH", help="a .csv/.parquet file (repeatable)")
     bounds = meta_sub.add_parser(
         "bounds", help="estimate a column's lower and upper bounds with differential privacy",
-        description="Estimate DP lower and upper bounds of a numeric column (the 1%% and 99%% "
+        description="Estimate DP lower and upper bounds of a numeric column (the 1% and 99% "
         "quantiles over log-spaced cells, docs/sql.md); it spends EPSILON of the data's privacy "
         "budget (record it with --ledger). With --write, store them in the metadata file.")
     bounds.add_argument("--metadata", required=True, metavar="M.yaml")

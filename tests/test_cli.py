@@ -248,3 +248,37 @@ def test_main_returns_the_exit_code_for_the_console_script(capsys):
     assert err.count("\n") == 1 and err.startswith("dpsql: usage error: ")
     assert cli.main(["--version"]) == 0
     assert "dpsql" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------- metadata bounds
+
+def test_metadata_bounds_writes_the_yaml_keeping_comments_and_records_the_spending(tmp_path):
+    # A column without bounds; a comment and key order the data owner wrote must survive.
+    meta = tmp_path / "M.yaml"
+    meta.write_text("# the owner's note\nPUMS:\n  PUMS:\n    PUMS:\n      row_privacy: True\n"
+                    "      income:   # yearly, dollars\n        type: int\n"
+                    "      age:\n        type: int\n", "utf-8")
+    values = tmp_path / "big.csv"
+    # 100,000 rows of 1..1000: enough rows for tight bounds at epsilon = 1.
+    values.write_text("income,age\n" + "".join(f"{i % 1000 + 1},{i % 90}\n" for i in range(100_000)))
+    ledger = tmp_path / "l.ledger"
+    proc = run("metadata", "bounds", "--metadata", meta, "--table", f"PUMS.PUMS={values}",
+               "--column", "income", "--epsilon", "1", "--ledger", ledger, "--budget", "2",
+               "--write")
+    assert proc.returncode == 0, proc.stderr
+    assert "spent: epsilon=1" in proc.stdout and "Traceback" not in proc.stderr
+    text = meta.read_text("utf-8")
+    assert text.startswith("# the owner's note\n") and "# yearly, dollars" in text
+    column = yaml.safe_load(text)["PUMS"]["PUMS"]["PUMS"]["income"]
+    assert list(column) == ["type", "lower", "upper"]
+    # Log cells four per octave: within a factor 2^(1/4)^2 of the 1% and 99% quantiles.
+    assert 5 <= column["lower"] <= 11 and 990 <= column["upper"] <= 2000
+    assert "age" in yaml.safe_load(text)["PUMS"]["PUMS"]["PUMS"]
+    shown = json.loads(run("ledger", "show", "--format", "json", ledger).stdout)
+    assert shown["spent"]["epsilon"] == pytest.approx(1.0) and len(shown["releases"]) == 1
+    # Over what the ledger has left: refused before reading, nothing written.
+    before = meta.read_text("utf-8")
+    proc = run("metadata", "bounds", "--metadata", meta, "--table", f"PUMS.PUMS={values}",
+               "--column", "age", "--epsilon", "1.5", "--ledger", ledger, "--write")
+    assert_one_line_error(proc, 5, "budget")
+    assert meta.read_text("utf-8") == before
