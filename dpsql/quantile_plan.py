@@ -169,9 +169,12 @@ def cell_expression(value: exp.Expression, grid: Grid, in_bounds: bool) -> exp.E
         scaled = exp.Mul(this=exp.Paren(this=exp.Sub(this=row, expression=float_literal(grid.lower))),
                          expression=float_literal(grid.cells / (grid.upper - grid.lower)))
         index = exp.TryCast(this=exp.Floor(this=scaled), to=big)
-        return exp.Anonymous(this="LEAST", expressions=[
-            exp.Anonymous(this="GREATEST", expressions=[index, exp.Literal.number(0)]),
-            exp.Literal.number(grid.cells - 1)])
+        # GREATEST and LEAST skip NULLs in DuckDB: a NULL value must not become cell 0.
+        return exp.Case(ifs=[exp.If(this=exp.Is(this=value.copy(), expression=exp.Null()),
+                                    true=exp.Null())],
+                        default=exp.Anonymous(this="LEAST", expressions=[
+                            exp.Anonymous(this="GREATEST", expressions=[index, exp.Literal.number(0)]),
+                            exp.Literal.number(grid.cells - 1)]))
     side = (grid.cells - 1) // 2
 
     def magnitude(x):
@@ -308,3 +311,34 @@ def with_histograms(main: exp.Select | None, rows: exp.Select, keys: list, key_n
                   materialized=True if materialize else None)
     out.set("with_", exp.With(expressions=[cte]))
     return out
+
+
+def counts_with_histogram(rows: exp.Select, keys: list, key_names: list, hists: dict,
+                          counts: list) -> exp.Select:
+    """One scan for one histogram and row counts (``counts``: names of COUNT(*) statistics,
+    e.g. the threshold's): the counts are the sums of the cells' counts, NULL cell included.
+
+    The common shape (a median by group, released above a threshold) then reads the
+    bounded rows once instead of twice."""
+    (name, cell), = hists.values()
+    binned = exp.select(*[exp.alias_(k.copy(), n, quoted=True) for k, n in zip(keys, key_names)],
+                        exp.alias_(cell.copy(), "_c", quoted=True)).from_(
+        exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier(BOUNDED_CTE))))
+    counted = exp.select(*[column(n) for n in key_names], column("_c"), exp.alias_(
+        exp.Count(this=exp.Star()), "_n", quoted=True)).from_(
+        exp.Subquery(this=binned, alias=exp.TableAlias(this=exp.to_identifier("_cs")))).group_by(
+        *[column(n) for n in key_names], column("_c"))
+    total = exp.Coalesce(this=exp.Cast(this=exp.Sum(this=column("_n")),
+                                       to=exp.DataType.build("BIGINT")),
+                         expressions=[exp.Literal.number(0)])
+    packed = exp.Add(this=exp.Mul(this=column("_c"), expression=exp.Literal.number(2 ** 32)),
+                     expression=exp.Anonymous(this="LEAST", expressions=[
+                         column("_n"), exp.Literal.number(CELL_CAP)]))
+    hist = exp.Filter(this=exp.Anonymous(this="LIST", expressions=[packed]),
+                      expression=exp.Where(this=exp.Not(this=exp.Is(
+                          this=column("_c"), expression=exp.Null()))))
+    out = exp.select(*[column(n) for n in key_names],
+                     *[exp.alias_(total.copy(), c, quoted=True) for c in counts],
+                     exp.alias_(hist, name, quoted=True)).from_(
+        exp.Subquery(this=counted, alias=exp.TableAlias(this=exp.to_identifier("_ci"))))
+    return out.group_by(*[column(n) for n in key_names]) if key_names else out

@@ -244,3 +244,21 @@ def test_estimate_bounds_are_tight_with_enough_data():
     assert 500 <= lo <= 1500 and 30_000 <= hi <= 80_000
     with pytest.raises(dpsql.QueryError):
         reader.estimate_bounds("s.t", "nope", epsilon=1.0)
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_row_counts_read_with_the_histogram_count_rows_whose_value_is_null(grouped):
+    # COUNT(*) next to a median is read in the histogram's scan (one pass): its count must
+    # still include the rows whose value is NULL (the NULL cell), group by group.
+    frame = pd.DataFrame({"g": ["a"] * 300 + ["b"] * 200,
+                          "x": [float(i % 50) if i % 3 else None for i in range(500)]})
+    meta = {"": {"s": {"t": {"row_privacy": True, "g": {"type": "string", "values": ["a", "b"]},
+                             "x": {"type": "float", "lower": 0, "upper": 100}}}}}
+    reader = dpsql.from_df(frame, meta, privacy=dpsql.Privacy(epsilon=1e6, delta=1e-6))
+    keys = "g, " if grouped else ""
+    sql = f"SELECT {keys}COUNT(*) AS n, MEDIAN(x) AS m FROM s.t" + (" GROUP BY g" if grouped else "")
+    assert 'SUM("_n")' in reader.explain(sql)          # the count read in the one scan
+    out = reader.execute_df(sql)
+    expected = [300, 200] if grouped else [500]
+    assert out.n.tolist() == expected
+    assert all(20 <= m <= 30 for m in out.m)

@@ -20,7 +20,7 @@ from sqlglot import exp
 
 from ..errors import QueryError
 from ..parse import literal
-from ..quantile_plan import BOUNDED_CTE, histograms, with_histograms
+from ..quantile_plan import BOUNDED_CTE, counts_with_histogram, histograms, with_histograms
 from ..privacy import Privacy, Stat
 from ..rewrite import column, substitute
 from ..sql.allowed import ENGINE_TYPES
@@ -199,7 +199,11 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
                        ).from_(source)
     if query.keys:
         exact = exact.group_by(*[column(n) for n in key_names])
-    if hists:
+    star = exp.Count(this=exp.Star())
+    if len(hists) == 1 and all(s.aggregate == star for s in plain):
+        exact = counts_with_histogram(rows, [key_output(node, kind) for node, kind in keys],
+                                      key_names, hists, [s.name for s in plain])
+    elif hists:
         # Quantiles: one histogram per group over the same bounded rows (dpsql.quantile_plan).
         exact = with_histograms(exact if (plain or query.keys) else None, rows,
                                 [key_output(node, kind) for node, kind in keys], key_names,
