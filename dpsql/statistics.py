@@ -284,8 +284,7 @@ def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expr
                              col.name.lower() in stats.in_bounds)
     lower, upper, integer = _bounds(col, node)
     value = _value(col)
-    # Weights (dpsql.plan.split): each output's error against its natural range, with
-    # the mean anywhere within the bounds: E[(mean - mid)^2] = half^2 / 3.
+    # Weights (dpsql.plan.split): each output's error against its natural range.
     log_width = _log_width(lower, upper)
     centred = col.name.lower() in counted or ("*" in counted and col.nullable is False)
     if isinstance(node, exp.Sum) and not centred:
@@ -319,7 +318,10 @@ def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expr
     mean = exp.Div(this=exp.Cast(this=s, to=exp.DataType.build("DOUBLE")), expression=safe_n)
     if isinstance(node, exp.Avg):
         stats.weigh(centred_sum, -2 * log_width)
-        stats.weigh(counter, -math.log(12))        # (mean - mid) / n per unit of n, / width
+        # (mean - mid) / n per unit of n, against the width: E[(mean - mid)^2] taken as
+        # half^2 / 2, between a mean spread evenly over the bounds (half^2 / 3) and one at
+        # an end (half^2), where skewed data such as incomes put it.
+        stats.weigh(counter, -math.log(8))
         return _between(exp.Add(this=mean, expression=float_literal(float(mid))), lower, upper)
     half = max(upper - mid, mid - lower)
     centre2 = (half * half) // 2 if integer else half * half / 2

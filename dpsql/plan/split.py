@@ -4,10 +4,12 @@ Owns: each statistic's share of the query's epsilon (or rho), the calibration of
 its mechanism, and the query's cost, all before anything runs. The rule
 (docs/privacy.md, "How a query's privacy is split"):
 
-* Each aggregate of the query (COUNT, SUM, AVG, VAR, ...) gets an equal part of
-  the query's privacy; a count kept only for the threshold is a part of its own.
-  Across aggregates no data-free weighting is fair (their errors are in different
-  units), and equal parts never favour one output behind the analyst's back.
+* Each aggregate of the query (COUNT, SUM, AVG, VAR, ...) gets a part of the
+  query's privacy in proportion to the number of statistics it reads (a COUNT one,
+  an AVG two, a VAR three); a count kept only for the threshold is a part of its
+  own. Across aggregates no data-free weighting is fair (their errors are in
+  different units); these parts are what an equal share per statistic gave each
+  aggregate, so the rule never moves privacy from one output to another.
 * Within an aggregate, its part is spent on the statistics it reads so that its
   own error is smallest: statistic i moves the aggregate's variance by a_i Var_i
   (``StatisticSet.weigh``, kept as log a_i; at data-free typical values: for AVG the mean anywhere
@@ -62,10 +64,13 @@ def _weights(stats, items, chosen, rho_mode: bool, equal: bool) -> dict:
     # threshold alone) is a part of its own.
     parts = [part for part in stats.outputs if part]
     parts += [{s.name: 0.0} for s in items if s.name not in read]     # log weights
+    # An aggregate's part is in proportion to the statistics it reads: what an equal share
+    # per statistic gave it, so no aggregate has less than before; within it, the least error.
+    total = sum(len(part) for part in parts)
     shares = dict.fromkeys(sens, 0.0)
     for part in parts:
         for name, share in _part_shares(part, sens, chosen, rho_mode).items():
-            shares[name] += share / len(parts)
+            shares[name] += share * len(part) / total
     return shares
 
 
