@@ -65,6 +65,17 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"a confidence level strictly between 0 and 1 (e.g. "
+                                         f"0.95), got {text!r}")
+    return value
+
+
 def _delta(text: str) -> float:
     try:
         value = float(text)
@@ -144,6 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--budget", type=_budget, metavar="E[,D]",
                    help="the session's total (with --ledger; fixed when the ledger is "
                    "created; default delta 1e-6); rho=R[,D] for a zCDP session")
+    q.add_argument("--accuracy", type=_level, metavar="LEVEL",
+                   help="after each noisy column C, add C_lo and C_hi: an interval holding "
+                   "the exact answer of the bounded plan with this probability (e.g. 0.95); "
+                   "costs nothing more")
     q.add_argument("--explain", action="store_true",
                    help="print the bounded plan and each statistic's mechanism, scale and "
                    "95%% accuracy; runs nothing and spends nothing")
@@ -255,7 +270,10 @@ def cmd_query(args) -> int:
             note = _ledger_note(args.ledger, ledger, reader, sql)
             _write(reader.explain(sql).rstrip("\n") + "\n" + note)
             return EXIT_OK
-        frame = reader.execute_df(sql)  # charged (and fsynced) before it returns
+        if args.accuracy is not None:    # charged (and fsynced) before it returns
+            frame = reader.execute_with_accuracy_df(sql, alpha=1 - args.accuracy)
+        else:
+            frame = reader.execute_df(sql)
     finally:
         if con is not None:
             con.close()

@@ -6,6 +6,7 @@ scale, 95% accuracy and share of the query's budget.
 """
 from __future__ import annotations
 
+from .accuracy import describe_outputs
 from .plan import Plan
 from .privacy import Stat
 from .rewrite import typed_name
@@ -84,5 +85,9 @@ def describe(plan: Plan) -> str:
                      "(absent ones as noisy zeros); no threshold needed")
     for note in plan.notes:
         lines.append(f"  note: {note}")
+    outputs = describe_outputs(plan, 0.05)
+    if outputs:
+        lines += ["", "accuracy of each noisy output (execute_with_accuracy_df, --accuracy; "
+                  "noise only, not the bias of clamping or truncation):", *outputs]
     lines += ["", "post-processing (on noisy values only):", plan.post.sql(DIALECT, pretty=True)]
     return "\n".join(lines)

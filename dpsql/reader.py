@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .accounting import Accountant
+from .accuracy import check_alpha, with_intervals
 from .errors import OperationalError, ProgrammingError, QueryError
 from .execute import Engine
 from .explain import describe
@@ -160,6 +161,33 @@ class Reader:
         release, and pays for it."""
         plan, noisy = self._noisy(sql, params, privacy, replay)
         return self._present(plan, noisy)
+
+    def execute_with_accuracy_df(self, sql: str, alpha: float = 0.05, params=None,
+                                 privacy: Privacy | None = None, replay: bool = True) -> pd.DataFrame:
+        """``execute_df`` with, after each noisy output column ``c``, ``c_lo`` and ``c_hi``:
+        an interval holding the exact answer of the bounded plan with probability at least
+        ``1 - alpha``, per cell (docs/privacy.md, "Confidence intervals"). It covers the
+        noise, not the bias of clamping or truncation. Costs what ``execute_df`` costs (a
+        replay nothing: the intervals come from the stored noisy statistics)."""
+        alpha = check_alpha(alpha)
+        plan, noisy = self._noisy(sql, params, privacy, replay)
+        parts = plan.parts if isinstance(plan, Releases) else [plan]
+        frames = [self._with_intervals(part, columns, alpha) for part, columns in zip(parts, noisy)]
+        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+    def _with_intervals(self, plan: Plan, noisy: dict, alpha: float) -> pd.DataFrame:
+        post, read = with_intervals(plan, alpha)
+        try:
+            columns = self.engine.post_process(post.sql("duckdb"), noisy)
+        except QueryError as err:
+            raise OperationalError(f"{err} (on noisy values; the query's cost was charged)") from None
+        out = {}
+        for i, name in enumerate(plan.output_names):
+            out[name] = columns[f"_o{i}"]
+            if read[i]:
+                out[f"{name}_lo"] = columns[f"_o{i}_lo"]
+                out[f"{name}_hi"] = columns[f"_o{i}_hi"]
+        return pd.DataFrame(out)
 
     def _noisy(self, sql, params, privacy, replay: bool) -> tuple:
         """(plan, noisy statistics per part): the stored release, or a fresh one (paid).
