@@ -132,3 +132,22 @@ def test_end_to_end_api_cli_replay_and_explain(pums, tmp_path):
         reader.execute_with_accuracy_df(sql, alpha=1.5)
     # Outputs without noise (group keys) get no interval; a public-keys-only query none.
     assert "sex_lo" not in out.columns
+
+
+def test_cli_accuracy_adds_interval_columns_and_validates_the_level():
+    import json
+    import os
+    import subprocess
+    import sys
+    root = Path(__file__).parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root))
+    base = [sys.executable, "-m", "dpsql", "query", "--metadata", str(DATA / "PUMS.yaml"),
+            "--table", f"PUMS.PUMS={DATA / 'PUMS.csv'}", "--epsilon", "1", "--format", "json"]
+    sql = "SELECT sex, COUNT(*) AS n, AVG(age) AS a FROM PUMS.PUMS GROUP BY sex"
+    proc = subprocess.run(base + ["--accuracy", "0.9", sql], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert list(rows[0]) == ["sex", "n", "n_lo", "n_hi", "a", "a_lo", "a_hi"]
+    assert all(r["n_lo"] <= r["n"] <= r["n_hi"] and r["a_lo"] <= r["a"] <= r["a_hi"] for r in rows)
+    bad = subprocess.run(base + ["--accuracy", "1", sql], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "--accuracy" in bad.stderr
