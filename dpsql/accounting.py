@@ -90,6 +90,16 @@ def budget_message(spent: tuple, cost: tuple, budget: Budget) -> str:
             "nothing was run or spent. Lower the query's epsilon/delta to fit what remains.")
 
 
+def remaining(spent: tuple, budget) -> tuple | None:
+    """(epsilon, delta) left, or for a zCDP budget (rho, delta for thresholds); never
+    negative; None without a budget."""
+    if budget is None:
+        return None
+    if budget.zcdp:
+        return (max(budget.rho - spent[2], 0.0), max(budget.delta / 2 - spent[3], 0.0))
+    return (max(budget.epsilon - spent[0], 0.0), max(budget.delta - spent[1], 0.0))
+
+
 class Accountant:
     """Spending of one session (a reader or a DB-API connection)."""
 
@@ -127,12 +137,14 @@ class Accountant:
         if exceeds(spent, cost, self.budget):
             raise BudgetExceededError(budget_message(spent, cost, self.budget))
 
-    def charge(self, cost: tuple, query: str) -> None:
+    def charge(self, cost: tuple, query: str, key: str = "", details: dict | None = None) -> None:
         """Record ``cost``; raises ``BudgetExceededError`` (and records nothing)
-        if it no longer fits, so the caller must then discard the result."""
+        if it no longer fits, so the caller must then discard the result. ``key`` and
+        ``details`` go into a ledger's record (dpsql.report)."""
         cost = vector(cost)
         if self.ledger is not None:
-            self.ledger.charge(cost[0], cost[1], query, rho=cost[2], rho_delta=cost[3])
+            self.ledger.charge(cost[0], cost[1], query, rho=cost[2], rho_delta=cost[3],
+                               key=key, details=details)
             return
         holder = self._pool if self._pool is not None else self
         with self._lock:

@@ -159,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after each noisy column C, add C_lo and C_hi: an interval holding "
                    "the exact answer of the bounded plan with this probability (e.g. 0.95); "
                    "costs nothing more")
+    q.add_argument("--fresh", action="store_true",
+                   help="a fresh release, paid for, even if the ledger holds this query's "
+                   "release (by default the same query again is replayed, free)")
     q.add_argument("--explain", action="store_true",
                    help="print the bounded plan and each statistic's mechanism, scale and "
                    "95%% accuracy; runs nothing and spends nothing")
@@ -170,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "releases")
     show.add_argument("file", metavar="FILE")
     show.add_argument("--format", choices=("table", "json"), default="table")
+    from . import cli_report
+    cli_report.add_parser(led_sub)
 
     meta = sub.add_parser("metadata", help="write or check a metadata file")
     meta_sub = meta.add_subparsers(dest="metadata_command", metavar="ACTION",
@@ -271,9 +276,10 @@ def cmd_query(args) -> int:
             _write(reader.explain(sql).rstrip("\n") + "\n" + note)
             return EXIT_OK
         if args.accuracy is not None:    # charged (and fsynced) before it returns
-            frame = reader.execute_with_accuracy_df(sql, alpha=1 - args.accuracy)
+            frame = reader.execute_with_accuracy_df(sql, alpha=1 - args.accuracy,
+                                                    replay=not args.fresh)
         else:
-            frame = reader.execute_df(sql)
+            frame = reader.execute_df(sql, replay=not args.fresh)
     finally:
         if con is not None:
             con.close()
@@ -513,13 +519,16 @@ def _dispatch(argv) -> int:
         return cmd_query(args)
     if args.command == "ledger" and args.ledger_command == "show":
         return cmd_ledger_show(args)
+    if args.command == "ledger" and args.ledger_command == "report":
+        from . import cli_report
+        return cli_report.run(args, UsageError)
     if args.command == "metadata" and args.metadata_command == "bounds":
         from . import cli_bounds
         return cli_bounds.run(args)
     if args.command == "metadata" and args.metadata_command in ("check", "init"):
         from . import cli_metadata
         return cli_metadata.run(args)
-    raise UsageError("give a command: query, ledger show, metadata check, init or bounds "
+    raise UsageError("give a command: query, ledger show or report, metadata check, init or bounds "
                      "(see 'dpsql --help')")
 
 

@@ -29,6 +29,11 @@ File format (JSON lines)::
     {"dpsql_ledger": 1, "created": "...", "budget": {"epsilon": 3.0, "delta": 1e-06}}
     {"kind": "release", "time": "...", "query": "SELECT ...", "epsilon": 1.0, "delta": 0.0}
     {"kind": "budget", "time": "...", "budget": {...}}     (only after a null budget)
+    {"kind": "stored", "time": "...", "key": "...", "noisy": [...]}   (a release's noisy
+        statistics, appended after its charge, for replays: dpsql.report)
+
+A release record may also carry ``key`` (dpsql.report.fingerprint) and ``details`` (the
+release table's facts: privacy unit, mechanisms, scales, bounds, threshold).
 
 Deleting or editing the file by hand defeats it; protect it like the data.
 """
@@ -42,10 +47,10 @@ import os
 import stat
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from .accounting import ZERO, add, budget_message, exceeds, reported, vector
+from .accounting import ZERO, add, budget_message, exceeds, remaining, reported, vector
 from .errors import BudgetExceededError, LedgerError, ProgrammingError
 from .privacy import Budget
 
@@ -62,6 +67,8 @@ class Release:
     delta: float
     rho: float = 0.0          # zCDP cost (a pure-epsilon statistic counts epsilon^2 / 2)
     rho_delta: float = 0.0    # delta outside zCDP (thresholds)
+    key: str = ""             # dpsql.report.fingerprint: what a replay must match
+    details: dict | None = field(default=None, compare=False)   # dpsql.report.details
 
 
 def _now() -> str:
@@ -162,13 +169,7 @@ class Ledger:
         """(epsilon, delta) left, never negative; None without a budget."""
         with self._locked(exclusive=False):
             self._refresh()
-            if self._budget is None:
-                return None
-            if self._budget.zcdp:
-                return (max(self._budget.rho - self._spent[2], 0.0),
-                        max(self._budget.delta / 2 - self._spent[3], 0.0))
-            return (max(self._budget.epsilon - self._spent[0], 0.0),
-                    max(self._budget.delta - self._spent[1], 0.0))
+            return remaining(self._spent, self._budget)
 
     def records(self) -> list:
         """Every release, oldest first, as ``Release`` tuples."""
@@ -177,7 +178,7 @@ class Ledger:
             return list(self._records)
 
     def charge(self, epsilon: float, delta: float, query: str, rho: float | None = None,
-               rho_delta: float = 0.0) -> None:
+               rho_delta: float = 0.0, key: str = "", details: dict | None = None) -> None:
         """Atomically check and record one release.
 
         Raises ``BudgetExceededError`` and records nothing if the file's
@@ -196,10 +197,27 @@ class Ledger:
             self._refresh()
             if exceeds(self._spent, cost, self._budget):
                 raise BudgetExceededError(budget_message(self._spent, cost, self._budget))
-            self._append({"kind": "release", "time": _now(), "query": str(query),
-                          "epsilon": cost[0], "delta": cost[1], "rho": cost[2],
-                          "rho_delta": cost[3]})
+            record = {"kind": "release", "time": _now(), "query": str(query),
+                      "epsilon": cost[0], "delta": cost[1], "rho": cost[2], "rho_delta": cost[3]}
+            if key:
+                record["key"] = str(key)
+            if details is not None:
+                record["details"] = details
+            self._append(record)
             self._refresh()
+
+    def store(self, key: str, noisy) -> None:
+        """Keep a release's noisy statistics (already public) for replays, after its charge."""
+        with self._locked(exclusive=True):
+            self._refresh()
+            self._append({"kind": "stored", "time": _now(), "key": str(key), "noisy": noisy})
+            self._refresh()
+
+    def stored(self, key: str):
+        """The noisy statistics last stored under ``key``, or None."""
+        with self._locked(exclusive=False):
+            self._refresh()
+            return next((noisy for k, noisy in reversed(self._stored) if k == key), None)
 
     def __repr__(self) -> str:
         return f"Ledger({self.path!r})"
@@ -344,18 +362,21 @@ class Ledger:
         self._budget: Budget | None = None
         self._spent = ZERO
         self._records: list = []
+        self._stored: list = []   # (key, noisy statistics) of stored releases
         self._header_seen = False
         self._torn_at = None      # offset of a torn last line, to drop before appending
         self._needs_newline = False
         self._committed = self._snapshot()
 
     def _snapshot(self) -> tuple:
-        return (self._line_no, self._budget, self._spent, len(self._records), self._header_seen)
+        return (self._line_no, self._budget, self._spent, len(self._records), self._header_seen,
+                len(self._stored))
 
     def _restore(self) -> None:
-        line_no, self._budget, self._spent, n, self._header_seen = self._committed
+        line_no, self._budget, self._spent, n, self._header_seen, m = self._committed
         self._line_no = line_no
         del self._records[n:]
+        del self._stored[m:]
 
     def _refresh(self) -> None:
         """Read what was appended since the last read; caller holds a lock.
@@ -437,8 +458,16 @@ class Ledger:
                 cost = (eps, delta, rho, rho_delta)
                 if not all(math.isfinite(c) and c >= 0 for c in cost):
                     raise ValueError("negative or non-finite cost")
-                self._records.append(Release(str(record["time"]), str(record["query"]), *cost))
+                details = record.get("details")
+                if details is not None and not isinstance(details, dict):
+                    raise ValueError("details is not an object")
+                self._records.append(Release(str(record["time"]), str(record["query"]), *cost,
+                                             key=str(record.get("key", "")), details=details))
                 self._spent = add(self._spent, cost)
+            elif record.get("kind") == "stored":
+                if not isinstance(record["key"], str) or not isinstance(record["noisy"], list):
+                    raise ValueError("a stored release needs a key and its noisy statistics")
+                self._stored.append((record["key"], record["noisy"]))
             elif record.get("kind") == "budget":
                 if self._budget is not None:
                     raise ValueError("a second budget record")

@@ -12,11 +12,13 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from datetime import datetime, timezone
 
 import numpy as np
 import pandas as pd
 
-from .accounting import Accountant
+from . import report
+from .accounting import Accountant, remaining
 from .accuracy import check_alpha, with_intervals
 from .errors import OperationalError, ProgrammingError, QueryError
 from .execute import Engine
@@ -41,6 +43,7 @@ class Reader:
         self.privacy = privacy if privacy is not None else Privacy()
         self.accountant = Accountant(budget, ledger)
         self._plans: OrderedDict = OrderedDict()
+        self._history: list = []     # this session's releases, for report()
         self._releases: dict = {}    # (canonical SQL, privacy) -> released DataFrame
         self._lock = threading.Lock()
 
@@ -197,38 +200,79 @@ class Reader:
         level) without touching the data."""
         plan = self._plan(sql, params, privacy)
         key = self.release_key(plan, privacy)
+        ledger = self.accountant.ledger
+        # Through a ledger, a release is found again by its fingerprint: the same query,
+        # parameters, privacy and plan (so a changed metadata is a new release).
+        mark = report.fingerprint(plan, key[1]) if ledger is not None else ""
         if replay:
             with self._lock:
                 stored = self._releases.get(key)
+            if stored is None and ledger is not None:
+                found = ledger.stored(mark)
+                if found is not None:
+                    stored = report.decode(found)
+                    with self._lock:
+                        self._releases[key] = stored
             if stored is not None:
+                self._log(plan, None, replay=True)
                 return plan, stored
-        noisy = self._fresh(plan)
+        noisy = self._fresh(plan, mark)
         with self._lock:
             self._releases[key] = noisy
+        if ledger is not None:
+            ledger.store(mark, report.encode(noisy))
         return plan, noisy
+
+    def _log(self, plan, details, replay: bool) -> None:
+        spend = (0.0, 0.0, 0.0, 0.0) if replay else plan.spend
+        with self._lock:
+            self._history.append({
+                "time": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+                "query": plan.bound_sql, "epsilon": spend[0], "delta": spend[1],
+                "rho": spend[2], "rho_delta": spend[3], "replay": replay,
+                "details": details if details is not None else report.details(plan)})
+
+    def report(self, format: str = "dataframe"):
+        """The DP release table of this session (with a ledger: of every release the
+        ledger holds): a DataFrame, or ``format="markdown" | "html" | "json"`` text.
+        Per release: time, query, privacy unit and contribution bound, epsilon, delta,
+        rho, and per statistic its mechanism, scale, bounds, share and 95% accuracy, the
+        threshold; with the totals and what is left of the budget (docs/privacy.md)."""
+        ledger = self.accountant.ledger
+        if ledger is not None:
+            records = [dict(r.__dict__, replay=False) for r in ledger.records()]
+        else:
+            with self._lock:
+                records = list(self._history)
+        spending = self.accountant.spending
+        return report.render(records, self.accountant.budget, self.accountant.spent, spending,
+                             remaining(spending, self.accountant.budget), format)
 
     def release_key(self, plan, privacy: Privacy | None = None) -> tuple:
         """What makes two requests one release: the canonical SQL with its parameters
         bound, and the privacy asked for."""
         return (plan.bound_sql, self._privacy_key(self.privacy if privacy is None else privacy))
 
-    def _fresh(self, plan) -> list:
+    def _fresh(self, plan, mark: str = "") -> list:
         """Read the data, charge, add noise: the noisy statistics of every part."""
         parts = plan.parts if isinstance(plan, Releases) else [plan]
         self.accountant.check(plan.spend)
+        details = report.details(plan)
         exacts = []
         try:
             for part in parts:
                 exacts.append(self.engine.run(part.exact_sql))
         except OperationalError as err:
             # Binding succeeded, so the failure depends on the data: charge it.
-            self.accountant.charge(plan.spend, plan.bound_sql)
+            self.accountant.charge(plan.spend, plan.bound_sql, mark, details)
+            self._log(plan, details, replay=False)
             raise OperationalError(f"{err} (its cost was charged, since a failure here could "
                                    "reveal something about the data)") from None
         # Charged once the data has been read: whatever happens next (noise, a
         # post-processing failure on noisy values) is paid for, and no result
         # is ever shown uncharged.
-        self.accountant.charge(plan.spend, plan.bound_sql)
+        self.accountant.charge(plan.spend, plan.bound_sql, mark, details)
+        self._log(plan, details, replay=False)
         noisy = []
         for part, exact in zip(parts, exacts):
             noisy.append(add_noise(part, exact))

@@ -1,0 +1,126 @@
+"""Replays through a ledger, and the DP release table (issue 11)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+import dpsql
+from dpsql.errors import LedgerError
+from dpsql.ledger import Ledger
+
+DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).parent.parent
+SQL = "SELECT sex, COUNT(*) AS n, AVG(income) AS a, MEDIAN(age) AS m FROM PUMS.PUMS GROUP BY sex"
+
+
+@pytest.fixture(scope="module")
+def pums():
+    return pd.read_csv(DATA / "PUMS.csv")
+
+
+def reader(pums, ledger, metadata=DATA / "PUMS.yaml", **kw):
+    return dpsql.from_df(pums, metadata, privacy=dpsql.Privacy(epsilon=1.0, delta=1e-8),
+                         ledger=ledger, **kw)
+
+
+def test_a_second_reader_on_the_ledger_replays_for_free(pums, tmp_path):
+    path = tmp_path / "s.ledger"
+    first = reader(pums, path, budget=dpsql.Budget(epsilon=10.0))
+    released = first.execute_df(SQL)
+    spent = first.spent
+    second = reader(pums, path)                       # another session, same ledger
+    assert second.execute_df(SQL).equals(released) and second.spent == spent
+    # With intervals too: the same noisy statistics, post-processed again, free.
+    with_ci = second.execute_with_accuracy_df(SQL)
+    assert with_ci[["sex", "n", "a", "m"]].equals(released) and second.spent == spent
+    # A changed parameter, privacy or metadata is another release, and is paid for.
+    second.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > ?", params=[40])
+    after = second.spent[0]
+    second.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > ?", params=[41])
+    assert second.spent[0] == pytest.approx(after + 1.0, rel=1e-6)
+    second.execute_df(SQL, privacy=dpsql.Privacy(epsilon=0.5, delta=1e-8))
+    assert second.spent[0] == pytest.approx(after + 1.5, rel=1e-6)
+    meta = yaml.safe_load((DATA / "PUMS.yaml").read_text())
+    meta["PUMS"]["PUMS"]["PUMS"]["income"]["upper"] = 400000
+    third = reader(pums, path, metadata=meta)
+    third.execute_df(SQL)
+    assert third.spent[0] == pytest.approx(after + 2.5, rel=1e-6)
+    fresh = reader(pums, path).execute_df(SQL, replay=False)
+    assert not fresh.equals(released)
+    assert Ledger(path, create=False).spent()[0] == pytest.approx(after + 3.5, rel=1e-6)
+
+
+def test_cli_invocations_replay_through_the_ledger_and_fresh_pays(tmp_path):
+    path = tmp_path / "c.ledger"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    base = [sys.executable, "-m", "dpsql", "query", "--metadata", str(DATA / "PUMS.yaml"),
+            "--table", f"PUMS.PUMS={DATA / 'PUMS.csv'}", "--ledger", str(path), "--epsilon", "1",
+            "--format", "json"]
+    sql = "SELECT COUNT(*) AS n, AVG(age) AS a FROM PUMS.PUMS WHERE sex = '1'"
+    runs = [subprocess.run(base + extra + [sql], capture_output=True, text=True, env=env)
+            for extra in (["--budget", "3"], [], ["--fresh"])]
+    assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
+    assert runs[0].stdout == runs[1].stdout
+    assert len(Ledger(path, create=False).records()) == 2        # the replay was free
+
+
+def test_report_of_a_session_without_a_ledger(pums):
+    r = dpsql.from_df(pums, DATA / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=1.0, delta=1e-8),
+                      budget=dpsql.Budget(epsilon=3.0))
+    r.execute_df(SQL)
+    r.execute_df(SQL)                                 # a replay: listed, free
+    r.execute_df("SELECT VARIANCE(age) AS v FROM PUMS.PUMS", privacy=dpsql.Privacy(epsilon=0.5))
+    table = r.report()
+    assert list(table.replay) == [False, True, False]
+    assert table.epsilon.tolist() == pytest.approx([1.0, 0.0, 0.5], rel=1e-6)
+    assert table.privacy_unit[0] == "row (row_privacy)" and "_s0 >= " in table.threshold[0]
+    assert "permute_and_flip" in table.statistics[0] and "income in [0, 500000]" in table.statistics[0]
+    doc = json.loads(r.report(format="json"))
+    assert doc["budget"] == {"epsilon": 3.0, "delta": 1e-06}
+    assert doc["remaining"]["epsilon"] == pytest.approx(1.5, rel=1e-6)
+    text = r.report(format="markdown")
+    assert text.startswith("# DP release table") and "Left: epsilon 1.5" in text
+    with pytest.raises(dpsql.ProgrammingError, match="format"):
+        r.report(format="pdf")
+
+
+def test_html_report_stands_alone_and_escapes_what_the_analyst_wrote(pums, tmp_path):
+    path = tmp_path / "h.ledger"
+    r = reader(pums, path, budget=dpsql.Budget(epsilon=4.0))
+    hostile = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ = '<script>alert(1)</script>'"
+    r.execute_df(hostile)
+    r.execute_df(SQL)
+    page = r.report(format="html")
+    assert "<script" not in page.lower() and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<svg" in page and "budget epsilon 4" in page
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in page and " src=" not in page
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for fmt in ("markdown", "html", "json"):
+        proc = subprocess.run([sys.executable, "-m", "dpsql", "ledger", "report", "--ledger",
+                               str(path), "--format", fmt], capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert ("<script" not in proc.stdout.lower()) if fmt == "html" else True
+    doc = json.loads(proc.stdout)
+    assert len(doc["releases"]) == 2 and doc["details"][1]["parts"][0]["unit"] == "row (row_privacy)"
+
+
+def test_old_ledgers_still_load_and_damaged_stored_releases_are_refused(pums, tmp_path):
+    old = tmp_path / "old.ledger"
+    old.write_text('{"dpsql_ledger": 1, "created": "2026-11-22T00:00:00+00:00", "budget": '
+                   '{"epsilon": 2.0, "delta": 1e-06}}\n{"kind": "release", "time": '
+                   '"2026-11-22T00:00:01+00:00", "query": "SELECT COUNT(*) FROM PUMS.PUMS", '
+                   '"epsilon": 1.0, "delta": 0.0}\n')
+    r = reader(pums, old)
+    assert r.spent[0] == pytest.approx(1.0) and len(r.report()) == 1
+    bad = tmp_path / "bad.ledger"
+    bad.write_text(old.read_text() + '{"kind": "stored", "time": "t", "key": "k", "noisy": 5}\n')
+    with pytest.raises(LedgerError, match="line 3"):
+        Ledger(bad, create=False).spent()
