@@ -117,7 +117,10 @@ def test_ledger_keeps_spending_across_invocations_and_refuses_overspending(tmp_p
     first = run("query", *PUMS, "--epsilon", "0.6", *opts, "--format", "csv", sql)
     assert first.returncode == 0, first.stderr
     # The budget is in the ledger; a later invocation need not repeat it.
-    second = run("query", *PUMS, "--epsilon", "0.6", "--ledger", ledger, sql)
+    # The same query again is a replay, free; a fresh release (or another query) pays.
+    again = run("query", *PUMS, "--epsilon", "0.6", "--ledger", ledger, "--format", "csv", sql)
+    assert again.returncode == 0 and again.stdout == first.stdout, again.stderr
+    second = run("query", *PUMS, "--epsilon", "0.6", "--ledger", ledger, "--fresh", sql)
     assert_one_line_error(second, cli.EXIT_BUDGET, "budget exceeded", "nothing was run")
     show = run("ledger", "show", ledger)
     assert show.returncode == 0, show.stderr

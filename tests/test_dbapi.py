@@ -232,8 +232,10 @@ def test_a_ledger_keeps_the_budget_across_connections(tmp_path):
     # A new connection (or process) cannot escape the budget, nor raise it.
     second = open_pums(privacy=dpsql.Privacy(epsilon=0.6), budget=None, ledger=str(ledger))
     assert second.spent[0] == pytest.approx(0.6)
+    second.cursor().execute(COUNT)               # the same query: replayed from the ledger, free
+    assert second.spent[0] == pytest.approx(0.6)
     with pytest.raises(dpsql.BudgetExceededError):
-        second.cursor().execute(COUNT)
+        second.cursor().execute(COUNT.replace("COUNT(*)", "COUNT(age)"))
     with pytest.raises(dpsql.OperationalError, match="fixed"):
         open_pums(budget=dpsql.Budget(50.0), ledger=ledger)
     from dpsql.ledger import Ledger

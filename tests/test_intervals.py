@@ -17,7 +17,6 @@ import pytest
 from scipy import stats as sps
 
 import dpsql
-from dpsql.accuracy import with_intervals
 from dpsql.release import add_noise
 
 DATA = Path(__file__).parent / "data"
