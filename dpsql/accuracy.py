@@ -6,8 +6,8 @@ bounds), so it costs nothing and a replay gives the same intervals.
 
 * A statistic's interval is its release plus or minus the mechanism's exact two-sided
   accuracy (``mechanism.accuracy(beta)``: P(|noise| <= a) >= 1 - beta, from the noise's
-  exact distribution), widened by 1/2 where a count on a fine grid is shown rounded; a
-  count's is cut at 0. A quantile's is the bounds of its column: permute-and-flip bounds
+  exact distribution), widened by 1/2 where a count on a fine grid is shown rounded. A
+  quantile's is the bounds of its column: permute-and-flip bounds
   the released rank, not the value (its rank accuracy is in ``explain``).
 * An output reads k noisy statistics: each at beta = alpha / k (the union bound), and the
   output's expression is evaluated in interval arithmetic (a tree rewrite of the
@@ -65,10 +65,10 @@ def statistic_interval(stat, value: exp.Expression, beta: float) -> tuple:
     counts = stat.stat in (Stat.count, Stat.threshold)
     if counts and getattr(m, "grid", 1) < 1:
         half += 0.5                  # released rounded to a whole number
+    # Not cut at 0 for counts: an interval then always holds its own release (a count
+    # released below 0 where the table does not clamp counts), at the cost of a little width.
     lo = exp.Sub(this=_double(value.copy()), expression=_num(half))
     hi = exp.Add(this=_double(value.copy()), expression=_num(half))
-    if counts:
-        lo = _fn("GREATEST", lo, _num(0.0))
     return lo, hi
 
 

@@ -75,9 +75,9 @@ def test_every_interval_kind_covers_the_exact_answer(pums, epsilon, gaussian):
         assert covers >= _floor(1 - ALPHA), (name, covers, value, lo[:3], hi[:3])
         # Infinite only where a divisor's interval reaches 0 (rare even at epsilon 0.1).
         assert (np.isfinite(lo) & np.isfinite(hi)).mean() > (0.9 if epsilon < 1 else 0.99), name
-        # The release lies inside (a count's interval starts at 0 even if its release is below).
+        # The release lies inside its interval.
         released = out[name].to_numpy(float)
-        assert (lo <= np.maximum(released, 0 if name == "n" else released) + 1e-9).all(), name
+        assert (lo <= released + 1e-9).all(), name
         assert (released <= hi + 1e-9).all(), name
     # The count's interval is exact, not merely wide: it misses about alpha of the time.
     lo, hi = out.n_lo.to_numpy(float), out.n_hi.to_numpy(float)

@@ -133,6 +133,20 @@ def check_refusals(scn: Scenario, qs: list) -> None:
                     scn, q, real=on_real, empty=on_empty)
 
 
+def check_intervals_hold_releases(frame, scn, q) -> None:
+    for name in frame.columns:
+        if not (name + "_lo" in frame.columns and name + "_hi" in frame.columns):
+            continue
+        value = pd.to_numeric(frame[name], errors="coerce").to_numpy(float)
+        lo = frame[name + "_lo"].to_numpy(float)
+        hi = frame[name + "_hi"].to_numpy(float)
+        known = ~np.isnan(value) & ~np.isnan(lo) & ~np.isnan(hi)
+        slack = 1e-9 * np.maximum(1.0, np.abs(value[known]))
+        # A count's interval starts at 0 even when its release is below 0.
+        assert (lo[known] <= value[known] + slack).all() and (value[known] <= hi[known] + slack).all(), \
+            f"an interval misses its own release ({name})" + report(scn, q)
+
+
 def check_neighbours(scn: Scenario, qs: list, kept: list, removed: str) -> None:
     """(a) and (c) for the queries ``qs``: on the data and on its rows ``kept``."""
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
@@ -153,6 +167,22 @@ def check_neighbours(scn: Scenario, qs: list, kept: list, removed: str) -> None:
             if failed(on_full) or failed(on_nbr):
                 assert on_full == on_nbr, f"neighbours differ in failing (removed {removed})" + \
                     report(scn, q, full=on_full, neighbour=on_nbr)
+                continue
+            # Confidence intervals of the same (replayed, free) release: they fail alike,
+            # show the same columns, and hold each released value.
+            spent = full.spent
+            frames = {}
+            on_full = outcome(lambda: frames.setdefault("full", full.execute_with_accuracy_df(
+                q.sql, 0.05, q.params)))
+            on_nbr = outcome(lambda: frames.setdefault("nbr", nbr.execute_with_accuracy_df(
+                q.sql, 0.05, q.params)))
+            assert full.spent == spent, "intervals of a replay spent budget" + report(scn, q)
+            if failed(on_full) or failed(on_nbr):
+                assert on_full == on_nbr, f"intervals differ in failing (removed {removed})" + \
+                    report(scn, q, full=on_full, neighbour=on_nbr)
+                continue
+            assert list(frames["full"].columns) == list(frames["nbr"].columns), report(scn, q)
+            check_intervals_hold_releases(frames["full"], scn, q)
 
 
 @SETTINGS
