@@ -100,13 +100,16 @@ def test_dbapi_pandas_and_cursor_share_one_ledger_across_processes(tmp_path):
         "ok = 0\n"
         "for i in range(3):\n"
         "    try:\n"
-        "        con.cursor().execute(f'SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > {i}'); ok += 1\n"
+        # Each process asks its own queries: one process's release is the other's free
+        # replay otherwise (the same query through the same ledger).
+        "        con.cursor().execute(f'SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > "
+        "{10 * int(sys.argv[1]) + i}'); ok += 1\n"
         "    except dpsql.BudgetExceededError:\n"
         "        pass\n"
         "print(ok)\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                              env=env) for _ in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(k)], stdout=subprocess.PIPE,
+                              text=True, env=env) for k in range(2)]
     released = sum(int(p.communicate(timeout=120)[0]) for p in procs)
     assert released == 2
     from dpsql.ledger import Ledger
