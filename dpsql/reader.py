@@ -219,7 +219,8 @@ class Reader:
         noisy = self._fresh(plan, mark)
         with self._lock:
             self._releases[key] = noisy
-        if ledger is not None:
+        if ledger is not None and sum(len(v) for part in noisy for v in part.values()) <= \
+                report.MAX_STORED_VALUES:
             ledger.store(mark, report.encode(noisy))
         return plan, noisy
 

@@ -20,6 +20,9 @@ from .errors import LedgerError, ProgrammingError
 from .privacy import Stat
 
 FORMATS = ("dataframe", "markdown", "html", "json")
+MAX_STORED_VALUES = 100_000
+"""A release with more noisy values (all columns, all groups) is not stored in a ledger:
+it stays replayable within its session only, and the ledger stays small to read."""
 
 
 # -- describing a release --------------------------------------------------------------
@@ -67,7 +70,11 @@ def _statistic(part, stat) -> dict:
 
 
 def details(plan) -> dict:
-    """What the release table shows of one release, JSON-safe."""
+    """What the release table shows of one release, JSON-safe (computed once per plan:
+    plans are cached, and exact Gaussian tails cost about a millisecond)."""
+    cached = getattr(plan, "_report_details", None)
+    if cached is not None:
+        return cached
     parts = []
     for part in _parts(plan):
         d = {**_unit(part), "tables": [t.full_name for t in part.query.relation.tables],
@@ -76,7 +83,12 @@ def details(plan) -> dict:
             d["threshold"] = {"statistic": part.threshold.name, "tau": float(part.tau),
                               "delta": float(part.threshold_delta)}
         parts.append(d)
-    return {"parts": parts}
+    out = {"parts": parts}
+    try:
+        plan._report_details = out
+    except AttributeError:
+        pass
+    return out
 
 
 def fingerprint(plan, privacy_key) -> str:
@@ -84,8 +96,17 @@ def fingerprint(plan, privacy_key) -> str:
     parameters bound, the privacy, and the plan the metadata gives it (its engine SQL
     and every mechanism): a changed bound, type or contribution limit is a new release."""
     from .explain import describe
-    text = repr((plan.bound_sql, privacy_key, [describe(p) for p in _parts(plan)]))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    cache = getattr(plan, "_fingerprints", None)
+    if cache is None:
+        cache = {}
+        try:
+            plan._fingerprints = cache
+        except AttributeError:
+            pass
+    if privacy_key not in cache:
+        text = repr((plan.bound_sql, privacy_key, [describe(p) for p in _parts(plan)]))
+        cache[privacy_key] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return cache[privacy_key]
 
 
 # -- stored noisy statistics -------------------------------------------------------------
