@@ -210,7 +210,8 @@ def render(records: list, budget, spent: tuple, spending: tuple, remaining, fmt:
 
 
 def _md_cell(value) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    # Markdown renders inline HTML: escape it, so a query cannot inject markup.
+    return html.escape(str(value)).replace("|", "\\|").replace("\n", " ")
 
 
 def _markdown(table: pd.DataFrame, totals: dict) -> str:

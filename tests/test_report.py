@@ -97,6 +97,8 @@ def test_html_report_stands_alone_and_escapes_what_the_analyst_wrote(pums, tmp_p
     hostile = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ = '<script>alert(1)</script>'"
     r.execute_df(hostile)
     r.execute_df(SQL)
+    markdown = r.report(format="markdown")
+    assert "<script" not in markdown.lower() and "&lt;script&gt;" in markdown
     page = r.report(format="html")
     assert "<script" not in page.lower() and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<svg" in page and "budget epsilon 4" in page
