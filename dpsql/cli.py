@@ -312,50 +312,6 @@ def _warn(text: str) -> None:
     sys.stderr.write(f"dpsql: warning: {text}\n")
 
 
-def cmd_ledger_show(args) -> int:
-    from .ledger import Ledger
-    if not os.path.lexists(args.file):
-        raise FileNotFoundError(f"ledger file not found: {args.file}")
-    led = Ledger(args.file, create=False)  # refuses anything but a ledger, creates nothing
-    budget, spent, remaining, records = led.budget, led.spent(), led.remaining(), led.records()
-    if args.format == "json":
-        doc = {"path": led.path,
-               "budget": None if budget is None else (
-                   {"rho": budget.rho, "delta": budget.delta} if budget.zcdp
-                   else {"epsilon": budget.epsilon, "delta": budget.delta}),
-               "spent_rho": led.spending()[2],
-               "spent": {"epsilon": spent[0], "delta": spent[1]},
-               "remaining": None if remaining is None else {
-                   ("rho" if budget.zcdp else "epsilon"): remaining[0],
-                                                            "delta": remaining[1]},
-               "releases": [r.__dict__ for r in records]}
-        _write(json.dumps(doc, indent=2) + "\n")
-        return EXIT_OK
-    lines = [f"ledger:    {led.path}",
-             "budget:    " + ("none (spending is recorded, nothing is enforced)"
-                              if budget is None else _budget_text(budget)),
-             f"spent:     {_pair(*spent)}",
-             "remaining: " + ("unlimited" if remaining is None else
-                              f"rho={remaining[0]:.6g}, delta={remaining[1]:.3g}"
-                              if budget.zcdp else _pair(*remaining)),
-             f"releases:  {len(records)}"]
-    out = "\n".join(lines) + "\n"
-    if records:
-        rows = [(r.time, _num(r.epsilon), _num(r.delta), " ".join(r.query.split()))
-                for r in records]
-        out += "\n" + render_table(("time (UTC)", "epsilon", "delta", "query"), rows,
-                                   numeric=(False, True, True, False))
-    _write(out)
-    return EXIT_OK
-
-
-def _budget_text(budget) -> str:
-    if budget.zcdp:
-        return (f"rho={budget.rho:.6g} (zCDP), reported at delta={budget.delta:.3g}; "
-                "remaining is (rho, delta for thresholds)")
-    return _pair(budget.epsilon, budget.delta)
-
-
 def _pair(eps: float, delta: float) -> str:
     return f"epsilon={eps:.6g}, delta={delta:.3g}"
 
@@ -518,7 +474,8 @@ def _dispatch(argv) -> int:
     if args.command == "query":
         return cmd_query(args)
     if args.command == "ledger" and args.ledger_command == "show":
-        return cmd_ledger_show(args)
+        from . import cli_report
+        return cli_report.cmd_ledger_show(args)
     if args.command == "ledger" and args.ledger_command == "report":
         from . import cli_report
         return cli_report.run(args, UsageError)

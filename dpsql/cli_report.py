@@ -1,15 +1,18 @@
-"""`dpsql ledger report`: the DP release table of a ledger (interfaces layer).
+"""`dpsql ledger show` and `dpsql ledger report` (interfaces layer).
 
-Reads the ledger under a shared lock, creates and changes nothing, and prints the table
-of dpsql.report as markdown, standalone HTML or JSON.
+Both read the ledger under a shared lock and create or change nothing: ``show`` prints its
+budget, spending and releases; ``report`` the DP release table of dpsql.report as markdown,
+standalone HTML or JSON.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 
 from . import report
 from .accounting import remaining
+from .cli import EXIT_OK, _num, _pair, _write, render_table
 from .ledger import Ledger
 
 
@@ -42,3 +45,47 @@ def run(args, usage_error) -> int:
                          remaining(spending, budget), args.format)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
+
+
+def cmd_ledger_show(args) -> int:
+    if not os.path.lexists(args.file):
+        raise FileNotFoundError(f"ledger file not found: {args.file}")
+    led = Ledger(args.file, create=False)  # refuses anything but a ledger, creates nothing
+    budget, spent, remaining, records = led.budget, led.spent(), led.remaining(), led.records()
+    if args.format == "json":
+        doc = {"path": led.path,
+               "budget": None if budget is None else (
+                   {"rho": budget.rho, "delta": budget.delta} if budget.zcdp
+                   else {"epsilon": budget.epsilon, "delta": budget.delta}),
+               "spent_rho": led.spending()[2],
+               "spent": {"epsilon": spent[0], "delta": spent[1]},
+               "remaining": None if remaining is None else {
+                   ("rho" if budget.zcdp else "epsilon"): remaining[0],
+                                                            "delta": remaining[1]},
+               "releases": [{k: v for k, v in r.__dict__.items() if k != "details"}
+                            for r in records]}
+        _write(json.dumps(doc, indent=2) + "\n")
+        return EXIT_OK
+    lines = [f"ledger:    {led.path}",
+             "budget:    " + ("none (spending is recorded, nothing is enforced)"
+                              if budget is None else _budget_text(budget)),
+             f"spent:     {_pair(*spent)}",
+             "remaining: " + ("unlimited" if remaining is None else
+                              f"rho={remaining[0]:.6g}, delta={remaining[1]:.3g}"
+                              if budget.zcdp else _pair(*remaining)),
+             f"releases:  {len(records)}"]
+    out = "\n".join(lines) + "\n"
+    if records:
+        rows = [(r.time, _num(r.epsilon), _num(r.delta), " ".join(r.query.split()))
+                for r in records]
+        out += "\n" + render_table(("time (UTC)", "epsilon", "delta", "query"), rows,
+                                   numeric=(False, True, True, False))
+    _write(out)
+    return EXIT_OK
+
+
+def _budget_text(budget) -> str:
+    if budget.zcdp:
+        return (f"rho={budget.rho:.6g} (zCDP), reported at delta={budget.delta:.3g}; "
+                "remaining is (rho, delta for thresholds)")
+    return _pair(budget.epsilon, budget.delta)
