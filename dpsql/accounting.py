@@ -101,14 +101,19 @@ def remaining(spent: tuple, budget) -> tuple | None:
 
 
 class Accountant:
-    """Spending of one session (a reader or a DB-API connection)."""
+    """Spending of one session (a reader or a DB-API connection).
+
+    A query draws on every pool the session has, and must fit each: the ``Budget``
+    object's (one pool for every reader and connection given that object, in this
+    process) and the ledger file's (one pool for every process). It is charged to
+    both, or to neither. ``spent`` reports the ledger's total when there is a ledger."""
 
     def __init__(self, budget: Budget | None = None, ledger=None) -> None:
         self.ledger = ledger
         self.budget = budget if budget is not None else getattr(ledger, "budget", None)
-        # Without a ledger the spending lives in the Budget object: one pool for every
-        # session given it. Without a budget, this session's own tally.
-        self._pool = self.budget if ledger is None and budget is not None else None
+        # The Budget object the caller gave: its spending lives in the object itself, so
+        # one object is one pool whatever readers, connections and ledgers it is given to.
+        self._pool = budget
         self._spent = ZERO
         self._lock = self._pool._lock if self._pool is not None else threading.Lock()
         self._warned = False
@@ -116,6 +121,8 @@ class Accountant:
     @property
     def spent(self) -> tuple:
         """(epsilon, delta) spent (for a zCDP budget: its rho converted)."""
+        if self.ledger is not None:
+            return reported(self.spending, self.ledger.budget)
         return reported(self.spending, self.budget)
 
     @property
@@ -125,30 +132,42 @@ class Accountant:
             return tuple(self.ledger.spending())
         return self._pool._spent if self._pool is not None else self._spent
 
+    def _pools(self) -> list:
+        """(spent, budget) of every pool a query must fit."""
+        pools = []
+        if self._pool is not None:
+            pools.append((self._pool._spent, self._pool))
+        if self.ledger is not None:
+            budget = self.ledger.budget
+            if budget is not None:
+                pools.append((tuple(self.ledger.spending()), budget))
+        return pools
+
     def check(self, cost: tuple) -> None:
         """Refuse before any data is touched if ``cost`` does not fit."""
-        if self.budget is None:
+        pools = self._pools()
+        if not pools:
             if not self._warned:
                 warnings.warn("dpsql: no budget set; spending is tracked (reader.spent) "
                               "but nothing is enforced", stacklevel=3)
                 self._warned = True
             return
-        spent, cost = self.spending, vector(cost)
-        if exceeds(spent, cost, self.budget):
-            raise BudgetExceededError(budget_message(spent, cost, self.budget))
+        cost = vector(cost)
+        for spent, budget in pools:
+            if exceeds(spent, cost, budget):
+                raise BudgetExceededError(budget_message(spent, cost, budget))
 
     def charge(self, cost: tuple, query: str, key: str = "", details: dict | None = None) -> None:
-        """Record ``cost``; raises ``BudgetExceededError`` (and records nothing)
-        if it no longer fits, so the caller must then discard the result. ``key`` and
-        ``details`` go into a ledger's record (dpsql.report)."""
+        """Record ``cost`` in every pool; raises ``BudgetExceededError`` (and records
+        nothing) if it no longer fits one of them, so the caller must then discard the
+        result. ``key`` and ``details`` go into a ledger's record (dpsql.report)."""
         cost = vector(cost)
-        if self.ledger is not None:
-            self.ledger.charge(cost[0], cost[1], query, rho=cost[2], rho_delta=cost[3],
-                               key=key, details=details)
-            return
-        holder = self._pool if self._pool is not None else self
         with self._lock:
+            holder = self._pool if self._pool is not None else self
             spent = holder._spent
-            if exceeds(spent, cost, self.budget):
-                raise BudgetExceededError(budget_message(spent, cost, self.budget))
+            if self._pool is not None and exceeds(spent, cost, self._pool):
+                raise BudgetExceededError(budget_message(spent, cost, self._pool))
+            if self.ledger is not None:   # checks the file's pool under the file's lock
+                self.ledger.charge(cost[0], cost[1], query, rho=cost[2], rho_delta=cost[3],
+                                   key=key, details=details)
             holder._spent = add(spent, cost)

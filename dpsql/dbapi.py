@@ -153,7 +153,7 @@ def connect(database=None, *, metadata, tables=None, privacy=None, budget=None,
                                    "when it is created")
         if tables is not None:
             reader = dpsql.from_df(tables, metadata, privacy=privacy,
-                                   budget=budget if ledger is None else None, ledger=ledger)
+                                   budget=budget, ledger=ledger)
         else:
             if isinstance(database, duckdb.DuckDBPyConnection):
                 con = database
@@ -169,7 +169,7 @@ def connect(database=None, *, metadata, tables=None, privacy=None, budget=None,
                     raise OperationalError(f"connect: database file not found: {path}")
                 con = owned = duckdb.connect(path, read_only=True)
             reader = dpsql.from_connection(con, metadata, privacy=privacy,
-                                           budget=budget if ledger is None else None, ledger=ledger)
+                                           budget=budget, ledger=ledger)
     except (duckdb.Error, OSError) as exc:
         if owned is not None:
             owned.close()

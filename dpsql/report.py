@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -209,9 +210,19 @@ def render(records: list, budget, spent: tuple, spending: tuple, remaining, fmt:
     return _html(table, totals, records)
 
 
+_MD_LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_MD_PUNCTUATION = re.compile(r"([\\`*_\[\]()!#~{}|])")
+
+
 def _md_cell(value) -> str:
-    # Markdown renders inline HTML: escape it, so a query cannot inject markup.
-    return html.escape(str(value)).replace("|", "\\|").replace("\n", " ")
+    """One cell of a GFM table, all of it text: whatever a query holds (a parameter, a
+    name) cannot end the row, start a block (a heading, a list) or make a link, an image,
+    code, emphasis or HTML. Every line break becomes a space; the backslash and the
+    punctuation that starts markup are backslash-escaped (the backslash with the rest,
+    in one pass, so nothing is escaped twice); then HTML's < > & " ' become entities
+    (after the escaping, so the "#" and ";" of an entity stay as they are)."""
+    text = _MD_LINE_BREAK.sub(" ", str(value))
+    return html.escape(_MD_PUNCTUATION.sub(r"\\\1", text), quote=True)
 
 
 def _markdown(table: pd.DataFrame, totals: dict) -> str:

@@ -520,6 +520,6 @@ def test_union_of_two_row_numbered_joins(pums_two_numberings):
         exact.append(float(reader.engine.run(plan.exact_sql)[plan.statistics[0].name][0]))
     assert not exact, "the union of row-numbered parts must be refused"
     for reader in pair.readers.values():
-        with pytest.raises(dpsql.QueryError, match="numbered as their own persons"):
+        with pytest.raises(dpsql.QueryError, match="random identities as their own persons"):
             reader.execute_df(sql)
         assert reader.spent == (0.0, 0.0)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,51 @@ def test_old_ledgers_still_load_and_damaged_stored_releases_are_refused(pums, tm
     bad.write_text(old.read_text() + '{"kind": "stored", "time": "t", "key": "k", "noisy": 5}\n')
     with pytest.raises(LedgerError, match="line 3"):
         Ledger(bad, create=False).spent()
+
+
+_UNESCAPED_PIPE = re.compile(r"(?<!\\)(?:\\\\)*\|")
+
+
+def _separators(line: str) -> int:
+    """The cell separators GFM sees in a table line: pipes after an even run of backslashes."""
+    return len(_UNESCAPED_PIPE.findall(line))
+
+
+def test_markdown_report_cells_cannot_break_the_table_or_inject_markup(pums):
+    r = reader(pums, None, budget=dpsql.Budget(epsilon=10.0))
+    hostile = ["x\r# forged heading\r![t](http://evil.example/i.png)",
+               "a|b\\|c\r\n## two\n### three\u2028#### four\u2029##### five\x85###### six",
+               "[a](javascript:x) <script>alert(1)</script> `code` *em* _u_ ~~s~~ {x} \\",
+               "\\![i](http://evil.example/j.png)"]
+    sql = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ = ?"
+    for value in hostile:
+        r.execute_df(sql, params=[value])
+    normal = r.report(format="markdown")
+    # Lines as CommonMark sees them (\r, \n, \r\n) and as anything else may (U+2028, ...).
+    lines = normal.splitlines()
+    assert re.split(r"\r\n|\r|\n", normal.rstrip("\n")) == lines
+    # (b) The only heading is the report's own title.
+    assert [line for line in lines if line.lstrip(" ").startswith("#")] == ["# DP release table"]
+    # (a) A header, a delimiter row, then one row per release, each with the header's cells.
+    start = next(i for i, line in enumerate(lines) if line.startswith("| time |"))
+    header, delimiter, rows = lines[start], lines[start + 1], lines[start + 2:]
+    assert delimiter == "|" + "---|" * (_separators(header) - 1)
+    assert len(rows) == len(hostile)
+    for row in rows:
+        assert row.startswith("| ") and row.endswith(" |")
+        assert _separators(row) == _separators(header), row
+    # (c) No image, link or HTML survives unescaped.
+    for text in ("![", "](", "<script", "<"):
+        assert text not in normal.lower()
+    assert "\\!\\[t\\]\\(http://evil.example/i.png\\)" in rows[0]
+    assert "a\\|b\\\\\\|c ## two" not in rows[1] and "a\\|b\\\\\\|c \\#\\# two" in rows[1]
+    assert "\\[a\\]\\(javascript:x\\) &lt;script&gt;alert\\(1\\)&lt;/script&gt;" in rows[2]
+
+
+def test_markdown_cell_escaping_keeps_entities_and_escapes_backslash_first():
+    from dpsql.report import _md_cell
+    assert _md_cell("it's <b>") == "it&#x27;s &lt;b&gt;"          # entities intact, no "\#"
+    assert _md_cell("a\\*b") == "a\\\\\\*b"                         # \ then * each escaped once
+    assert _md_cell("a\r\nb\rc\nd\u2028e\u2029f\x85g") == "a b c d e f g"
+    assert _md_cell("`*_[]()!#~{}|") == "\\`\\*\\_\\[\\]\\(\\)\\!\\#\\~\\{\\}\\|"
+    assert _md_cell(1.5) == "1.5" and _md_cell(None) == "None"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ..errors import QueryError
+from ..errors import InternalError, QueryError
 from ..parse import literal
 from ..quantile_plan import BOUNDED_CTE, counts_with_histogram, histograms, with_histograms
 from ..privacy import Privacy, Stat
@@ -28,7 +28,8 @@ from ..sql.typecheck import Checker, check, float_literal, predicate
 from ..statistics import Statistic, StatisticSet, aggregate_type, plan_aggregates
 from ..validate import Query
 from ..engines.duckdb import epoch_us, truncated, truncated_groups
-from .lift import lift
+from .lift import MAX_GRID, lift
+from .relations import censored
 from .split import split
 
 NOISY_TABLE = "_noisy"
@@ -78,6 +79,13 @@ def _public_key_columns(query: Query) -> list | None:
         if col is None or col.values is None:
             return None
         domains.append(col)
+    # The same cap on every path (here and dpsql.plan.lift), before any grid is built:
+    # beyond it the keys fall back to the threshold (docs/sql.md).
+    size = 1
+    for col in domains:
+        size *= max(len(col.values), 1)
+        if size > MAX_GRID:
+            return None
     return domains
 
 
@@ -140,6 +148,16 @@ def _grid(domains: list) -> exp.Select:
     return grid
 
 
+def check_rows_independent(tree: exp.Expression) -> None:
+    """The plan's invariant (docs/privacy.md): every row depends only on its own person's
+    rows and public data. No step may number, rank or order rows across persons, so every
+    window in a plan is partitioned (by the person, in truncation)."""
+    for node in tree.find_all(exp.Window):
+        if not node.args.get("partition_by"):
+            raise InternalError(f"dpsql planned a window over all rows ({node.sql('duckdb')[:60]}); "
+                                "this is a bug, please report it")
+
+
 def build_plan(query: Query, privacy: Privacy) -> Plan:
     """The bounded plan of ``query`` over its relation, and its cost."""
     query = lift(query)
@@ -154,7 +172,11 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
     k = _contribution_bound(query.relation)
     pid = query.relation.pid
     domains = _public_key_columns(query) if query.keys else None
-    needs_threshold = bool(query.keys) and domains is None and table.censor_dims
+    # A key is released without a threshold only if every column it reads comes from
+    # tables whose owner says censor_dims: false (carried per column through joins,
+    # UNION ALL, subqueries and per-person aggregation: Field.censored).
+    needs_threshold = bool(query.keys) and domains is None and any(
+        censored(key, query.relation.fields) for key in query.keys)
     stats = StatisticSet(k, bool(query.keys), pid, privacy.mechanisms, types)
     truncating = pid is not None and not query.relation.bounded
     group_bounds = query.relation.group_bounds if query.keys and truncating else None
@@ -211,6 +233,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
     if domains:
         exact = _join_grid(exact, domains, key_names, plain, [n for n, _ in hists.values()])
 
+    check_rows_independent(exact)
     post = _post_query(query, aggregate_outputs, key_names, [kind for _, kind in keys],
                        [s.name for s in stats.items])
     passthrough = _passthrough(query, post)
@@ -231,7 +254,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
             f"rows, Gaussian noise L2 = sqrt({g}) x {r} = {math.sqrt(g) * r:.4g} rows")
     plan.spend = spend
     plan.cost = spend[:2]
-    if query.keys and not domains and not table.censor_dims:
+    if query.keys and not domains and not needs_threshold:
         plan.notes.append("censor_dims is false: the owner asserts the group keys are public, "
                           "so they are released without a threshold")
     return plan

@@ -8,7 +8,8 @@ true and say how many rows one person can have afterwards (``k``):
   side's person. ``k`` is unchanged; when the public side's join key is not
   unique (checked on the public data), a person's rows can multiply, so the
   relation is truncated again to ``k`` rows per person before aggregation. Row
-  privacy tables get a row number as their person id for that truncation.
+  privacy tables get a random identity per row as their person id for that
+  truncation (never a row number: it would depend on other rows).
 - private x private: only on the privacy unit (``a.pid = b.pid``, INNER or
   LEFT): ``k`` = product of the sides' bounds, enforced by truncation.
 - a table that reaches its person through ``references`` (order_items.order_id
@@ -32,7 +33,8 @@ from ..metadata import Column, Table
 from ..rewrite import column, typed_name
 from ..sql.binding import Binder, fail
 from ..sql.typecheck import Checker
-from .relations import HIDDEN_PID, Field, Relation
+from ..engines.duckdb import truncated
+from .relations import (HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation, not_null_id)
 
 PRIVATE = ("person", "row", "reference")
 
@@ -69,7 +71,7 @@ def _label(scope: dict, name: str) -> str:
 
 
 LOCAL_IDS = ("rows of a row-privacy table joined with a public table on a key that repeats "
-             "are numbered as their own persons; those numbers name no one elsewhere, so the "
+             "are given random identities as their own persons; those name no one elsewhere, so the "
              "result cannot be {what}. Join on a key unique in the public table, or combine "
              "before the join")
 
@@ -184,10 +186,12 @@ class Join:
             if units != ("public", "public"):
                 fail("FULL JOIN with a private table is not supported: its unmatched rows on "
                      "both sides would belong to no one person; use a LEFT JOIN")
+        fanout, rows = left.fanout, None
         if units == ("public", "public"):
             result = dict(unit="public", pid=None, k=0, bounded=True, base=left.base, ref=None,
                           groups=None, owner_left=True)
-            how = "public x public"
+            rows = self._public_rows(pairs, lback, rback)
+            how = "public x public" + (f": at most {rows:,} row(s)" if rows is not None else "")
         elif "public" in units:
             private, public = (left, right) if right.unit == "public" else (right, left)
             if private is right and self.side == "LEFT":
@@ -205,6 +209,7 @@ class Join:
                 else:
                     rsql = once
             k, bounded, pid = private.k, private.bounded and unique, private.pid
+            fanout = private.fanout * self._repetitions(public, keys, unique)
             if private.unit == "row" and not unique:
                 if private.k > 1:
                     fail("a row-privacy relation that holds a row more than once (a UNION ALL) "
@@ -226,7 +231,7 @@ class Join:
                    f"private x public (the public key can repeat): truncated again to {k} row(s) "
                    "per person before aggregation")
             if private.unit == "row" and not unique:
-                how += "; each row of the row-privacy table is numbered as its own person"
+                how += "; each row of the row-privacy table gets a random identity as its own person"
         elif units == ("person", "person"):
             if left.local_ids or right.local_ids:
                 fail(LOCAL_IDS.format(what="joined with other private rows"))
@@ -236,15 +241,21 @@ class Join:
                      "ON a.pid = b.pid): on anything else, one person's rows could meet "
                      "unboundedly many other persons' rows")
             k = left.k * right.k
+            # Each side is truncated to its own bound first, so one person's rows meet at
+            # most k_left x k_right times whatever their count (a chain of self-joins
+            # would otherwise make the work grow as a power of one person's rows).
+            lsql, rsql = _truncated_side(left, "l"), _truncated_side(right, "r")
+            fanout = left.fanout + right.fanout
             result = dict(unit="person", pid=left.pid, k=k, bounded=left.bounded and right.bounded,
                           base=left.base, ref=None, groups=None, owner_left=True)
             if self.side != "LEFT":
                 for a, b in ids:      # in an inner join both are the id on every row
                     fields[b.lower()].id_copy = True
-            how = (f"private x private on the person: at most {left.k} x {right.k} = {k} row(s) "
-                   "per person")
+            how = (f"private x private on the person: each side truncated to its bound first, "
+                   f"so at most {left.k} x {right.k} = {k} row(s) per person")
         elif "reference" in units:
             result, how, extra = self._reference(fields, pairs, lback, rback)
+            fanout = left.fanout + right.fanout
             ref_side = left if left.unit == "reference" else right
             tables = tuple(dict.fromkeys(tables + (ref_side.ref[1],)))
             if ref_side is left:
@@ -294,8 +305,43 @@ class Join:
             f"{_label(scope, a)} = {_label(scope, b)}" for a, b in pairs) + f": {how}")
         rel = Relation(result["base"], fields, pid_name, result["k"], result["bounded"], sql,
                        steps, result["unit"], tables, result["ref"], result["groups"],
-                       owner_sql.local_ids and result["unit"] == "person")
+                       owner_sql.local_ids and result["unit"] == "person", fanout, rows)
         return rel, scope
+
+    # -- work bounds -----------------------------------------------------------
+    def _repetitions(self, public: Relation, keys: list, unique: bool) -> int:
+        """Most rows of ``public`` that one private row meets (public facts only)."""
+        if unique:
+            return 1
+        if self.cross or not keys:
+            reps = public.rows
+        else:
+            reps = self.resolver.repetitions(public, keys)
+        reps = max(int(reps if reps is not None else 1), 1)
+        if reps * max(self.left.fanout, self.right.fanout) > MAX_FANOUT:
+            fail(f"this join makes each private row meet up to {reps:,} public row(s) "
+                 f"(x {max(self.left.fanout, self.right.fanout):,} from earlier joins): more "
+                 f"than dpsql's limit of {MAX_FANOUT:,} per private row, which keeps the work "
+                 "one person's rows cause (and so the time a query takes) from growing with "
+                 "the query. Join on a key that repeats less, or filter the public side first")
+        return reps
+
+    def _public_rows(self, pairs, lback, rback) -> int | None:
+        """Most rows of a join of two public relations, refused beyond MAX_PUBLIC_ROWS."""
+        left, right = self.left, self.right
+        if left.rows is None or right.rows is None:
+            return None
+        rows = left.rows * right.rows
+        if rows > MAX_PUBLIC_ROWS and pairs and not self.cross:
+            rows = self.resolver.join_rows(left, [lback[a] for a, _ in pairs],
+                                           right, [rback[b] for _, b in pairs])
+        if self.side in ("LEFT", "FULL"):
+            rows += left.rows + (right.rows if self.side == "FULL" else 0)
+        if rows > MAX_PUBLIC_ROWS:
+            fail(f"this join of public relations could hold {rows:,} rows, more than dpsql's "
+                 f"limit of {MAX_PUBLIC_ROWS:,} for a public relation built while planning; "
+                 "join on keys, or filter the public sides first")
+        return rows
 
     def _reference(self, fields, pairs, lback, rback):
         left, right = self.left, self.right
@@ -340,6 +386,21 @@ class Join:
         return result, how, extra
 
 
+def _truncated_side(side: Relation, tag: str) -> Relation:
+    """``side`` with at most ``side.k`` random rows per person (unchanged if bounded)."""
+    if side.bounded or side.pid is None:
+        return side
+    rows = not_null_id(exp.select(exp.Star()).from_(side.source("_s")), side.pid)
+    names = [f.name for f in side.fields.values()]
+    sql = exp.select(exp.Star()).from_(exp.Subquery(
+        this=truncated(rows, side.pid, side.k, names, prefix=f"_j{tag}{len(side.steps)}"),
+        alias=exp.TableAlias(this=exp.to_identifier("_ts"))))
+    out = side.derived(dict(side.fields), side.pid, side.k, False, sql,
+                       side.steps + [f"truncation: at most {side.k} row(s) per person kept "
+                                     "(uniformly at random) before the join"])
+    return out
+
+
 def _owner_column(table: Table) -> str:
     if table.private_ids:
         return table.private_ids[0]
@@ -377,13 +438,16 @@ def _filtered(relation: Relation, condition) -> Relation:
 
 
 def _row_numbered(relation: Relation) -> Relation:
-    """A row-privacy relation whose rows carry a number, their person id for truncation."""
-    number = exp.Window(this=exp.RowNumber())
-    sql = exp.select(exp.Star(), exp.alias_(number, HIDDEN_PID, quoted=True)).from_(
+    """A row-privacy relation whose rows carry an identity, their person id for truncation.
+
+    The identity is a random UUID drawn per row: it depends on nothing, not on other rows
+    (a row number would shift when one person is removed), and it is never reachable
+    from the analyst's SQL (names starting with _dpsql are refused at parse time)."""
+    sql = exp.select(exp.Star(), exp.alias_(exp.Uuid(), HIDDEN_PID, quoted=True)).from_(
         relation.source("_n"))
     fields = dict(relation.fields)
-    fields[HIDDEN_PID] = Field(HIDDEN_PID, "int", is_id=True, of_id=True, nullable=False,
-                               origin="row number")
+    fields[HIDDEN_PID] = Field(HIDDEN_PID, "string", is_id=True, of_id=True, nullable=False,
+                               origin="random row identity")
     rel = relation.derived(fields, HIDDEN_PID, 1, False, sql, list(relation.steps))
     rel.unit, rel.local_ids = "person", True
     return rel
@@ -420,6 +484,11 @@ def semi_join(outer: Relation, column_name: str, inner: Relation, negated: bool,
     rel = outer.derived(dict(outer.fields), outer.pid, outer.k, outer.bounded, sql,
                         outer.steps + [s for s in inner.steps if s not in outer.steps])
     rel.tables = tuple(dict.fromkeys(outer.tables + inner.tables))
+    if inner.unit != "public":
+        rel.fanout = outer.fanout + inner.fanout
+        if rel.fanout > MAX_FANOUT:
+            fail(f"{label}: the query reads each private row {rel.fanout:,} times in all, more "
+                 f"than dpsql's limit of {MAX_FANOUT:,} per private row")
     rel.steps.append(f"{'anti' if negated else 'semi'}-join {label}: rows kept by their own "
                      "person's rows only; rows per person unchanged")
     return rel
@@ -456,6 +525,7 @@ def union_all(parts: list, name: str) -> Relation:
             max(c.upper for c in column_fields) if bounded else None, domain=domain,
             nullable=any(c.nullable for c in column_fields),
             of_id=any(c.of_id for c in column_fields),
+            censored=any(c.censored for c in column_fields),
             in_bounds=all(c.in_bounds for c in column_fields),
             id_copy=unit == "person" and all(c.is_id or c.id_copy for c in column_fields),
             origin="UNION ALL")
@@ -482,4 +552,15 @@ def union_all(parts: list, name: str) -> Relation:
                  + " + ".join(str(p.k) for p in parts) + f" = {k} row(s) per person")
     tables = tuple(dict.fromkeys(t for p in parts for t in p.tables))
     bounded = unit != "person" or all(p.bounded for p in parts)
-    return Relation(first.base, fields, pid, k, bounded, sql, steps, unit, tables)
+    fanout = sum(p.fanout for p in parts)
+    if fanout > MAX_FANOUT:
+        fail(f"UNION ALL in {name!r}: its parts read each private row {fanout:,} times in all, "
+             f"more than dpsql's limit of {MAX_FANOUT:,} per private row (the work one "
+             "person's rows cause must not grow with the query)")
+    rows = (sum(p.rows for p in parts) if unit == "public" and all(p.rows is not None for p in parts)
+            else None)
+    if rows is not None and rows > MAX_PUBLIC_ROWS:
+        fail(f"UNION ALL in {name!r}: {rows:,} public rows, more than dpsql's limit of "
+             f"{MAX_PUBLIC_ROWS:,}")
+    return Relation(first.base, fields, pid, k, bounded, sql, steps, unit, tables,
+                    fanout=fanout, rows=rows)

@@ -23,7 +23,7 @@ from ..sql.typecheck import Checker
 from .bounds import Deriver
 from ..engines.duckdb import truncated
 from .relations import (HIDDEN_PID, Field, Relation, _check_name, _derive, _output_name,
-                        _unbounded_message, not_null_id)
+                        _references_id, _unbounded_message, censored, not_null_id)
 
 PER_PERSON_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
 
@@ -140,6 +140,11 @@ def per_person(tree: exp.Select, child: Relation, binder: Binder, name: str) -> 
             if existing == node:
                 return existing_out
         agg, f = builder.aggregate(node, out)
+        # Computed from the id (MIN(id), SUM(id), MAX(CAST(id AS VARCHAR)), COUNT(DISTINCT
+        # id), ...): never a released key. A MIN/MAX keeps its column's values, so it needs
+        # a threshold as that column does; any other aggregate is a new value that does.
+        f.of_id = _references_id(node, child)
+        f.censored = (not isinstance(node, (exp.Min, exp.Max))) or censored(node, child.fields)
         aggs.append((node, out))
         fields[out.lower()] = f
         projections.append(exp.alias_(agg, out, quoted=True))

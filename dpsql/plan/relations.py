@@ -31,6 +31,14 @@ from .bounds import INF, Deriver
 
 HIDDEN_PID = "_dpsql_pid"
 """The column that carries the person's id through steps that do not select it."""
+MAX_FANOUT = 1_000
+"""Most rows that one private row may become through joins with public relations (the
+product of a key's repetitions in each, summed over UNION ALL parts and semi-joins): the
+work one person's rows can cause must not grow with factors the analyst chooses, or the
+time a query takes would tell whether the rows a WHERE singles out are there."""
+MAX_PUBLIC_ROWS = 1_000_000
+"""Most rows of a public relation (a public table, VALUES, their joins), checked from
+public facts before the relation is read or built."""
 ROW_CLAUSES = {"expressions", "from_", "from", "where", "group", "having", "order", "distinct",
                "kind", "with_", "with"}
 
@@ -52,6 +60,9 @@ class Field:
     source: str | None = None          # "schema.table.column": that column's value, unchanged
     id_copy: bool = False              # equals the person's id on every row (an inner join's key)
     ref: str | None = None             # "schema.table.column" this column references (no id yet)
+    censored: bool = True              # as a group key, needs a threshold unless its values
+                                       # are public: False only if every table it comes from
+                                       # says censor_dims: false
 
     def bounds_text(self) -> str:
         if self.kind == "boolean":
@@ -77,8 +88,11 @@ class Relation:
     tables: tuple | None = None        # every metadata table the relation reads
     ref: tuple | None = None           # unit "reference": (field, referenced Table, its column)
     group_bounds: tuple | None = None  # (max_groups, max_rows_per_group) that truncation may use
-    local_ids: bool = False            # the ids are row numbers of a row-privacy table: they
-                                       # name no person outside this relation
+    local_ids: bool = False            # the ids are random identities of a row-privacy
+                                       # table's rows: they name no person outside this relation
+    fanout: int = 1                    # most engine rows one private source row can cause
+                                       # here (public repetitions; see MAX_FANOUT)
+    rows: int | None = None            # public relations: most rows (see MAX_PUBLIC_ROWS)
 
     def __post_init__(self) -> None:
         if self.tables is None:
@@ -93,7 +107,7 @@ class Relation:
     def derived(self, fields: dict, pid, k: int, bounded: bool, sql, steps: list) -> "Relation":
         """A relation computed row by row (or per person) from this one: same unit and tables."""
         return Relation(self.base, fields, pid, k, bounded, sql, steps, self.unit, self.tables,
-                        self.ref, self.group_bounds, self.local_ids)
+                        self.ref, self.group_bounds, self.local_ids, self.fanout, self.rows)
 
     def types(self) -> dict:
         return {k: f.kind for k, f in self.fields.items()}
@@ -107,8 +121,10 @@ class Relation:
             columns[f.name] = Column(
                 f.name, f.kind, private_id=(f.name == self.pid), lower=f.lower, upper=f.upper,
                 nullable=f.nullable, values=_ordered(f.domain))
+        # Whether a key needs a threshold is each key column's own property (Field.censored,
+        # read by the aggregation planner), not the base table's.
         return Table(self.base.schema, self.base.name, columns, max_ids=self.k,
-                     row_privacy=self.pid is None, censor_dims=self.base.censor_dims)
+                     row_privacy=self.pid is None, censor_dims=True)
 
     def visible(self) -> list:
         return [f for f in self.fields.values() if f.name != HIDDEN_PID]
@@ -145,6 +161,7 @@ def scan(table: Table, metadata=None) -> Relation:
             col.name, col.type, col.lower if bounded else None, col.upper if bounded else None,
             domain=col.values, nullable=col.nullable, is_id=is_id, of_id=is_id or col.private_id,
             origin="metadata", source=f"{table.full_name}.{col.name}".lower(),
+            censored=table.public or table.censor_dims,
             ref=(f"{ref[1].full_name}.{ref[2]}".lower() if ref and col.name == ref[0] else None))
     if table.public:
         return Relation(table, fields, None, 0, True, steps=[f"scan {table.full_name}: public "
@@ -182,6 +199,12 @@ def _references_id(node: exp.Expression, child: Relation) -> bool:
     return any(child.fields.get(c.name.lower(), Field("", "")).of_id for c in node.find_all(exp.Column))
 
 
+def censored(node: exp.Expression, fields: dict) -> bool:
+    """Whether a key computed by ``node`` needs a threshold: if any column it reads does
+    (a column the relation does not know counts as one that does)."""
+    return any(fields.get(c.name.lower(), Field("", "")).censored for c in node.find_all(exp.Column))
+
+
 def _derive(expr: exp.Expression, kind: str, child: Relation, name: str, id_column: bool) -> Field:
     if id_column:
         f = child.fields[expr.name.lower()]
@@ -196,6 +219,7 @@ def _derive(expr: exp.Expression, kind: str, child: Relation, name: str, id_colu
     return Field(name, kind, lo if bounded else None, hi if bounded else None,
                  domain=tuple(domain) if domain is not None else None,
                  of_id=_references_id(expr, child), origin=expr.sql("duckdb")[:60],
+                 censored=censored(expr, child.fields),
                  nullable=plain.nullable if plain is not None else True,
                  source=plain.source if plain is not None else None,
                  ref=plain.ref if plain is not None else None,

@@ -190,6 +190,7 @@ class Resolver:
                                exp.Count(this=exp.Star()), exp.Count(this=col.copy())
                                ).from_(relation.source("_p"))
             distinct, lo, hi, rows, non_null = self.public(stats, relation.tables)[0]
+            relation.rows = int(rows)
             f.nullable = non_null < rows
             if f.kind in ("int", "float") and lo is not None:
                 # Bounds, still clamped: a public table may change after planning (a view in
@@ -212,6 +213,38 @@ class Resolver:
             .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1))),
             alias=exp.TableAlias(this=exp.to_identifier("_d"))))
         return self.public(dupes, relation.tables)[0][0] == 0
+
+    def repetitions(self, relation: Relation, columns: list) -> int:
+        """The most rows of the public ``relation`` that share one value of ``columns``."""
+        if self.public is None:
+            return 1
+        cols = [column(c) for c in columns]
+        counts = exp.select(exp.alias_(exp.Count(this=exp.Star()), "_n", quoted=True)).from_(
+            relation.source("_p")).group_by(*cols)
+        most = exp.select(exp.Max(this=column("_n"))).from_(exp.Subquery(
+            this=counts, alias=exp.TableAlias(this=exp.to_identifier("_c"))))
+        return int(self.public(most, relation.tables)[0][0] or 0)
+
+    def join_rows(self, left: Relation, lcols: list, right: Relation, rcols: list) -> int:
+        """The number of rows of an equi-join of two public relations (each of bounded size),
+        counted from each side's key counts without building the join."""
+        if self.public is None:
+            return 0
+
+        def counts(rel, cols, alias):
+            keys = [exp.alias_(column(c), f"_k{i}", quoted=True) for i, c in enumerate(cols)]
+            sub = exp.select(*keys, exp.alias_(exp.Count(this=exp.Star()), "_n", quoted=True)
+                             ).from_(rel.source("_p")).group_by(*[column(c) for c in cols])
+            return exp.Subquery(this=sub, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        on = None
+        for i in range(len(lcols)):
+            eq = exp.EQ(this=exp.column(f"_k{i}", "_a", quoted=True),
+                        expression=exp.column(f"_k{i}", "_b", quoted=True))
+            on = eq if on is None else exp.and_(on, eq)
+        total = exp.select(exp.Sum(this=exp.Mul(this=exp.column("_n", "_a", quoted=True),
+                                                 expression=exp.column("_n", "_b", quoted=True)))
+                           ).from_(counts(left, lcols, "_a")).join(counts(right, rcols, "_b"), on=on)
+        return int(self.public(total, left.tables + right.tables)[0][0] or 0)
 
     def values(self, node: exp.Values, alias=None) -> tuple:
         """An inline table: public rows of literals, typed by their literals."""
@@ -251,7 +284,7 @@ class Resolver:
         sql = exp.select(*projections).from_(inline)
         base = Table("", "values", {}, public=True)
         relation = Relation(base, fields, None, 0, True, sql, [f"VALUES {alias.name}: public, "
-                            f"{len(rows)} row(s)"], "public", ())
+                            f"{len(rows)} row(s)"], "public", (), rows=len(rows))
         if self.public is not None:
             self.read_public(relation)
         return relation, {alias.name.lower()}

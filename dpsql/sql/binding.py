@@ -41,6 +41,8 @@ class Binder:
 
     def column(self, node: exp.Column):
         name = node.name.lower()
+        if name.startswith("_dpsql"):     # the plan's own columns are never the analyst's
+            fail(f"the name {node.name!r}{{at}} is reserved for dpsql's own plan columns", node)
         if node.table and node.table.lower() not in self.qualifiers:
             fail(f"unknown table or alias {node.table!r} in {node.sql('duckdb')}{{at}}", node)
         if self.scope is None:
@@ -82,7 +84,8 @@ class Binder:
                                  or (clause == "HAVING" and name not in grouped)):
                     return aliases[name].copy()
                 if col is None:
-                    known = ", ".join(self.table.columns)
+                    known = ", ".join(c for c in self.table.columns
+                                      if not c.lower().startswith("_dpsql"))
                     fail(f"unknown column {node.sql('duckdb')} in {clause}{{at}}; "
                           f"columns of {self.table.full_name}: {known}", node)
                 return exp.column(col.name, quoted=True)
