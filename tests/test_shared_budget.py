@@ -83,3 +83,71 @@ def test_per_query_privacy_is_charged_as_given(pums):
     with pytest.raises(dpsql.ProgrammingError, match="must be a dpsql.Privacy"):
         reader.execute_df(SQL, privacy=0.5)
     assert reader.spent == pytest.approx((1.5, 1e-7))
+
+
+# -- issue 20: one Budget object is one pool, with ledgers too -------------------------
+
+QUERIES = ["SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > {}".format(a) for a in range(30)]
+
+
+def _answered(reader, queries) -> int:
+    done = 0
+    for sql in queries:
+        try:
+            reader.execute_df(sql)
+            done += 1
+        except dpsql.BudgetExceededError:
+            pass
+    return done
+
+
+@pytest.mark.parametrize("ledgers", [1, 3])
+def test_one_budget_given_to_readers_with_and_without_ledgers_is_one_pool(pums, tmp_path,
+                                                                          ledgers):
+    """On the earlier main, Budget(epsilon=1) given to a plain reader and to k readers
+    with ledger files released k + 1 while Budget.spent said 1."""
+    budget = dpsql.Budget(epsilon=1.0)
+    privacy = dpsql.Privacy(epsilon=0.25)
+    readers = [dpsql.from_df(pums, DATA / "PUMS.yaml", privacy=privacy, budget=budget)]
+    readers += [dpsql.from_df(pums, DATA / "PUMS.yaml", privacy=privacy, budget=budget,
+                              ledger=tmp_path / f"l{i}.jsonl") for i in range(ledgers)]
+    answered = sum(_answered(r, QUERIES[8 * i:8 * i + 8]) for i, r in enumerate(readers))
+    assert answered == 4                                   # 4 x 0.25 = the budget, in all
+    assert budget.spent[0] == pytest.approx(1.0, rel=1e-6)
+    files = [dpsql.ledger.Ledger(tmp_path / f"l{i}.jsonl", None) for i in range(ledgers)]
+    assert sum(f.spent()[0] for f in files) <= 1.0 + 1e-9
+
+
+def test_a_ledger_and_a_budget_each_bound_what_is_released(pums, tmp_path):
+    """The ledger file's total is its own pool (shared across processes), and the Budget
+    object's is another: a query must fit both and is charged to both."""
+    path = tmp_path / "shared.jsonl"
+    dpsql.ledger.Ledger(path, dpsql.Budget(epsilon=0.5))          # the file's pool: 0.5
+    budget = dpsql.Budget(epsilon=0.5)
+    privacy = dpsql.Privacy(epsilon=0.25)
+    first = dpsql.from_df(pums, DATA / "PUMS.yaml", privacy=privacy, budget=budget, ledger=path)
+    assert _answered(first, QUERIES[:4]) == 2
+    # A new Budget object with the same ledger: the file is spent.
+    other = dpsql.from_df(pums, DATA / "PUMS.yaml", privacy=privacy,
+                          budget=dpsql.Budget(epsilon=0.5), ledger=path)
+    assert _answered(other, QUERIES[4:8]) == 0
+    # The first Budget object without a ledger: its own pool is spent too.
+    plain = dpsql.from_df(pums, DATA / "PUMS.yaml", privacy=privacy, budget=budget)
+    assert _answered(plain, QUERIES[8:12]) == 0
+    assert budget.spent[0] == pytest.approx(0.5, rel=1e-6)
+
+
+def test_dbapi_connections_with_a_ledger_share_the_budget_object(pums, tmp_path):
+    budget = dpsql.Budget(epsilon=0.5)
+    privacy = dpsql.Privacy(epsilon=0.25)
+    conns = [dpsql.connect(metadata=DATA / "PUMS.yaml", tables={"PUMS.PUMS": pums},
+                           privacy=privacy, budget=budget, ledger=tmp_path / f"c{i}.jsonl")
+             for i in range(2)]
+    done = 0
+    for i, sql in enumerate(QUERIES[:6]):
+        try:
+            conns[i % 2].cursor().execute(sql)
+            done += 1
+        except dpsql.Error:
+            pass
+    assert done == 2 and budget.spent[0] == pytest.approx(0.5, rel=1e-6)
