@@ -124,6 +124,15 @@ class Scenario:
     frame: pd.DataFrame
     extra_table_keys: dict = field(default_factory=dict)
     repeat: int = 1           # the frame is its first len/repeat rows, repeated
+    twin: bool = False        # a second table, TABLE_twin: the same rows and columns, the
+                              # other censor_dims (keys mixing both must be thresholded)
+
+    @property
+    def twin_name(self) -> str:
+        return f"{self.table}_twin"
+
+    def full_name(self, table: str) -> str:
+        return f"{self.schema}.{table}" if self.schema else table
 
     @property
     def pid(self) -> Col | None:
@@ -139,7 +148,10 @@ class Scenario:
         table["censor_dims"] = self.censor_dims
         for col in self.columns:
             table[col.name] = col.to_meta()
-        return {"": {self.schema: {self.table: table}}}
+        tables = {self.table: table}
+        if self.twin:
+            tables[self.twin_name] = dict(table, censor_dims=not self.censor_dims)
+        return {"": {self.schema: tables}}
 
     def __repr__(self) -> str:
         return "Scenario(\n" + self.describe() + ")"
@@ -397,7 +409,7 @@ def scenarios(draw, max_rows: int = 12) -> Scenario:
         repeat = draw(st.integers(100, 1500))
         frame = pd.concat([frame] * repeat, ignore_index=True)
     return Scenario(schema, table, columns, row_privacy, max_ids, censor_dims, binding, frame,
-                    extra, repeat)
+                    extra, repeat, twin=flag(draw, 0.15))
 
 
 # ------------------------------------------------------------------ neighbours and binding
@@ -429,12 +441,22 @@ def bind(scn: Scenario, keep: list | None, tmpdir: str, tag: str):
     privacy = dpsql.Privacy(epsilon=1.0)
     meta = scn.metadata
     frame = scn.frame if keep is None else scn.frame.iloc[keep]
+    def both(source):
+        if not scn.twin:
+            return source
+        return {scn.full_name(scn.table): source, scn.full_name(scn.twin_name): source}
     if scn.binding == "df":
-        return dpsql.from_df(frame, meta, privacy=privacy)
+        return dpsql.from_df(both(frame), meta, privacy=privacy)
     if scn.binding == "csv":
+        if any(isinstance(v, str) and ("\n" in v or "\r" in v)
+               for c in frame.columns for v in frame[c].astype(object)):
+            # A CSV whose quoted field spans lines is refused as a whole at intake (one
+            # record must not swallow the next: tests/test_csv_intake.py); a data owner's
+            # load error, not something the analyst's queries can cause.
+            reject()
         path = os.path.join(tmpdir, f"{tag}.csv")
         frame.to_csv(path, index=False)
-        return dpsql.from_df(path, meta, privacy=privacy)
+        return dpsql.from_df(both(path), meta, privacy=privacy)
     rows = "TRUE" if keep is None else f"_rn IN ({', '.join(map(str, keep)) or 'NULL'})"
     subset = f"SELECT * EXCLUDE (_rn) FROM _src WHERE {rows}"
     con = duckdb.connect()
@@ -456,11 +478,14 @@ def bind(scn: Scenario, keep: list | None, tmpdir: str, tag: str):
                 con.execute(f'CREATE SCHEMA "{scn.schema}"')
                 target = f'"{scn.schema}".{target}'
             con.execute(f"CREATE TABLE {target} AS {subset}")
+            if scn.twin:
+                twin = f'"{scn.twin_name}"' if not scn.schema else f'"{scn.schema}"."{scn.twin_name}"'
+                con.execute(f"CREATE TABLE {twin} AS SELECT * FROM {target}")
             con.unregister("_src")
     except Exception:  # noqa: BLE001 - the harness cannot materialise this frame
         reject()
     if scn.binding == "parquet":
-        return dpsql.from_df(path, meta, privacy=privacy)
+        return dpsql.from_df(both(path), meta, privacy=privacy)
     return dpsql.from_connection(con, meta, privacy=privacy)
 
 
@@ -898,9 +923,40 @@ class QueryGen:
                 inner_params, self.params = self.params, saved
             else:
                 inner_params = []
-            form = self.pick(("subquery", "cte", "nested", "derived", "union", "semi", "values"))
-            if form == "semi" and scn.pid is None:
+            form = self.pick(("subquery", "cte", "nested", "derived", "union", "semi", "values",
+                              "cross", "internal", "id_join", "twin"))
+            if form in ("semi", "id_join") and scn.pid is None:
                 form = "union"
+            if form == "twin" and not scn.twin:
+                form = "cross"
+            if form in ("cross", "internal", "id_join", "twin"):
+                # Issue 20's families: a CROSS JOIN that repeats every row, the plan's own
+                # names (always refused), a private join with a per-person aggregate of the
+                # id, and a UNION ALL of tables with different censor_dims.
+                self.late_params = inner_params
+                rows = ", ".join(f"({i})" for i in range(self.ints(1, 3)))
+                if form == "cross":
+                    table = f"(SELECT * FROM {table}{inner} CROSS JOIN (VALUES {rows}) AS _v(_vk))"
+                elif form == "internal":
+                    table = self.pick((
+                        f"(SELECT *, 1 AS _dpsql_pid FROM {table}{inner})",
+                        f"(SELECT * FROM {table} CROSS JOIN (VALUES {rows}) AS _v(_vk) "
+                        f"WHERE _dpsql_pid IS NOT NULL)",
+                        f'(SELECT * FROM {table}{inner}) AS "_DPSQL_t" CROSS JOIN (VALUES (1)) AS _w(_wk)'))
+                    if table.endswith("_w(_wk)"):
+                        return table
+                elif form == "id_join":
+                    pid = self.colref(scn.pid)
+                    agg = self.pick((f"MIN({pid})", f"MAX(CAST({pid} AS VARCHAR))", "COUNT(*)"))
+                    table = (f"(SELECT * FROM {table}{inner} JOIN (SELECT {pid} AS _idp, {agg} "
+                             f"AS _idm FROM {table} GROUP BY {pid}) AS _ia ON {pid} = _ia._idp)")
+                else:
+                    twin = (scn.schema + "." if scn.schema else "") + scn.twin_name
+                    table = self.pick((
+                        f"(SELECT * FROM {table}{inner} UNION ALL SELECT * FROM {twin})",
+                        f"(SELECT * FROM {twin} UNION ALL SELECT * FROM {table}{inner})"))
+                self.qualifier = self.pick(("t", "q", "Alias1"))
+                return f"{table} AS {self.qualifier}"
             if form == "values":
                 # A public inline table joined to every row (not a unique key): each row
                 # repeats, and truncation must bring a person back to their bound.
