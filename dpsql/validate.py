@@ -189,6 +189,9 @@ def _int_literal(node, what: str):
     value = node.expression if isinstance(node, (exp.Limit, exp.Offset)) else node
     if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
         _fail(f"{what} must be a non-negative integer literal")
+    if int(value.this) > 2 ** 63 - 1:     # refused here, free: the engine would fail later
+        _fail(f"{what} {value.this} is beyond the largest {what} ({2 ** 63 - 1}); "
+              f"leave {what} out to keep every row")
     return int(value.this)
 
 

@@ -251,3 +251,37 @@ def test_public_key_grid_beyond_the_cap_is_not_built(tmp_path):
     plan = reader._plan(sql)
     assert plan.threshold is not None and not plan.public_keys
     assert len(reader.execute_df(sql)) < 200
+
+
+# -- found by the hostile review of this issue ----------------------------------------
+
+def _self_join_chain(n: int, target: int) -> str:
+    sql = f"SELECT COUNT(*) AS n FROM (SELECT * FROM clinic.visits WHERE pid = {target}) v0"
+    for i in range(1, n):
+        sql += f" JOIN (SELECT * FROM clinic.visits WHERE pid = {target}) v{i} ON v{i}.pid = v0.pid"
+    return sql
+
+
+def test_chain_of_private_self_joins_is_refused_before_reading(clinic_mixed):
+    """Review finding: ten copies of visits joined on the person, each filtered to the
+    target (max_ids 6): 6^10 rows with them, none without; 9.2-10.9 s against 1.3-1.8 s
+    on the earlier version of this branch. A row's meetings multiply along the chain, so
+    the fifth copy (6^4 = 1,296 > 1,000) is refused, on both data sets, for free."""
+    sql = _self_join_chain(10, X)
+    a, _ = attack(clinic_mixed, sql, lambda df: "answered", runs=6, timed=True)
+    assert all(label[0] == "refused" and "1,000" in label[1] for label in a.counts), dict(a.counts)
+    reader = clinic_mixed["without"]
+    reader.execute_df(_self_join_chain(4, X))          # 6 x 6 x 6 = 216 meetings: answered
+    with pytest.raises(dpsql.QueryError, match="1,296"):
+        reader.execute_df(_self_join_chain(5, X))
+
+
+@pytest.mark.parametrize("clause", ["LIMIT 99999999999999999999",
+                                    "LIMIT 1 OFFSET 99999999999999999999"])
+def test_limit_beyond_64_bits_is_a_free_refusal(clause):
+    """Review finding: charged, then failed in post-processing (OperationalError)."""
+    reader = dpsql.from_df(pd.read_csv(DATA / "PUMS.csv"), DATA / "PUMS.yaml",
+                           privacy=dpsql.Privacy(epsilon=0.1))
+    with pytest.raises(dpsql.QueryError, match="beyond the largest"):
+        reader.execute_df(f"SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex {clause}")
+    assert reader.spent == (0.0, 0.0)

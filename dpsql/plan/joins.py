@@ -245,7 +245,7 @@ class Join:
             # most k_left x k_right times whatever their count (a chain of self-joins
             # would otherwise make the work grow as a power of one person's rows).
             lsql, rsql = _truncated_side(left, "l"), _truncated_side(right, "r")
-            fanout = left.fanout + right.fanout
+            fanout = _private_fanout(left, right)
             result = dict(unit="person", pid=left.pid, k=k, bounded=left.bounded and right.bounded,
                           base=left.base, ref=None, groups=None, owner_left=True)
             if self.side != "LEFT":
@@ -255,7 +255,7 @@ class Join:
                    f"so at most {left.k} x {right.k} = {k} row(s) per person")
         elif "reference" in units:
             result, how, extra = self._reference(fields, pairs, lback, rback)
-            fanout = left.fanout + right.fanout
+            fanout = _private_fanout(left, right)
             ref_side = left if left.unit == "reference" else right
             tables = tuple(dict.fromkeys(tables + (ref_side.ref[1],)))
             if ref_side is left:
@@ -384,6 +384,23 @@ class Join:
         result = dict(unit=other.unit, pid=other.pid, k=k, bounded=False, base=other.base,
                       ref=other.ref, groups=None, owner_left=other is left)
         return result, how, extra
+
+
+def _private_fanout(left: Relation, right: Relation) -> int:
+    """Most rows one private source row becomes in a join of two private relations on the
+    person: a row of one side meets at most ``k`` rows of the other (each side truncated
+    to its bound), on top of what it had become already. A chain of self-joins multiplies
+    it, so the cap refuses the chain before its work (a power of one person's rows) could
+    tell whether the rows its WHERE singles out are there."""
+    fanout = max(left.fanout * max(right.k, 1), right.fanout * max(left.k, 1))
+    if fanout > MAX_FANOUT:
+        fail(f"this join of private tables on the person makes each private row meet up to "
+             f"{fanout:,} rows (a row of one side meets every kept row of the same person on "
+             f"the other: at most {left.k} and {right.k}), more than dpsql's limit of "
+             f"{MAX_FANOUT:,} per private row, which keeps the work one person's rows cause (and "
+             "so the time a query takes) from growing with the query. Join fewer private "
+             "tables, or aggregate per person first")
+    return fanout
 
 
 def _truncated_side(side: Relation, tag: str) -> Relation:
