@@ -220,18 +220,38 @@ def _check_columns(table: Table, present: list) -> None:
                             "the header or the metadata")
 
 
+# Python-backed strings whatever pandas' default: they can hold the lone surrogates this
+# pass removes (Arrow's cannot, and Arrow cannot even take the pattern that finds them).
+_PYTHON_TEXT = pd.StringDtype("python")
+
+
+def _cell_text(value):
+    """One cell's text, for the cells pandas could not convert: bytes are decoded (bad
+    bytes replaced), a value whose str() fails or is not text is NULL."""
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    try:
+        text = str(value)
+    except Exception:  # noqa: BLE001 - the caller's object: its failure is its NULL
+        return None
+    return str.__str__(text) if isinstance(text, str) else None
+
+
 def _text(values: pd.Series) -> pd.Series:
     """A column as text DuckDB can always read: a cell that is not valid text is NULL.
 
     A Python str may hold a lone surrogate (from a JSON escape such as \\ud800), which
     is not UTF-8: DuckDB would fail every query that reads the column, so one row could
-    decide whether a query fails. Bytes and other objects become their text, or NULL."""
+    decide whether a query fails. Dates, numbers and other objects become their text
+    (pandas' own vectorised conversion); only if it fails (bytes that are not UTF-8, an
+    object whose str() raises) is each cell converted on its own, to its text or NULL.
+    The result is Python-backed text, with or without pyarrow."""
     try:
-        text = values.astype("string")
-    except (UnicodeError, ValueError, TypeError):
-        text = values.map(lambda v: v if isinstance(v, str) or v is None else
-                          (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
-                          ).astype("string")
+        text = values.astype(_PYTHON_TEXT)
+    except Exception:  # noqa: BLE001 - any object may be in the column: convert per cell
+        text = values.map(_cell_text, na_action="ignore").astype(_PYTHON_TEXT)
     bad = text.str.contains("[\ud800-\udfff]", regex=True, na=False)
     if bad.any():
         text = text.mask(bad)
@@ -293,13 +313,79 @@ def _load_csv(con, view: str, path: Path, table: Table) -> None:
     # cell that does not convert.
     header = _csv_header(path)
     _check_columns(table, header)
+    rejects, scans = view + "_rejects", view + "_scans"
     rel = con.read_csv(str(path), header=True, auto_detect=False, delimiter=",", quotechar='"',
                        escapechar='"', ignore_errors=True, strict_mode=False,
+                       store_rejects=True, rejects_table=rejects, rejects_scan=scans,
                        columns={name: "VARCHAR" for name in header})
     rel.create_view(view + "_text")
     source = exp.Table(this=exp.to_identifier(view + "_text", quoted=True))
     typed = typed_relation(table, source, {c.name.lower(): "VARCHAR" for c in table.columns.values()})
-    con.execute(exp.Create(this=exp.Table(this=exp.to_identifier(view, quoted=True)), kind="TABLE",
-                           expression=typed).sql(DIALECT))
+    target = exp.Table(this=exp.to_identifier(view, quoted=True))
+    con.execute(exp.Create(this=target, kind="TABLE", expression=typed).sql(DIALECT))
     con.execute(exp.Drop(tables=[exp.Table(this=exp.to_identifier(view + "_text", quoted=True))],
                          kind="VIEW").sql(DIALECT))
+    try:
+        _check_records(con, path, table, target, exp.Table(this=exp.to_identifier(rejects, quoted=True)))
+    except DataError:
+        con.execute(exp.Drop(tables=[target], kind="TABLE").sql(DIALECT))
+        raise
+    finally:
+        for name in (rejects, scans):
+            con.execute(exp.Drop(tables=[exp.Table(this=exp.to_identifier(name, quoted=True))],
+                                 kind="TABLE", exists=True).sql(DIALECT))
+
+
+_LINE_START = bytes.maketrans(bytes(range(256)),
+                              bytes(b if b in b"\r\n" else ord("x") for b in range(256)))
+
+
+def _count_lines(path: Path, chunk: int = 1 << 22) -> int:
+    """The file's non-blank lines, split as DuckDB's CSV reader splits them outside
+    quotes: a line ends at CR LF, CR or LF, and an empty line is skipped. Counted on the
+    bytes a chunk at a time: every byte but CR and LF becomes x, and a line starts where
+    an x follows a line end (or starts the file)."""
+    lines, last = 0, b"\n"
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            text = last + block.translate(_LINE_START)
+            lines += text.count(b"\nx") + text.count(b"\rx")
+            last = text[-1:]
+    return lines
+
+
+def _has_break(node: exp.Expression) -> exp.Expression:
+    return exp.or_(*[exp.Anonymous(this="contains", expressions=[
+        node.copy(), exp.Anonymous(this="chr", expressions=[exp.Literal.number(code)])])
+        for code in (10, 13)])
+
+
+def _check_records(con, path: Path, table: Table, target: exp.Table, rejects: exp.Table) -> None:
+    """Refuse the file if a quoted field spans lines.
+
+    A quoted field may hold line breaks, so one person's unbalanced quote would swallow
+    the lines after it, other people's records: one person's data would change others'
+    rows, outside the neighbouring data sets differential privacy is about. So each
+    non-blank line after the header must be a record of its own: the records kept plus
+    those dropped as errors (one per record, however many errors it has) must be as many
+    as those lines, and no text kept may hold a line break. (DuckDB gives the line where
+    a dropped record starts, and its text, with the blank lines before it: trimmed.) One
+    count of the file's line ends in byte chunks and three queries in DuckDB; nothing
+    per row in Python."""
+    kept = con.execute(exp.select("COUNT(*)").from_(target).sql(DIALECT)).fetchone()[0]
+    line = exp.column("line")
+    dropped, first = con.execute(exp.select(
+        exp.Count(this=exp.Distinct(expressions=[line])),
+        exp.Filter(this=exp.Min(this=line), expression=exp.Where(
+            this=_has_break(exp.Trim(this=exp.column("csv_line"), expression=exp.Literal.string(
+                "\r\n")))))).from_(rejects).sql(DIALECT)).fetchone()
+    texts = [exp.column(c.name, quoted=True) for c in table.columns.values() if c.type == "string"]
+    broken = bool(texts) and con.execute(exp.select("COUNT(*) > 0").from_(target).where(
+        exp.or_(*[_has_break(node) for node in texts])).sql(DIALECT)).fetchone()[0]
+    if first is None and not broken and kept + dropped == _count_lines(path) - 1:
+        return
+    where = f", likely in the record that starts on line {first}" if first is not None else ""
+    raise DataError(f"{path}: a quoted field spans lines (an unbalanced quote{where}); "
+                    "fix the quoting in the file: close every quote on the line where it "
+                    "opens, as a field may not hold a line break. The file is refused as a "
+                    "whole so that one record cannot change others.")

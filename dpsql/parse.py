@@ -32,6 +32,13 @@ about 520 of Python's default 1,000 frames: a caller up to 400 frames deep
   nodes a term); ``x IN (1, 2, ...)`` costs one node a value and is the better
   way to write a long list. Other chains (``a + b + c ...``, ``- - - 1``) add a
   level per term.
+* ``MAX_RELATION_DEPTH`` = 24 relations nested in one another, measured
+  iteratively right after parsing: a SELECT is one level above every subquery
+  and CTE it reads, so ``WITH t1 AS (... FROM t0), t2 AS (... FROM t1), ...``
+  nests as deep as its chain is long although its syntax tree is shallow.
+  ``SELECT COUNT(*) FROM t`` is 1 level. Rendering the plan costs about 12
+  frames a level: called 400 frames deep, 52 levels render, and 33 with every
+  other limit reached at once, so 24 leaves a margin of about 100 frames.
 
 Parameters (``?``, paramstyle qmark) must be exactly one of: int, float
 (finite), str (without NUL), bool, None, decimal.Decimal (finite),
@@ -47,6 +54,7 @@ import datetime as _dt
 import decimal
 import math
 import re
+import sys
 from collections.abc import Mapping
 from typing import Sequence
 
@@ -64,6 +72,10 @@ MAX_SQL_LENGTH = 100_000
 MAX_NESTING = 20
 MAX_DEPTH = 64
 MAX_NODES = 20_000
+MAX_READS = 32
+"""Most reads of stored tables and VALUES lists in one plan, each CTE counted once per
+place that reads it (dpsql.plan.relations enforces the same on the relations it builds)."""
+MAX_RELATION_DEPTH = 24
 
 _ACCEPTED = ("accepted types: int, float (finite), str, bool, None, decimal.Decimal (finite), "
              "datetime.date, datetime.datetime (naive), and numpy bool_, integer, "
@@ -249,6 +261,23 @@ def _balance_connectors(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+RESERVED_PREFIX = "_dpsql"
+"""Names of dpsql's own plan columns and relations (row identities, hidden keys)."""
+
+
+def check_reserved_names(tree: exp.Expression) -> None:
+    """Refuse any name starting with ``_dpsql`` anywhere in the query (columns, aliases,
+    tables, CTEs): the plan's internal columns must be unreachable from the analyst's SQL
+    at every level, so none of them can be read, shadowed or forged."""
+    for node in tree.find_all(exp.Identifier):
+        if str(node.this).lower().startswith(RESERVED_PREFIX):
+            meta = node.meta or {}
+            where = f" (line {meta['line']}, column {meta['col']})" if "line" in meta else ""
+            raise QueryError(f"the name {node.this!r}{where} starts with {RESERVED_PREFIX}, "
+                             "which is reserved for dpsql's own plan columns; choose another "
+                             "name")
+
+
 def check_size(tree: exp.Expression) -> None:
     """Refuse a tree deeper than MAX_DEPTH or larger than MAX_NODES (iteratively)."""
     nodes, deepest, stack = 0, 0, [(tree, 1)]
@@ -269,6 +298,130 @@ def check_size(tree: exp.Expression) -> None:
         stack.extend((child, depth + 1) for child in _children(node))
 
 
+_RELATIONS = (exp.Select, exp.SetOperation)
+
+
+def _cte_lookup(with_: exp.With, name: str, before, scopes: dict):
+    if id(with_) not in scopes:
+        names: dict = {}
+        for i, cte in enumerate(with_.expressions):
+            names.setdefault(cte.alias_or_name.lower(), []).append((i, cte))
+        scopes[id(with_)] = names
+    visible = [cte for i, cte in scopes[id(with_)].get(name, ()) if before is None or i < before]
+    return visible[-1] if visible else None
+
+
+def _cte_named(table: exp.Table, scopes: dict):
+    """The CTE an unqualified table name refers to, or None (a stored table): the
+    nearest WITH above that defines it; in a CTE's body only earlier CTEs count."""
+    if table.args.get("db") or table.args.get("catalog"):
+        return None
+    name = table.name.lower()
+    child, node = table, table.parent
+    while node is not None:
+        if isinstance(node, exp.With):     # ``child`` is one of its CTEs
+            before = next((i for i, cte in enumerate(node.expressions) if cte is child),
+                          len(node.expressions))
+            hit = _cte_lookup(node, name, before, scopes)
+            if hit is not None:
+                return hit
+            owner = node.parent            # its WITH is searched: go on above it
+            child, node = owner, owner.parent if owner is not None else None
+            continue
+        with_ = node.args.get("with_")
+        if isinstance(with_, exp.With):
+            hit = _cte_lookup(with_, name, None, scopes)
+            if hit is not None:
+                return hit
+        child, node = node, node.parent
+    return None
+
+
+def _reads(query: exp.Expression, scopes: dict, tables: dict | None = None) -> list:
+    """The relations (SELECTs, set operations) one relation reads directly: its
+    subqueries and the bodies of the CTEs it names (not its own WITH list). A CTE named
+    twice is in the list twice. ``tables``, if given, gets ``tables[id(query)]``: how many
+    stored tables and VALUES lists it reads itself."""
+    found, stack, direct = [], [v for k, v in query.args.items() if k != "with_"], 0
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, _RELATIONS):
+            found.append(value)
+        elif isinstance(value, exp.Table):
+            cte = _cte_named(value, scopes)
+            if cte is not None and isinstance(cte.this, _RELATIONS):
+                found.append(cte.this)
+            elif cte is None:
+                direct += 1
+        elif isinstance(value, exp.Expression):
+            direct += isinstance(value, exp.Values)
+            stack.extend(_children(value))
+    if tables is not None:
+        tables[id(query)] = direct
+    return found
+
+
+def relation_depth(tree: exp.Expression) -> int:
+    """How many relations the query nests in one another (iteratively): a SELECT is
+    one level above the deepest subquery or CTE it reads; a set operation is as
+    deep as its deepest part."""
+    return relation_sizes(tree)[0]
+
+
+def relation_sizes(tree: exp.Expression) -> tuple:
+    """(nesting depth, table reads): the depth as ``relation_depth``; the reads count
+    every stored table and VALUES list once per place the plan reads it, each CTE
+    expanded where it is named (so a chain of CTEs that each read the previous one twice
+    doubles at every step)."""
+    relations, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _RELATIONS):
+            relations.append(node)
+        stack.extend(_children(node))
+    scopes: dict = {}
+    depth: dict = {}
+    direct: dict = {}
+    total: dict = {}
+    for root in relations:
+        todo, open_ = [(root, None)], set()
+        while todo:
+            node, reads = todo.pop()
+            if id(node) in depth:
+                continue
+            if reads is None:
+                if id(node) in open_:          # a cycle (impossible in valid SQL): ignore it
+                    continue
+                open_.add(id(node))
+                reads = _reads(node, scopes, direct)
+                todo.append((node, reads))
+                todo.extend((r, None) for r in reads if id(r) not in depth)
+            else:
+                below = max((depth.get(id(r), 0) for r in reads), default=0)
+                depth[id(node)] = below + (1 if isinstance(node, exp.Select) else 0)
+                total[id(node)] = direct.get(id(node), 0) + sum(total.get(id(r), 0) for r in reads)
+    return max(depth.values(), default=0), total.get(id(tree), 0)
+
+
+def check_relation_depth(tree: exp.Expression) -> None:
+    """Refuse a query nesting more than MAX_RELATION_DEPTH relations (CTE chains too), or
+    reading tables more than MAX_READS times, before anything is planned."""
+    depth, reads = relation_sizes(tree)
+    if reads > MAX_READS:
+        raise QueryError(
+            f"the query reads tables {reads:,} times (each CTE counted once per place that "
+            f"reads it), more than dpsql's limit of {MAX_READS} per query, which keeps plans "
+            "small; read each CTE fewer times, or split the query")
+    if depth > MAX_RELATION_DEPTH:
+        raise QueryError(
+            f"the query nests {depth} relations deep; dpsql allows at most "
+            f"{MAX_RELATION_DEPTH} (each subquery, and each CTE read by another, is one level "
+            "above what it reads; the limit keeps planning within Python's stack). Merge "
+            "steps that only filter, rename or compute columns into one SELECT")
+
+
 # ----------------------------------------------------------------- parameters
 
 _NP_SCALARS = tuple(dict.fromkeys(
@@ -280,6 +433,14 @@ def _type_name(value) -> str:
     # type.__name__ read through type's own descriptor: a metaclass cannot override it.
     name = type.__dict__["__name__"].__get__(type(value))
     return name if len(name) <= 60 else name[:57] + "..."
+
+
+_INT64 = (-2 ** 63, 2 ** 63 - 1)
+_DOUBLE_MAX = int(sys.float_info.max)
+_BEYOND_DOUBLE = (f"it is out of range: an integer must fit in a signed 64-bit integer "
+                  f"({_INT64[0]} to {_INT64[1]}), and a larger integer or a Decimal is bound "
+                  "as a DOUBLE, which must be finite (magnitude below about 1.8e308); pass a "
+                  "smaller number, or None for SQL NULL")
 
 
 def _refuse(value, position: int | None, why: str) -> QueryError:
@@ -354,6 +515,8 @@ def literal(value, position: int | None = None) -> exp.Expression:
     if kind is int:
         if int.bit_length(value) > 3000:
             raise _refuse(original, position, "the integer has more than 900 digits")
+        if not _INT64[0] <= value <= _INT64[1] and int.__abs__(value) > _DOUBLE_MAX:
+            raise _refuse(original, position, _BEYOND_DOUBLE)
         return _number(int.__repr__(abs(value)), value < 0)
     if kind is float:
         if not math.isfinite(value):
@@ -368,6 +531,8 @@ def literal(value, position: int | None = None) -> exp.Expression:
         if len(digits) > 1000 or not -1000 <= exponent <= 1000:
             raise _refuse(original, position, "the Decimal has more than 1000 digits or an "
                           "exponent beyond +-1000")
+        if decimal.Decimal.copy_abs(value) > _DOUBLE_MAX:
+            raise _refuse(original, position, _BEYOND_DOUBLE)
         text = decimal.Decimal.__format__(decimal.Decimal.copy_abs(value), "f")
         return _number(text, bool(sign))
     if kind is str:
@@ -465,6 +630,8 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
         _union_of_queries(tree)
         tree = _balance_connectors(tree)
         check_size(tree)
+        check_relation_depth(tree)
+        check_reserved_names(tree)
         return bind_params(tree, params)
     if not isinstance(tree, exp.Select):
         kind = tree.key.upper() if tree.key in ("insert", "update", "delete", "create", "drop",
@@ -474,6 +641,8 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
                          "dpsql is read-only and releases aggregates only")
     tree = _balance_connectors(tree)
     check_size(tree)
+    check_relation_depth(tree)
+    check_reserved_names(tree)
     return bind_params(tree, params)
 
 

@@ -47,6 +47,15 @@ CELL_CAP = 2 ** 31 - 1         # rows counted per cell
 RANK_CAP = 2 ** 36             # L and G
 MAX_DENOMINATOR = 10_000       # p is the nearest fraction with at most this denominator
 _CHUNK_CELLS = 2 ** 20         # cells sampled per vectorised batch (groups x cells)
+_DOUBLE_MAX = np.finfo(np.float64).max   # every finite double is below 2^1024
+
+
+def _pow2(exponent) -> np.ndarray:
+    """2 ** exponent as doubles; from 2 ** 1024 (beyond the double range, and above every
+    finite double) on, the largest double, so a log cell's edge still bounds its values."""
+    exponent = np.asarray(exponent, dtype=np.float64)
+    beyond = exponent >= 1024
+    return np.where(beyond, _DOUBLE_MAX, np.exp2(np.where(beyond, 0.0, exponent)))
 
 
 def quantile_fraction(p) -> Fraction:
@@ -90,7 +99,8 @@ class Grid:
         """Log-spaced cells over the whole range of an int64 or a double column."""
         emin, emax = (0, 63) if integer else (-64, 1024)
         side = (emax - emin) * per_octave
-        return Grid("log", -2.0 ** emax, 2.0 ** emax, 2 * side + 1, per_octave, emin, emax)
+        top = float(_pow2(emax))         # 2^1024 is not a double: the largest double
+        return Grid("log", -top, top, 2 * side + 1, per_octave, emin, emax)
 
     @property
     def width(self) -> float:
@@ -116,9 +126,9 @@ class Grid:
         side = (self.cells - 1) // 2
         j = index.astype(np.int64) - side            # 0: zero cell; > 0 positive; < 0 negative
         mag = np.abs(j) - 1
-        small = 2.0 ** self.emin
-        lo_mag = np.exp2(self.emin + mag / self.per_octave)
-        hi_mag = np.exp2(self.emin + (mag + 1) / self.per_octave)
+        small = float(_pow2(self.emin))
+        lo_mag = _pow2(self.emin + mag / self.per_octave)
+        hi_mag = _pow2(self.emin + (mag + 1) / self.per_octave)
         if upper:
             return np.where(j > 0, hi_mag, np.where(j < 0, -lo_mag, small))
         return np.where(j > 0, lo_mag, np.where(j < 0, -hi_mag, -small))

@@ -34,7 +34,8 @@ from ..rewrite import column, typed_name
 from ..sql.binding import Binder, fail
 from ..sql.typecheck import Checker
 from ..engines.duckdb import truncated
-from .relations import (HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation, not_null_id)
+from .relations import (HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation, count_reads,
+                        not_null_id)
 
 PRIVATE = ("person", "row", "reference")
 
@@ -123,6 +124,7 @@ class Join:
         return lmap, rmap
 
     def build(self) -> tuple:
+        count_reads(self.left.reads + self.right.reads, "the join")
         lmap, rmap = self._renames()
         fields, scope = {}, {}
         for rel, mapping, sc in ((self.left, lmap, self.lscope), (self.right, rmap, self.rscope)):
@@ -305,7 +307,8 @@ class Join:
             f"{_label(scope, a)} = {_label(scope, b)}" for a, b in pairs) + f": {how}")
         rel = Relation(result["base"], fields, pid_name, result["k"], result["bounded"], sql,
                        steps, result["unit"], tables, result["ref"], result["groups"],
-                       owner_sql.local_ids and result["unit"] == "person", fanout, rows)
+                       owner_sql.local_ids and result["unit"] == "person", fanout, rows,
+                       self.left.reads + self.right.reads)
         return rel, scope
 
     # -- work bounds -----------------------------------------------------------
@@ -501,6 +504,7 @@ def semi_join(outer: Relation, column_name: str, inner: Relation, negated: bool,
     rel = outer.derived(dict(outer.fields), outer.pid, outer.k, outer.bounded, sql,
                         outer.steps + [s for s in inner.steps if s not in outer.steps])
     rel.tables = tuple(dict.fromkeys(outer.tables + inner.tables))
+    rel.reads = count_reads(outer.reads + inner.reads, label)
     if inner.unit != "public":
         rel.fanout = outer.fanout + inner.fanout
         if rel.fanout > MAX_FANOUT:
@@ -580,4 +584,5 @@ def union_all(parts: list, name: str) -> Relation:
         fail(f"UNION ALL in {name!r}: {rows:,} public rows, more than dpsql's limit of "
              f"{MAX_PUBLIC_ROWS:,}")
     return Relation(first.base, fields, pid, k, bounded, sql, steps, unit, tables,
-                    fanout=fanout, rows=rows)
+                    fanout=fanout, rows=rows,
+                    reads=count_reads(sum(p.reads for p in parts), f"UNION ALL in {name!r}"))

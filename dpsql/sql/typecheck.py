@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import sys
 from typing import Callable
 
 from sqlglot import exp
@@ -23,6 +24,7 @@ from .allowed import (CAST_REFUSED, CAST_TARGETS, DATE_PARTS, ENGINE_TYPES, NUME
                       TRUNC_PARTS, entry_for, name_of)
 
 INT64 = (-2 ** 63, 2 ** 63 - 1)
+_DOUBLE_MAX = int(sys.float_info.max)
 MAX_PATTERN = 100           # characters of a LIKE pattern
 MAX_STRING_LITERAL = 1000   # characters of a string literal or string parameter
 Typed = tuple  # (expression, type name)
@@ -57,18 +59,33 @@ def int_literal(value: int) -> exp.Expression:
     return exp.Paren(this=exp.Neg(this=node)) if value < 0 else node
 
 
-def number_literal(text: str, negative: bool = False) -> Typed:
-    """A number written in the query, with its type fixed by its text alone."""
+def _out_of_range(text: str, where: str) -> None:
+    shown = text.strip() if len(text.strip()) <= 30 else \
+        f"{text.strip()[:20]}... ({len(text.strip())} characters)"
+    _refuse(f"the number {shown}{where} is out of range: an integer must fit in a signed "
+            f"64-bit integer ({INT64[0]} to {INT64[1]}); a larger one, or a number with a "
+            "fraction or exponent, is a DOUBLE, which must be finite (magnitude below about "
+            "1.8e308). Write a smaller number")
+
+
+def number_literal(text: str, negative: bool = False, where: str = "") -> Typed:
+    """A number written in the query, with its type fixed by its text alone.
+
+    ``where``: the literal's place for messages, e.g. " (line 1, column 40, in WHERE)"."""
     clean = text.strip().replace("_", "")
     if clean.lstrip("+-").isdigit():
         value = -int(clean) if negative else int(clean)
         if INT64[0] <= value <= INT64[1]:
             return int_literal(value), "int"
+        if abs(value) > _DOUBLE_MAX:       # float(value) would raise OverflowError
+            _out_of_range(("-" if negative else "") + text, where)
         return float_literal(float(value)), "float"
     try:
         value = float(clean)
     except ValueError:
-        _refuse(f"{text!r} is not a number")
+        _refuse(f"{text!r}{where} is not a number")
+    if not math.isfinite(value):
+        _out_of_range(("-" if negative else "") + text, where)
     return float_literal(-value if negative else value), "float"
 
 
@@ -112,7 +129,7 @@ def _convert_literal(original: exp.Expression, target: str, context: str) -> Typ
         except ValueError:
             _refuse(f"{context}: '{value}' is not a number, but it is compared with a number "
                     "(the column is numeric in the metadata)")
-        return number_literal(value)
+        return number_literal(value, where=f" ({context})")
     if target in TEMPORAL and kind == "string":
         return _temporal_literal(value, target), target
     if target == "boolean" and kind == "string" and value.strip().lower() in ("true", "false"):
@@ -141,6 +158,16 @@ class Checker:
 
     def __init__(self, columns: dict, leaf: Callable | None = None, clause: str = "WHERE"):
         self.columns, self.leaf, self.clause = columns, leaf, clause
+
+    def _at(self, node: exp.Expression) -> str:
+        """Where a literal is, for messages: its line and column if known, and the clause."""
+        while isinstance(node, (exp.Paren, exp.Neg)) and not node.meta:
+            node = node.this
+        meta = node.meta or {}
+        if "line" in meta:      # sqlglot's column is the token's last one
+            col = meta["col"] - (meta["end"] - meta["start"]) if "start" in meta else meta["col"]
+            return f" (line {meta['line']}, column {col}, in {self.clause})"
+        return f" (in {self.clause})"
 
     # -- entry points ----------------------------------------------------------
     def check(self, node: exp.Expression) -> Typed:
@@ -237,7 +264,7 @@ class Checker:
                         f"characters (in {self.clause}): the time a row takes must not grow "
                         "with values the query builds")
             return node.copy(), "string"
-        return number_literal(node.this)
+        return number_literal(node.this, where=self._at(node))
 
     def _paren(self, node):
         inner, kind = self.check(node.this)
@@ -360,8 +387,10 @@ class Checker:
             if target in TEMPORAL and kind == "string":
                 return _temporal_literal(literal[1], target), target
             if target in NUMERIC:
-                value, vkind = (number_literal(literal[1]) if kind == "string"
-                                else number_literal(literal[2].lstrip("-"), literal[2].startswith("-")))
+                where = self._at(node.this)
+                text = literal[2]
+                value, vkind = (number_literal(literal[1], where=where) if kind == "string"
+                                else number_literal(text.lstrip("-"), text.startswith("-"), where))
                 if target == "float" and vkind == "int":
                     value = float_literal(float(literal[1] if kind == "string" else literal[2]))
                 if target == "int" and vkind == "float":
@@ -399,7 +428,7 @@ class Checker:
 
     def _neg(self, node):
         if _literal_value(node) is not None:
-            return number_literal(node.this.this, negative=True)
+            return number_literal(node.this.this, negative=True, where=self._at(node.this))
         inner, kind = self.check(node.this)
         self._need(node.this, kind, NUMERIC, "-")
         new = exp.Neg(this=inner)
