@@ -26,6 +26,7 @@ import yaml
 import dpsql
 from dpsql import cli, parse
 from dpsql.quantile_mechanism import Grid
+from test_parse_safety import at_stack_depth
 
 WHERE = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE "
 BIG = "1" + "0" * 400                      # a 401-digit integer
@@ -49,17 +50,6 @@ def refused(reader, sql, *words, params=None, error=dpsql.QueryError):
             assert word in message, message
     assert reader.spent == spent
     return message
-
-
-def at_stack_depth(depth, fn):
-    """Call fn with the Python stack ``depth`` frames deep (as tests/test_parse_safety.py)."""
-    frame, current = sys._getframe(), 0
-    while frame is not None:
-        frame, current = frame.f_back, current + 1
-
-    def down(k):
-        return fn() if k <= 0 else down(k - 1)
-    return down(depth - current)
 
 
 # ----------------------------------------------------------------- 1. numbers out of range
