@@ -12,7 +12,8 @@ from __future__ import annotations
 import threading
 import warnings
 
-from . import zcdp
+
+from .zcdp import reported  # noqa: F401 - part of the accountant's face
 from .errors import BudgetExceededError
 from .privacy import Budget
 
@@ -37,16 +38,6 @@ def vector(cost) -> tuple:
 
 def add(spent: tuple, cost: tuple) -> tuple:
     return tuple(a + b for a, b in zip(spent, cost))
-
-
-def reported(spent: tuple, budget: Budget | None) -> tuple:
-    """(epsilon, delta) of a spend: its sums, or for a zCDP budget the tight conversion of
-    its rho at the budget's delta, less what thresholds spent outside zCDP."""
-    if budget is None or not budget.zcdp:
-        return (spent[0], spent[1])
-    if spent[2] <= 0:
-        return (0.0, spent[3])
-    return (zcdp.epsilon_for(spent[2], budget.delta - spent[3]), budget.delta)
 
 
 def exceeds(spent: tuple, cost: tuple, budget: Budget | None) -> bool:

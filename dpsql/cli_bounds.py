@@ -23,7 +23,7 @@ from .errors import MetadataError
 def run(args) -> int:
     import dpsql
 
-    from .cli import UsageError, _require_file
+    from .cli_text import UsageError, _require_file
     from .ledger import Ledger
     from .metadata import Metadata
     if args.budget is not None and args.ledger is None:

@@ -12,7 +12,7 @@ import sys
 
 from . import report
 from .accounting import remaining
-from .cli import EXIT_OK, _num, _pair, _write, render_table
+from .cli_text import EXIT_OK, _num, _pair, _write, render_table
 from .ledger import Ledger
 
 

@@ -11,6 +11,7 @@ import enum
 import math
 from dataclasses import dataclass, field
 
+from . import zcdp
 from .errors import ProgrammingError
 
 DEFAULT_DELTA = 1e-10
@@ -218,5 +219,4 @@ class Budget:
     @property
     def spent(self) -> tuple:
         """(epsilon, delta) spent from this pool by every session that shares it."""
-        from .accounting import reported
-        return reported(self._spent, self)
+        return zcdp.reported(self._spent, self)

@@ -31,6 +31,7 @@ from .quantile_mechanism import CELL_CAP, Grid, PermuteAndFlip, quantile_fractio
 from .rewrite import bound_literal, clamp, column
 from .sql.binding import fail
 from .sql.typecheck import float_literal
+from .statistic import Statistic
 
 QUANTILE_NODES = (exp.PercentileCont, exp.PercentileDisc, exp.Min, exp.Max)
 MIN_P, MAX_P = Fraction(1, 100), Fraction(99, 100)
@@ -223,7 +224,6 @@ def quantile_statistic(stats, cell, grid, p, how, int_out, label):
     for existing in stats.items:
         if existing.aggregate == marker:
             return existing
-    from .statistics import Statistic
     rows = stats.l1_rows
     item = Statistic(f"_s{len(stats.items)}", label, marker, Stat.quantile, rows, rows, int_out)
     item.meta.update(cell=cell, grid=grid, p=p, how=how, calibrate=lambda eps: PermuteAndFlip.calibrate(

@@ -16,7 +16,6 @@ statistics. The book's chapter 3 table, tightened where the query allows:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -24,25 +23,10 @@ from .errors import QueryError
 from .privacy import Mechanisms, Stat
 from .rewrite import bound_literal, clamp, column, fixed_point, shift
 from .sql.typecheck import check, float_literal
+from .statistic import Statistic
 
 FIXED_POINT_BITS = 30
 """Float columns are summed as integers of |x| <= 2^30 units (exact in DuckDB)."""
-
-
-@dataclass
-class Statistic:
-    """One noisy number per group: an exact aggregate plus its stability map."""
-
-    name: str                 # column name in the exact result, "_s0", ...
-    label: str                # what it is, for explain
-    aggregate: exp.Expression
-    stat: Stat
-    l1: float
-    l2: float
-    integer: bool
-    unit: float = 1.0         # exact value = engine value * unit
-    mechanism: object = None  # dpsql.mechanisms.Calibrated, set by the planner
-    meta: dict = field(default_factory=dict)
 
 
 class StatisticSet:

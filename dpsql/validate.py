@@ -12,11 +12,10 @@ noisy results only.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from sqlglot import exp
 
-from .metadata import Metadata, Table
+from .metadata import Metadata
+from .plan.query import Query
 from .plan.resolve import resolve
 from .quantile_plan import QUANTILE_NODES, normalise_quantile
 from .sql.binding import Binder as _Binder
@@ -36,24 +35,6 @@ KNOWN_TABLE_PARTS = {"this", "db", "catalog", "alias"}
 FORBIDDEN_FUNCTION_PREFIXES = ("read_", "query", "error", "getenv", "current_setting", "glob",
                                "sniff_", "parquet_", "duckdb_", "pragma_", "pg_", "which_secret",
                                "iceberg_", "delta_", "http", "sqlite_", "postgres_", "mysql_")
-
-
-@dataclass
-class Query:
-    """A validated query: what the planner needs, nothing evaluated yet."""
-
-    tree: exp.Select
-    table: Table                                      # the relation, as a table
-    relation: object                                  # dpsql.plan.relations.Relation
-    where: exp.Expression | None
-    keys: list = field(default_factory=list)          # GROUP BY expressions (row-level)
-    aggregates: list = field(default_factory=list)    # distinct aggregate nodes
-    outputs: list = field(default_factory=list)       # (name, expression) per SELECT item
-    having: exp.Expression | None = None
-    order: list = field(default_factory=list)         # exp.Ordered nodes
-    limit: int | None = None
-    offset: int | None = None
-    distinct: bool = False
 
 
 def normalise_aggregates(tree: exp.Expression) -> exp.Expression:

@@ -123,3 +123,15 @@ def delta_for(rho: float, epsilon: float) -> float:
 
     value, _ = _best(log_delta, maximise=False, top=_log_upper((epsilon + 1) / rho))
     return min(math.exp(value), 1.0)
+
+
+def reported(spent: tuple, budget) -> tuple:
+    """(epsilon, delta) of a spend (epsilon, delta, rho, delta outside zCDP): its sums, or
+    for a zCDP budget the tight conversion of its rho at the budget's delta, less what
+    thresholds spent outside zCDP. Here, not in the accountant, so that ``Budget`` can
+    report its own spend without importing the accountant."""
+    if budget is None or not budget.zcdp:
+        return (spent[0], spent[1])
+    if spent[2] <= 0:
+        return (0.0, spent[3])
+    return (epsilon_for(spent[2], budget.delta - spent[3]), budget.delta)

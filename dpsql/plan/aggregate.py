@@ -26,9 +26,9 @@ from ..rewrite import column, substitute
 from ..sql.allowed import ENGINE_TYPES
 from ..sql.typecheck import Checker, check, float_literal, predicate
 from ..statistics import Statistic, StatisticSet, aggregate_type, plan_aggregates
-from ..validate import Query
 from ..engines.duckdb import epoch_us, truncated, truncated_groups
 from .lift import MAX_GRID, lift
+from .query import Query
 from .relations import censored
 from .split import split
 

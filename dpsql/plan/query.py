@@ -1,0 +1,31 @@
+"""The validated query: what the planner needs from step 2, nothing evaluated yet.
+
+Owns: the ``Query`` record that ``dpsql.validate`` builds and ``dpsql.plan``
+reads; its own module so that neither imports the other for it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from ..metadata import Table
+from .relations import Relation
+
+
+@dataclass
+class Query:
+    """A validated query: what the planner needs, nothing evaluated yet."""
+
+    tree: exp.Select
+    table: Table                                      # the relation, as a table
+    relation: Relation                                # its columns' bounds, unit and k
+    where: exp.Expression | None
+    keys: list = field(default_factory=list)          # GROUP BY expressions (row-level)
+    aggregates: list = field(default_factory=list)    # distinct aggregate nodes
+    outputs: list = field(default_factory=list)       # (name, expression) per SELECT item
+    having: exp.Expression | None = None
+    order: list = field(default_factory=list)         # exp.Ordered nodes
+    limit: int | None = None
+    offset: int | None = None
+    distinct: bool = False
