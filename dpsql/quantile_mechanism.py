@@ -41,7 +41,6 @@ import numpy as np
 from . import noise
 from .errors import InternalError, QueryError
 
-DEFAULT_CELLS = 2 ** 16
 MIN_CELLS, MAX_CELLS = 2 ** 4, 2 ** 20
 CELL_CAP = 2 ** 31 - 1         # rows counted per cell
 RANK_CAP = 2 ** 36             # L and G

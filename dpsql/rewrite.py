@@ -14,8 +14,6 @@ from .parse import literal
 from .sql.allowed import ENGINE_TYPES
 from .sql.typecheck import float_literal, int_literal
 
-INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-                 "UINTEGER", "UBIGINT", "UHUGEINT"}
 TYPED_SOURCE = "_dpsql_typed"
 """The prefix of the names under which a plan reads its tables: their typed relations."""
 

@@ -30,7 +30,6 @@ ANONYMOUS_AGGREGATES = {"var": exp.Variance, "std": exp.Stddev, "var_samp": exp.
 # rather than silently dropped.
 KNOWN_CLAUSES = {"expressions", "from_", "from", "where", "group", "having", "order", "limit",
                  "offset", "distinct", "kind"}
-KNOWN_TABLE_PARTS = {"this", "db", "catalog", "alias"}
 # Functions that read files, the environment or the catalog, or raise on purpose.
 FORBIDDEN_FUNCTION_PREFIXES = ("read_", "query", "error", "getenv", "current_setting", "glob",
                                "sniff_", "parquet_", "duckdb_", "pragma_", "pg_", "which_secret",

@@ -16,7 +16,8 @@ from ..rewrite import column
 from ..sql.allowed import ENGINE_TYPES
 from ..sql.binding import Binder, fail
 from .bounds import MAX_DOMAIN
-from .joins import Join, conjuncts as _conjuncts, semi_join, union_all, visible_scope
+from .joins import Join, conjuncts as _conjuncts, visible_scope
+from .setops import semi_join, union_all
 from .per_person import per_person
 from .relations import ROW_CLAUSES, Field, Relation, scan, select_rows
 
