@@ -38,6 +38,8 @@ class Column:
     cardinality: int | None = None
     values: tuple | None = None
     references: str | None = None          # dpsql: schema.table.column of the row's person
+    weight: int = 1                        # dpsql: base-column references a derived column
+                                           # stands for, CTEs expanded (MAX_WEIGHT)
 
     @property
     def bounded(self) -> bool:

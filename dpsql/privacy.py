@@ -134,6 +134,8 @@ def _check_eps_delta(epsilon: float, delta: float, what: str) -> None:
 
 
 SPLITS = ("error", "equal")
+MAX_QUERY_EPSILON = 1e6
+"""Largest epsilon of one query (rho: its square over 2)."""
 
 
 @dataclass
@@ -163,8 +165,17 @@ class Privacy:
                 raise ProgrammingError("Privacy: give epsilon or rho (zCDP), not both")
             _check_rho(self.rho, "Privacy")
             _check_eps_delta(1.0, self.delta, "Privacy")
+            if _number(self.rho) > MAX_QUERY_EPSILON ** 2 / 2:
+                raise ProgrammingError(f"Privacy: rho={self.rho!r} is beyond dpsql's largest "
+                                       f"per-query rho, {MAX_QUERY_EPSILON ** 2 / 2:g}")
         else:
             _check_eps_delta(self.epsilon, self.delta, "Privacy")
+            if _number(self.epsilon) > MAX_QUERY_EPSILON:
+                raise ProgrammingError(
+                    f"Privacy: epsilon={self.epsilon!r} is beyond dpsql's largest per-query "
+                    f"epsilon, {MAX_QUERY_EPSILON:g}: past it the exact samplers' range no longer "
+                    "holds the exact answers of sums (which would be clamped), and such a "
+                    "release protects no one")
         if not isinstance(self.mechanisms, Mechanisms):
             raise ProgrammingError("Privacy: mechanisms must be a dpsql.Mechanisms, got "
                                    f"{type(self.mechanisms).__name__}")

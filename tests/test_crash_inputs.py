@@ -298,3 +298,20 @@ def test_text_columns_in_every_pandas_storage(pums, data_dir, tmp_path, storage)
     assert grouped.shape == (6, 3), grouped
     assert set(grouped.sex) == {"0", "1"}
     assert set(grouped.day) == {"2020-01-01", "2020-01-02", "2020-01-03"}
+
+
+# -- found by the second hostile review of issue 20 ------------------------------------
+
+@pytest.mark.parametrize("privacy", [dict(epsilon=1e30), dict(epsilon=1e200), dict(epsilon=1e14),
+                                     dict(rho=1e30)])
+def test_per_query_privacy_beyond_the_largest_is_refused_at_once(privacy):
+    """SUM at epsilon 1e30 charged and then raised OverflowError; at 1e14 the exact sum was
+    clamped to the sampler's range (a wrong answer, and an interval that missed it)."""
+    with pytest.raises(dpsql.ProgrammingError, match="beyond dpsql's largest"):
+        dpsql.Privacy(**privacy)
+
+
+@pytest.mark.parametrize("sql", ["SELECT SUM(ROUND(income * 1e300, 30)) AS s FROM PUMS.PUMS",
+                                 "SELECT SUM(ROUND(age * 1e306)) AS s FROM PUMS.PUMS"])
+def test_rounding_beyond_the_doubles_is_a_query_error(reader, sql):
+    refused(reader, sql)              # a QueryError, free, from each entry point

@@ -310,3 +310,38 @@ def test_plans_that_double_per_cte_are_refused_before_planning(form):
         with pytest.raises(dpsql.QueryError, match="reads tables"):
             reader.execute_df(chain(n))
         assert time.perf_counter() - started < 1.0
+
+
+# -- found by the second hostile review ------------------------------------------------
+
+def _concat_chain(levels: int, mult: int, values: int, literal: int = 1000) -> str:
+    lit = "x" * literal
+    ctes = [f"c0 AS (SELECT p.*, (p.educ || CAST(v.va AS VARCHAR) || '{lit}') AS s0 FROM "
+            f"PUMS.PUMS p CROSS JOIN {_values(values, 'v').replace('xv', 'va')} "
+            "WHERE p.age = 37 AND p.income = 420500)"]
+    for lv in range(1, levels + 1):
+        ctes.append(f"c{lv} AS (SELECT *, CONCAT({', '.join([f's{lv - 1}'] * mult)}) AS s{lv} "
+                    f"FROM c{lv - 1})")
+    return ("WITH " + ", ".join(ctes) + f" SELECT COUNT(*) AS n FROM c{levels} "
+            f"WHERE STRPOS(s{levels}, 'zz') > 0")
+
+
+@pytest.mark.parametrize("levels,mult,values", [(2, 30, 1000), (2, 20, 1000), (1, 30, 1000),
+                                                (5, 20, 1)])
+def test_text_that_grows_with_the_query_is_refused(levels, mult, values):
+    """Second review: a CTE column read 30 times at each of two levels made one row's text
+    900 x 1,000 characters long, on 1,000 rows per private row: 0.74-1.03 s with the target
+    against 0.03 s without, at epsilon 1. Expressions now carry the column references
+    they stand for once CTEs are expanded (at most 1,000), and fanout x that weight is at
+    most 10,000 per private row; both checked before anything runs."""
+    readers = _pums_pair(DATA / "PUMS_lookup.yaml", epsilon=1.0)
+    sql = _concat_chain(levels, mult, values)
+    started = time.perf_counter()
+    a, _ = attack(readers, sql, lambda df: "answered", runs=4, timed=True)
+    assert all(label[0] == "refused" for label in a.counts), dict(a.counts)
+    assert time.perf_counter() - started < 10
+
+
+def test_text_within_the_work_bound_is_answered():
+    reader = _lookup_reader()
+    reader.execute_df(_concat_chain(2, 5, 10))             # 10 rows x weight 100

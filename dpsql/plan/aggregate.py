@@ -29,7 +29,8 @@ from ..statistics import Statistic, StatisticSet, aggregate_type, plan_aggregate
 from ..engines.duckdb import epoch_us, truncated, truncated_groups
 from .lift import MAX_GRID, lift
 from .query import Query
-from .relations import censored
+from .relations import Field, censored, check_work
+from ..sql.binding import expression_weight
 from .split import split
 
 NOISY_TABLE = "_noisy"
@@ -160,6 +161,11 @@ def check_rows_independent(tree: exp.Expression) -> None:
 
 def build_plan(query: Query, privacy: Privacy) -> Plan:
     """The bounded plan of ``query`` over its relation, and its cost."""
+    fields = query.relation.fields
+    check_work(query.relation, max([expression_weight(e, lambda c: fields.get(
+        c.name.lower(), Field("", "")).weight) for e in [query.where, *query.keys,
+                                                         *query.aggregates] if e is not None]
+                                   + [1]))
     query = lift(query)
     table = query.table
     types = metadata_types(table)

@@ -172,9 +172,14 @@ class Deriver:
         if isinstance(node, exp.Round):
             lo, hi = self.interval(node.this)
             digits = _number(node.args.get("decimals")) or 0
+            if abs(digits) > 300:
+                return (-INF, INF)
             step = 10.0 ** -digits
-            return (math.floor(lo / step) * step if math.isfinite(lo) else lo,
-                    math.ceil(hi / step) * step if math.isfinite(hi) else hi)
+            try:     # |x / step| beyond the doubles: the rounded interval is not computable
+                return (math.floor(lo / step) * step if math.isfinite(lo) else lo,
+                        math.ceil(hi / step) * step if math.isfinite(hi) else hi)
+            except OverflowError:
+                return (-INF, INF)
         if isinstance(node, exp.Pow):
             return self._power(node)
         if isinstance(node, (exp.Sqrt, exp.Cbrt, exp.Ln, exp.Log, exp.Exp)):

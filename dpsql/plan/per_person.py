@@ -18,7 +18,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from ..rewrite import clamp, column, substitute
-from ..sql.binding import Binder, fail
+from ..sql.binding import Binder, expression_weight, fail
 from ..sql.typecheck import Checker
 from .bounds import Deriver
 from ..engines.duckdb import truncated
@@ -145,6 +145,8 @@ def per_person(tree: exp.Select, child: Relation, binder: Binder, name: str) -> 
         # a threshold as that column does; any other aggregate is a new value that does.
         f.of_id = _references_id(node, child)
         f.censored = (not isinstance(node, (exp.Min, exp.Max))) or censored(node, child.fields)
+        f.weight = expression_weight(node, lambda c: child.fields.get(
+            c.name.lower(), Field("", "")).weight)
         aggs.append((node, out))
         fields[out.lower()] = f
         projections.append(exp.alias_(agg, out, quoted=True))

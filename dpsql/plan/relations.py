@@ -26,7 +26,7 @@ from sqlglot import exp
 from ..metadata import Column, Table
 from ..parse import MAX_READS   # a chain of CTEs each read twice doubles the plan per step
 from ..rewrite import column, typed_name
-from ..sql.binding import Binder, fail
+from ..sql.binding import Binder, expression_weight, fail
 from ..sql.typecheck import Checker
 from .bounds import INF, Deriver
 
@@ -61,6 +61,7 @@ class Field:
     source: str | None = None          # "schema.table.column": that column's value, unchanged
     id_copy: bool = False              # equals the person's id on every row (an inner join's key)
     ref: str | None = None             # "schema.table.column" this column references (no id yet)
+    weight: int = 1                    # base-column references it stands for (MAX_WEIGHT)
     censored: bool = True              # as a group key, needs a threshold unless its values
                                        # are public: False only if every table it comes from
                                        # says censor_dims: false
@@ -123,7 +124,7 @@ class Relation:
         for f in self.fields.values():
             columns[f.name] = Column(
                 f.name, f.kind, private_id=(f.name == self.pid), lower=f.lower, upper=f.upper,
-                nullable=f.nullable, values=_ordered(f.domain))
+                nullable=f.nullable, values=_ordered(f.domain), weight=f.weight)
         # Whether a key needs a threshold is each key column's own property (Field.censored,
         # read by the aggregation planner), not the base table's.
         return Table(self.base.schema, self.base.name, columns, max_ids=self.k,
@@ -202,6 +203,22 @@ def _references_id(node: exp.Expression, child: Relation) -> bool:
     return any(child.fields.get(c.name.lower(), Field("", "")).of_id for c in node.find_all(exp.Column))
 
 
+MAX_WORK = 10_000
+"""Most work one private source row may cost: the rows it becomes (``fanout``) times the
+weight of the heaviest column computed on them (``Field.weight``)."""
+
+
+def check_work(relation: "Relation", extra: int = 1) -> None:
+    """Refuse before anything runs if one private row could cost more than MAX_WORK."""
+    heaviest = max([f.weight for f in relation.fields.values()] + [extra])
+    if relation.fanout * heaviest > MAX_WORK:
+        fail(f"each private row becomes up to {relation.fanout:,} row(s), and a column computed "
+             f"on them stands for {heaviest:,} column references: {relation.fanout * heaviest:,} "
+             f"units of work per private row, more than dpsql's limit of {MAX_WORK:,}, which "
+             "keeps the time a query takes from telling whether the rows it singles out are "
+             "there. Join fewer public rows, or compute simpler columns")
+
+
 def count_reads(reads: int, where: str) -> int:
     """``reads``, refused beyond MAX_READS before the plan is built."""
     if reads > MAX_READS:
@@ -232,6 +249,8 @@ def _derive(expr: exp.Expression, kind: str, child: Relation, name: str, id_colu
                  domain=tuple(domain) if domain is not None else None,
                  of_id=_references_id(expr, child), origin=expr.sql("duckdb")[:60],
                  censored=censored(expr, child.fields),
+                 weight=expression_weight(expr, lambda c: child.fields.get(
+                     c.name.lower(), Field("", "")).weight),
                  nullable=plain.nullable if plain is not None else True,
                  source=plain.source if plain is not None else None,
                  ref=plain.ref if plain is not None else None,

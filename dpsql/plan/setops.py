@@ -93,6 +93,7 @@ def union_all(parts: list, name: str) -> Relation:
             nullable=any(c.nullable for c in column_fields),
             of_id=any(c.of_id for c in column_fields),
             censored=any(c.censored for c in column_fields),
+            weight=max(c.weight for c in column_fields),
             in_bounds=all(c.in_bounds for c in column_fields),
             id_copy=unit == "person" and all(c.is_id or c.id_copy for c in column_fields),
             origin="UNION ALL")

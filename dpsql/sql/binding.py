@@ -24,6 +24,30 @@ def fail(msg: str, node: exp.Expression | None = None) -> None:
     raise QueryError(msg.replace("{at}", where))
 
 
+MAX_WEIGHT = 1_000
+"""Most base-column references one expression may stand for, derived columns of CTEs and
+subqueries expanded. A column read 30 times by each of two CTE levels (CONCAT(s, s, ...))
+stands for 900: without a cap, the work one row costs (and the plan's size) would grow as
+a power of the query's length, and the time taken would tell whether a row is there."""
+
+
+def expression_weight(expr: exp.Expression, column_weight) -> int:
+    """How many base-column references ``expr`` stands for once every derived column it
+    reads is expanded (``column_weight(column node)``), a string literal counting one per
+    100 characters: the work, and for text the length, of one row's value."""
+    total = sum(column_weight(node) for node in expr.find_all(exp.Column))
+    total += sum(len(str(node.this)) // 100 for node in expr.find_all(exp.Literal) if node.is_string)
+    return max(total, 1)
+
+
+def check_weight(weight: int, clause: str) -> None:
+    if weight > MAX_WEIGHT:
+        fail(f"an expression in {clause} stands for {weight:,} column references once the "
+             f"columns of its CTEs and subqueries are expanded, more than dpsql's limit of "
+             f"{MAX_WEIGHT:,}, which keeps the work one row costs from growing with the query; "
+             "read derived columns fewer times")
+
+
 class Binder:
     """Resolves column references of one relation (case-insensitive).
 
@@ -66,6 +90,18 @@ class Binder:
 
     def bind(self, expr: exp.Expression, clause: str, aliases: dict | None = None,
              keys: list | None = None) -> exp.Expression:
+        bound = self._bind(expr, clause, aliases, keys)
+        check_weight(self.weight(bound), clause)
+        return bound
+
+    def weight(self, expr: exp.Expression) -> int:
+        def of(node):
+            col = self.table.column(node.name) if not isinstance(node.this, exp.Star) else None
+            return getattr(col, "weight", 1) if col is not None else 1
+        return expression_weight(expr, of)
+
+    def _bind(self, expr: exp.Expression, clause: str, aliases: dict | None = None,
+              keys: list | None = None) -> exp.Expression:
         """Columns of the table first, then (HAVING, ORDER BY) output aliases, as DuckDB.
 
         In ORDER BY an output alias wins over a column (as in DuckDB). In HAVING a
