@@ -333,3 +333,16 @@ def test_threshold_with_group_bounds_uses_groups_and_rows_per_group():
     # they are in at most 3 keys
     assert plan.tau == pytest.approx(plan.threshold.mechanism.threshold(
         max_groups=3, delta=plan.threshold_delta) + 10 - 1)
+
+
+def test_qualified_star_selects_that_table_only():
+    """Second hostile review (a SQL bug, not a leak): p.* in a join also gave v's columns."""
+    reader = _reader("clinic")
+    inner = "FROM clinic.persons p JOIN clinic.visits v ON p.pid = v.pid"
+    plan = reader._plan(f"SELECT COUNT(*) AS n FROM (SELECT p.* {inner}) q")
+    names = [f.name for f in plan.query.relation.visible()]
+    assert "department" not in names and "sex" in names, names
+    with pytest.raises(dpsql.QueryError, match="unknown column department"):
+        reader.execute_df(f"SELECT department, COUNT(*) AS n FROM (SELECT p.* {inner}) q "
+                          "GROUP BY department")
+    assert reader.execute_df(f"SELECT SUM(cost) AS s FROM (SELECT v.* {inner}) q").s[0] > 0

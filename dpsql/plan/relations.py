@@ -287,7 +287,14 @@ def select_rows(tree: exp.Select, child: Relation, binder: Binder, name: str) ->
                 if not isinstance(col, exp.Column) or child.fields.get(col.name.lower()) is None:
                     fail(f"* EXCLUDE ({col.sql('duckdb')}): no such column (inside {name!r})")
                 excluded.add(col.name.lower())
-            for f in [f for f in child.visible() if f.name.lower() not in excluded]:
+            owned = None                   # t.*: the columns of table t only
+            if isinstance(item, exp.Column) and item.table and binder.scope is not None:
+                cols = binder.scope.get(item.table.lower())
+                if cols is None:
+                    fail(f"unknown table or alias {item.table!r} in {item.table}.* (inside {name!r})")
+                owned = {t.lower() for t in cols.values()}
+            for f in [f for f in child.visible() if f.name.lower() not in excluded
+                      and (owned is None or f.name.lower() in owned)]:
                 _check_name(f.name, seen, name)
                 projections.append(exp.alias_(column(f.name), f.name, quoted=True))
                 fields[f.name.lower()] = replace(f)
