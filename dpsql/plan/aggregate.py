@@ -159,13 +159,22 @@ def check_rows_independent(tree: exp.Expression) -> None:
                                 "this is a bug, please report it")
 
 
+def _expanded_weight(query: Query) -> int:
+    """The heaviest row-level expression of the released aggregation, if it reads derived
+    columns (an expression of base columns only is bounded by the query's size)."""
+    fields = query.relation.fields
+    heaviest = 1
+    for e in [query.where, *query.keys, *query.aggregates]:
+        if e is not None:
+            weight = expression_weight(e, lambda c: fields.get(c.name.lower(), Field("", "")).weight)
+            if weight > expression_weight(e, lambda c: 1):
+                heaviest = max(heaviest, weight)
+    return heaviest
+
+
 def build_plan(query: Query, privacy: Privacy) -> Plan:
     """The bounded plan of ``query`` over its relation, and its cost."""
-    fields = query.relation.fields
-    check_work(query.relation, max([expression_weight(e, lambda c: fields.get(
-        c.name.lower(), Field("", "")).weight) for e in [query.where, *query.keys,
-                                                         *query.aggregates] if e is not None]
-                                   + [1]))
+    check_work(query.relation, _expanded_weight(query))
     query = lift(query)
     table = query.table
     types = metadata_types(table)
