@@ -69,7 +69,8 @@ MAX_DEPTH = 64
 MAX_NODES = 20_000
 MAX_READS = 32
 """Most reads of stored tables and VALUES lists in one plan, each CTE counted once per
-place that reads it (dpsql.plan.relations enforces the same on the relations it builds)."""
+place that reads it, counted from the text before anything is planned: a chain of CTEs that
+each read the previous one twice doubles the plan per step)."""
 MAX_RELATION_DEPTH = 24
 
 

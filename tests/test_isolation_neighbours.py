@@ -345,3 +345,22 @@ def test_text_that_grows_with_the_query_is_refused(levels, mult, values):
 def test_text_within_the_work_bound_is_answered():
     reader = _lookup_reader()
     reader.execute_df(_concat_chain(2, 5, 10))             # 10 rows x weight 100
+
+
+def test_a_public_column_without_its_value_set_is_thresholded(tmp_path):
+    """A public table's column whose values are not read at planning (more than 1,000)
+    is released only above the threshold, even if that table says censor_dims: false:
+    which of its values met a private row is private."""
+    meta = yaml.safe_load((DATA / "PUMS_lookup.yaml").read_text())
+    meta["PUMS"]["PUMS"]["CODES"] = {"public": True, "censor_dims": False,
+                                     "age": {"type": "int"}, "code": {"type": "string"}}
+    path = tmp_path / "codes.yaml"
+    path.write_text(yaml.safe_dump(meta))
+    codes = pd.DataFrame({"age": range(1500), "code": [f"c{i}" for i in range(1500)]})
+    frames = _tables(pd.read_csv(DATA / "PUMS.csv"), DATA / "PUMS_lookup.yaml")
+    reader = dpsql.from_df({**frames, "PUMS.CODES": codes}, path,
+                           privacy=dpsql.Privacy(epsilon=1.0, delta=1e-6))
+    sql = ("SELECT c.code, COUNT(*) AS n FROM PUMS.PUMS p JOIN PUMS.CODES c ON p.age = c.age "
+           "GROUP BY c.code")
+    plan = reader._plan(sql)
+    assert not plan.public_keys and plan.threshold is not None

@@ -36,7 +36,7 @@ from ..rewrite import column, typed_name
 from ..sql.binding import Binder, fail
 from ..sql.typecheck import Checker
 from ..engines.duckdb import truncated
-from .relations import (HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation, count_reads,
+from .relations import (HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation,
                         not_null_id)
 
 
@@ -124,7 +124,6 @@ class Join:
         return lmap, rmap
 
     def build(self) -> tuple:
-        count_reads(self.left.reads + self.right.reads, "the join")
         lmap, rmap = self._renames()
         fields, scope = {}, {}
         for rel, mapping, sc in ((self.left, lmap, self.lscope), (self.right, rmap, self.rscope)):
@@ -201,7 +200,9 @@ class Join:
                      "belong to no person; put the private table on the left (or use JOIN)")
             keys = [(rback if private is left else lback)[b if private is left else a]
                     for a, b in pairs]
-            unique = bool(keys) and self.resolver.unique(public, keys)
+            reps = self._repetitions(private, public, keys)
+            unique = bool(keys) and not self.cross and self.resolver.public is not None \
+                and reps == 1
             if unique:
                 # Checked on the public data when planning; enforced in the plan as well, so
                 # that a public table changed later (a plan is cached) cannot repeat a key.
@@ -211,7 +212,7 @@ class Join:
                 else:
                     rsql = once
             k, bounded, pid = private.k, private.bounded and unique, private.pid
-            fanout = private.fanout * self._repetitions(public, keys, unique)
+            fanout = private.fanout * reps
             if private.unit == "row" and not unique:
                 if private.k > 1:
                     fail("a row-privacy relation that holds a row more than once (a UNION ALL) "
@@ -307,23 +308,18 @@ class Join:
             f"{_label(scope, a)} = {_label(scope, b)}" for a, b in pairs) + f": {how}")
         rel = Relation(result["base"], fields, pid_name, result["k"], result["bounded"], sql,
                        steps, result["unit"], tables, result["ref"], result["groups"],
-                       owner_sql.local_ids and result["unit"] == "person", fanout, rows,
-                       self.left.reads + self.right.reads)
+                       owner_sql.local_ids and result["unit"] == "person", fanout, rows)
         return rel, scope
 
     # -- work bounds -----------------------------------------------------------
-    def _repetitions(self, public: Relation, keys: list, unique: bool) -> int:
-        """Most rows of ``public`` that one private row meets (public facts only)."""
-        if unique:
-            return 1
-        if self.cross or not keys:
-            reps = public.rows
-        else:
-            reps = self.resolver.repetitions(public, keys)
+    def _repetitions(self, private: Relation, public: Relation, keys: list) -> int:
+        """Most rows of ``public`` that one private row meets (public facts only; 1 where
+        the key is unique), refused beyond MAX_FANOUT with what the row had become."""
+        reps = public.rows if self.cross or not keys else self.resolver.repetitions(public, keys)
         reps = max(int(reps if reps is not None else 1), 1)
-        if reps * max(self.left.fanout, self.right.fanout) > MAX_FANOUT:
+        if reps * private.fanout > MAX_FANOUT:
             fail(f"this join makes each private row meet up to {reps:,} public row(s) "
-                 f"(x {max(self.left.fanout, self.right.fanout):,} from earlier joins): more "
+                 f"(x {private.fanout:,} from earlier joins): more "
                  f"than dpsql's limit of {MAX_FANOUT:,} per private row, which keeps the work "
                  "one person's rows cause (and so the time a query takes) from growing with "
                  "the query. Join on a key that repeats less, or filter the public side first")

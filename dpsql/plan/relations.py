@@ -24,7 +24,6 @@ from dataclasses import dataclass, field, replace
 from sqlglot import exp
 
 from ..metadata import Column, Table
-from ..parse import MAX_READS   # a chain of CTEs each read twice doubles the plan per step
 from ..rewrite import column, typed_name
 from ..sql.binding import Binder, expression_weight, fail
 from ..sql.typecheck import Checker
@@ -95,7 +94,6 @@ class Relation:
     fanout: int = 1                    # most engine rows one private source row can cause
                                        # here (public repetitions; see MAX_FANOUT)
     rows: int | None = None            # public relations: most rows (see MAX_PUBLIC_ROWS)
-    reads: int = 1                     # table reads in the plan, CTEs expanded (MAX_READS)
 
     def __post_init__(self) -> None:
         if self.tables is None:
@@ -110,8 +108,7 @@ class Relation:
     def derived(self, fields: dict, pid, k: int, bounded: bool, sql, steps: list) -> "Relation":
         """A relation computed row by row (or per person) from this one: same unit and tables."""
         return Relation(self.base, fields, pid, k, bounded, sql, steps, self.unit, self.tables,
-                        self.ref, self.group_bounds, self.local_ids, self.fanout, self.rows,
-                        self.reads)
+                        self.ref, self.group_bounds, self.local_ids, self.fanout, self.rows)
 
     def types(self) -> dict:
         return {k: f.kind for k, f in self.fields.items()}
@@ -217,15 +214,6 @@ def check_work(relation: "Relation", extra: int = 1) -> None:
              f"units of work per private row, more than dpsql's limit of {MAX_WORK:,}, which "
              "keeps the time a query takes from telling whether the rows it singles out are "
              "there. Join fewer public rows, or compute simpler columns")
-
-
-def count_reads(reads: int, where: str) -> int:
-    """``reads``, refused beyond MAX_READS before the plan is built."""
-    if reads > MAX_READS:
-        fail(f"{where} reads tables {reads:,} times (each CTE counted once per place that "
-             f"reads it), more than dpsql's limit of {MAX_READS} per query, which keeps plans "
-             "small; read each CTE fewer times, or split the query")
-    return reads
 
 
 def censored(node: exp.Expression, fields: dict) -> bool:

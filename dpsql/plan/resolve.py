@@ -204,17 +204,6 @@ class Resolver:
                 f.domain = tuple(sorted((v[0] for v in values), key=lambda v: (type(v).__name__, v)))
             f.origin = "public data"
 
-    def unique(self, relation: Relation, columns: list) -> bool:
-        """Whether no two rows of the public ``relation`` share values of ``columns``."""
-        if self.public is None:
-            return False
-        cols = [column(c) for c in columns]
-        dupes = exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(
-            this=exp.select(*cols).from_(relation.source("_p")).group_by(*[c.copy() for c in cols])
-            .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1))),
-            alias=exp.TableAlias(this=exp.to_identifier("_d"))))
-        return self.public(dupes, relation.tables)[0][0] == 0
-
     def repetitions(self, relation: Relation, columns: list) -> int:
         """The most rows of the public ``relation`` that share one value of ``columns``."""
         if self.public is None:

@@ -7,7 +7,7 @@ person's rows (and public data), and ``k`` bounds one person's rows after.
 - A semi-join is a filter: on private data only when both sides are the
   person's id, so whether a row stays depends on its own person. ``k`` unchanged.
 - UNION ALL: the same unit in every part; ``k`` = the sum; the parts' work per
-  private row (``fanout``) and table reads add up.
+  private row (``fanout``) adds up.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from sqlglot import exp
 from ..rewrite import column
 from ..sql.binding import fail
 from .joins import LOCAL_IDS
-from .relations import HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation, count_reads
+from .relations import HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation
 
 
 # ------------------------------------------------------------------ semi-joins
@@ -50,7 +50,6 @@ def semi_join(outer: Relation, column_name: str, inner: Relation, negated: bool,
     rel = outer.derived(dict(outer.fields), outer.pid, outer.k, outer.bounded, sql,
                         outer.steps + [s for s in inner.steps if s not in outer.steps])
     rel.tables = tuple(dict.fromkeys(outer.tables + inner.tables))
-    rel.reads = count_reads(outer.reads + inner.reads, label)
     if inner.unit != "public":
         rel.fanout = outer.fanout + inner.fanout
         if rel.fanout > MAX_FANOUT:
@@ -131,5 +130,4 @@ def union_all(parts: list, name: str) -> Relation:
         fail(f"UNION ALL in {name!r}: {rows:,} public rows, more than dpsql's limit of "
              f"{MAX_PUBLIC_ROWS:,}")
     return Relation(first.base, fields, pid, k, bounded, sql, steps, unit, tables,
-                    fanout=fanout, rows=rows,
-                    reads=count_reads(sum(p.reads for p in parts), f"UNION ALL in {name!r}"))
+                    fanout=fanout, rows=rows)
