@@ -11,14 +11,14 @@ import logging as _logging
 # without a handler configured by the operator, nothing reaches stderr.
 _logging.getLogger("dpsql").addHandler(_logging.NullHandler())
 
-from .dbapi import (BINARY, DATETIME, NUMBER, ROWID, STRING, Binary, Date, DateFromTicks, Time,
+from .api.dbapi import (BINARY, DATETIME, NUMBER, ROWID, STRING, Binary, Date, DateFromTicks, Time,
                     TimeFromTicks, Timestamp, TimestampFromTicks, connect)
 from .errors import (BudgetExceededError, DatabaseError, DataError, Error, IntegrityError,
                      InterfaceError, InternalError, LedgerError, MetadataError, NotSupportedError,
                      OperationalError, ProgrammingError, QueryError, Warning)
-from .metadata import Metadata
-from .privacy import DEFAULT_DELTA, Budget, Mechanism, Mechanisms, Privacy, Stat
-from .reader import Reader, from_connection, from_df
+from .metadata.model import Metadata
+from .privacy.params import DEFAULT_DELTA, Budget, Mechanism, Mechanisms, Privacy, Stat
+from .api.reader import Reader, from_connection, from_df
 
 __version__ = "0.1.0"
 

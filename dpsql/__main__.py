@@ -1,6 +1,6 @@
 """``python -m dpsql``: the same command line as the ``dpsql`` script."""
 import sys
 
-from .cli import main
+from .cli.command import main
 
 sys.exit(main())

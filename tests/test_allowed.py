@@ -1,4 +1,4 @@
-"""The allow-listed expression language, entry by entry (dpsql/sql/allowed.py).
+"""The allow-listed expression language, entry by entry (dpsql/frontend/allowed.py).
 
 Every entry is run against the values that make it fail in DuckDB when unguarded
 (64-bit extremes, NaN, infinities, infinite timestamps, NULL, empty and odd
@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 import dpsql
-from dpsql.sql.allowed import ENTRIES
+from dpsql.frontend.allowed import ENTRIES
 
 EXTREMES = """
 CREATE TABLE x.t AS SELECT * FROM (VALUES

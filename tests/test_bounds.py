@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpsql.parse import parse_query
+from dpsql.frontend.parse import parse_query
 from dpsql.plan.bounds import Deriver
 from dpsql.plan.relations import Field
-from dpsql.sql.typecheck import check
+from dpsql.frontend.typecheck import check
 
 FIELDS = {
     "x": Field("x", "int", 0, 100),
@@ -109,7 +109,7 @@ def test_engine_values_lie_in_the_derived_interval(x, y, p, sql):
         assert value in values, (sql, value)
 
 
-# -- TRY is left out only where an integer operation cannot fail (dpsql.sql.ranges) -----
+# -- TRY is left out only where an integer operation cannot fail (dpsql.frontend.ranges) -----
 
 def _int_expr(depth: int):
     leaf = st.one_of(st.just("a"), st.just("b"), st.just("SIGN(a)"), st.sampled_from(

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 import yaml
 
-from dpsql import cli
+from dpsql.cli import command as cli
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent
@@ -94,7 +94,7 @@ def test_explain_runs_nothing_and_spends_nothing(tmp_path):
                   "--explain", "SELECT COUNT(*) AS n FROM PUMS.PUMS")
     assert missing.returncode == 0, missing.stderr
     assert not ledger.exists()            # explain leaves no trace, not even a new ledger
-    from dpsql.ledger import Ledger
+    from dpsql.privacy.ledger import Ledger
     from dpsql import Budget
     Ledger(str(ledger), Budget(1.0))      # an existing, empty ledger
     proc = run("query", *PUMS, "--epsilon", "1", "--ledger", ledger, "--budget", "1",
@@ -221,7 +221,7 @@ def test_metadata_init_writes_a_schema_only_skeleton_that_then_answers_counts(tm
 
 def test_classify_maps_every_error_class_to_its_code():
     import dpsql
-    from dpsql.ledger import LedgerError
+    from dpsql.privacy.ledger import LedgerError
     cases = [(dpsql.QueryError("x"), cli.EXIT_QUERY), (dpsql.MetadataError("x"),
              cli.EXIT_METADATA), (dpsql.BudgetExceededError("x"), cli.EXIT_BUDGET),
              (LedgerError("x"), cli.EXIT_BUDGET), (dpsql.DataError("x"), cli.EXIT_DATA),

@@ -24,8 +24,9 @@ import pytest
 import yaml
 
 import dpsql
-from dpsql import cli, parse
-from dpsql.quantile_mechanism import Grid
+from dpsql.cli import command as cli
+from dpsql.frontend import parse
+from dpsql.mechanisms.quantile import Grid
 from test_parse_safety import at_stack_depth
 
 WHERE = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE "
@@ -120,7 +121,7 @@ def test_cte_chain_at_the_limit_is_answered_and_one_more_is_refused(reader):
 
 
 def test_cte_chain_at_the_limit_is_answered_from_a_deep_stack(reader):
-    """The guarantee of dpsql/parse.py: called 400 frames deep, a query at every limit at
+    """The guarantee of dpsql/frontend/parse.py: called 400 frames deep, a query at every limit at
     once (here the deepest brackets inside the deepest CTE) never hits RecursionError."""
     n, m = parse.MAX_NESTING, parse.MAX_RELATION_DEPTH
     # the CTE's own parenthesis is one bracket level

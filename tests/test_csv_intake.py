@@ -96,7 +96,7 @@ def test_the_bundled_pums_csv_loads():
 
 
 def test_line_counting_across_chunk_boundaries(tmp_path):
-    from dpsql.execute import _count_lines
+    from dpsql.engines.duckdb.engine import _count_lines
     text = b"h,a\r\n1,2\r\n\r\n\n3,4\r5,6\n\r\r\n  \n7,8"
     path = tmp_path / "chunks.csv"
     path.write_bytes(text)

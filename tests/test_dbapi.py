@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import dpsql
-from dpsql import dbapi
+from dpsql.api import dbapi
 
 DATA = Path(__file__).parent / "data"
 PUMS_CSV, PUMS_META = str(DATA / "PUMS.csv"), str(DATA / "PUMS.yaml")
@@ -238,7 +238,7 @@ def test_a_ledger_keeps_the_budget_across_connections(tmp_path):
         second.cursor().execute(COUNT.replace("COUNT(*)", "COUNT(age)"))
     with pytest.raises(dpsql.OperationalError, match="fixed"):
         open_pums(budget=dpsql.Budget(50.0), ledger=ledger)
-    from dpsql.ledger import Ledger
+    from dpsql.privacy.ledger import Ledger
     assert [r.query for r in Ledger(ledger).records()] == [COUNT]
 
 

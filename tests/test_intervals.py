@@ -17,7 +17,7 @@ import pytest
 from scipy import stats as sps
 
 import dpsql
-from dpsql.release import add_noise
+from dpsql.release.noise import add_noise
 
 DATA = Path(__file__).parent / "data"
 RUNS = 2000

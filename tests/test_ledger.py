@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from dpsql.accounting import Accountant
+from dpsql.privacy.accounting import Accountant
 from dpsql.errors import BudgetExceededError, OperationalError, ProgrammingError
-from dpsql.ledger import Ledger, Release
-from dpsql.privacy import Budget
+from dpsql.privacy.ledger import Ledger, Release
+from dpsql.privacy.params import Budget
 
 
 def lines(path):

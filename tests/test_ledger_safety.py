@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from dpsql.errors import BudgetExceededError, LedgerError
-from dpsql.ledger import Ledger
-from dpsql.privacy import Budget
+from dpsql.privacy.ledger import Ledger
+from dpsql.privacy.params import Budget
 
 DATA = Path(__file__).parent / "data"
 

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from dpsql import noise, zcdp
+from dpsql.mechanisms import samplers as noise
+from dpsql.privacy import zcdp
 from dpsql.errors import InternalError, QueryError
-from dpsql.mechanisms import Calibrated, calibrate
-from dpsql.privacy import Mechanism
+from dpsql.mechanisms.additive import Calibrated, calibrate
+from dpsql.privacy.params import Mechanism
 
 Z_FAIL = 5.3
 LAPLACE = [Mechanism.laplace, Mechanism.geometric, Mechanism.discrete_laplace]
@@ -378,7 +379,7 @@ def test_release_noise_distribution_end_to_end(mech, sens, eps, delta, integer, 
 
 def test_rho_target_gives_that_rho_and_the_book_conversion():
     """A zCDP target: sigma = l2 / sqrt(2 rho); rho 0.004 at delta 1e-8 is (0.4659, 1e-8)."""
-    from dpsql.mechanisms import calibrate_rho
+    from dpsql.mechanisms.additive import calibrate_rho
     for mech in (Mechanism.gaussian, Mechanism.discrete_gaussian):
         m = calibrate_rho(mech, 1.0, 1.0, rho=0.004, delta=1e-8)
         assert 0.004 * (1 - 1e-6) <= m.rho <= 0.004

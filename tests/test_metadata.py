@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from dpsql.errors import Error, MetadataError
-from dpsql.metadata import COLUMN_TYPES, Column, Metadata, Table, check, json_schema
+from dpsql.metadata.model import COLUMN_TYPES, Column, Metadata, Table, check, json_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"

@@ -2,7 +2,7 @@
 
 Floating-point noise (numpy's laplace/normal, random.gauss, ``scale * log(u)``
 from a float uniform) leaks the true value through its low bits; a seeded
-generator is predictable. All noise comes from ``dpsql.noise`` (exact integer
+generator is predictable. All noise comes from ``dpsql.mechanisms.samplers`` (exact integer
 samplers over os.urandom). The checker walks each module's syntax tree; the
 first tests show that it catches each pattern it is meant to catch. Functions
 of dpsql must not take the names in FLOAT_NOISE (e.g. call an exponential

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsql import noise
+from dpsql.mechanisms import samplers as noise
 from dpsql.errors import InternalError
 
 P_FAIL = 1e-7

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import dpsql
-from dpsql.parse import parse_query, typed_params
+from dpsql.frontend.parse import parse_query, typed_params
 
 DATA = Path(__file__).parent / "data"
 PUMS_CSV, PUMS_META = DATA / "PUMS.csv", DATA / "PUMS.yaml"

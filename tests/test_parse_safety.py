@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 import dpsql
-from dpsql import cli, parse
+from dpsql.cli import command as cli
+from dpsql.frontend import parse
 
 DATA = Path(__file__).parent / "data"
 PUMS_CSV, PUMS_META = DATA / "PUMS.csv", DATA / "PUMS.yaml"

@@ -18,7 +18,7 @@ import pytest
 from scipy import stats as sps
 
 import dpsql
-from dpsql.quantile_mechanism import Grid, PermuteAndFlip, permute_and_flip, score_gaps
+from dpsql.mechanisms.quantile import Grid, PermuteAndFlip, permute_and_flip, score_gaps
 
 DATA = Path(__file__).parent / "data"
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")

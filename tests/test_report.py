@@ -14,7 +14,7 @@ import yaml
 
 import dpsql
 from dpsql.errors import LedgerError
-from dpsql.ledger import Ledger
+from dpsql.privacy.ledger import Ledger
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent
@@ -169,7 +169,7 @@ def test_markdown_report_cells_cannot_break_the_table_or_inject_markup(pums):
 
 
 def test_markdown_cell_escaping_keeps_entities_and_escapes_backslash_first():
-    from dpsql.report import _md_cell
+    from dpsql.release.report import _md_cell
     assert _md_cell("it's <b>") == "it&#x27;s &lt;b&gt;"          # entities intact, no "\#"
     assert _md_cell("a\\*b") == "a\\\\\\*b"                         # \ then * each escaped once
     assert _md_cell("a\r\nb\rc\nd\u2028e\u2029f\x85g") == "a b c d e f g"

@@ -112,7 +112,7 @@ def test_dbapi_pandas_and_cursor_share_one_ledger_across_processes(tmp_path):
                               text=True, env=env) for k in range(2)]
     released = sum(int(p.communicate(timeout=120)[0]) for p in procs)
     assert released == 2
-    from dpsql.ledger import Ledger
+    from dpsql.privacy.ledger import Ledger
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         led = Ledger(ledger)

@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from dpsql import zcdp
+from dpsql.privacy import zcdp
 from dpsql.errors import Error, QueryError
-from dpsql.mechanisms import calibrate
-from dpsql.privacy import Mechanism
+from dpsql.mechanisms.additive import calibrate
+from dpsql.privacy.params import Mechanism
 
 
 @pytest.mark.parametrize("eps,delta", [(1e-9, 1e-15), (1e-8, 1e-15)])

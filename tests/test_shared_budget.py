@@ -114,7 +114,7 @@ def test_one_budget_given_to_readers_with_and_without_ledgers_is_one_pool(pums, 
     answered = sum(_answered(r, QUERIES[8 * i:8 * i + 8]) for i, r in enumerate(readers))
     assert answered == 4                                   # 4 x 0.25 = the budget, in all
     assert budget.spent[0] == pytest.approx(1.0, rel=1e-6)
-    files = [dpsql.ledger.Ledger(tmp_path / f"l{i}.jsonl", None) for i in range(ledgers)]
+    files = [dpsql.privacy.ledger.Ledger(tmp_path / f"l{i}.jsonl", None) for i in range(ledgers)]
     assert sum(f.spent()[0] for f in files) <= 1.0 + 1e-9
 
 
@@ -122,7 +122,7 @@ def test_a_ledger_and_a_budget_each_bound_what_is_released(pums, tmp_path):
     """The ledger file's total is its own pool (shared across processes), and the Budget
     object's is another: a query must fit both and is charged to both."""
     path = tmp_path / "shared.jsonl"
-    dpsql.ledger.Ledger(path, dpsql.Budget(epsilon=0.5))          # the file's pool: 0.5
+    dpsql.privacy.ledger.Ledger(path, dpsql.Budget(epsilon=0.5))          # the file's pool: 0.5
     budget = dpsql.Budget(epsilon=0.5)
     privacy = dpsql.Privacy(epsilon=0.25)
     first = dpsql.from_df(pums, DATA / "PUMS.yaml", privacy=privacy, budget=budget, ledger=path)

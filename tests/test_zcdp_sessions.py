@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 import dpsql
-from dpsql import zcdp
-from dpsql.ledger import Ledger
+from dpsql.privacy import zcdp
+from dpsql.privacy.ledger import Ledger
 
 DATA = Path(__file__).parent / "data"
 SQL = "SELECT COUNT(*) AS n, SUM(age) AS s FROM PUMS.PUMS"
@@ -136,7 +136,7 @@ def test_budget_and_privacy_take_epsilon_or_rho_not_both():
 
 
 def test_cli_rho_query_and_rho_budget(tmp_path):
-    from dpsql.cli import main
+    from dpsql.cli.command import main
     ledger = tmp_path / "l.ledger"
     args = ["query", "--metadata", str(DATA / "PUMS.yaml"), "--table",
             f"PUMS.PUMS={DATA / 'PUMS.csv'}", "--rho", "0.01", "--ledger", str(ledger),

@@ -7,7 +7,7 @@ and the query text; ``lift`` moves expressions inside aggregates and public
 group keys into columns of that relation; ``aggregate`` builds the final DP
 aggregation over it and computes the cost before anything runs. The plan is
 one sqlglot tree; what only DuckDB can do (``TRY``, ``EPOCH_US``, sampling k rows
-per person with ``ARG_MIN``) comes from ``dpsql.engines.duckdb``.
+per person with ``ARG_MIN``) comes from ``dpsql.engines.duckdb.dialect``.
 """
 from .aggregate import NOISY_TABLE, Plan, build_plan, key_output, metadata_types
 

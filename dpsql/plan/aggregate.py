@@ -19,18 +19,18 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from ..errors import InternalError, QueryError
-from ..parse import literal
-from ..quantile_plan import BOUNDED_CTE, counts_with_histogram, histograms, with_histograms
-from ..privacy import Privacy, Stat
-from ..rewrite import column, substitute
-from ..sql.allowed import ENGINE_TYPES
-from ..sql.typecheck import Checker, check, float_literal, predicate
-from ..statistics import Statistic, StatisticSet, aggregate_type, plan_aggregates
-from ..engines.duckdb import epoch_us, truncated, truncated_groups
+from ..frontend.parse import literal
+from .quantiles import BOUNDED_CTE, counts_with_histogram, histograms, with_histograms
+from ..privacy.params import Privacy, Stat
+from .rewrite import column, substitute
+from ..frontend.allowed import ENGINE_TYPES
+from ..frontend.typecheck import Checker, check, float_literal, predicate
+from .statistics import Statistic, StatisticSet, aggregate_type, plan_aggregates
+from ..engines.duckdb.dialect import epoch_us, truncated, truncated_groups
 from .lift import MAX_GRID, lift
 from .query import Query
 from .relations import Field, censored, check_work
-from ..sql.binding import expression_weight
+from ..frontend.binding import expression_weight
 from .split import split
 
 NOISY_TABLE = "_noisy"
@@ -49,7 +49,7 @@ class Plan:
     tau: float | None = None
     threshold_delta: float = 0.0
     cost: tuple = (0.0, 0.0)               # (epsilon, delta) of this query alone
-    spend: tuple = (0.0, 0.0, 0.0, 0.0)    # what a session adds (dpsql.accounting.ZERO)
+    spend: tuple = (0.0, 0.0, 0.0, 0.0)    # what a session adds (dpsql.privacy.accounting.ZERO)
     notes: list = field(default_factory=list)
     passthrough: list | None = None        # statistic per output when post-processing is a no-op
     key_kinds: list = field(default_factory=list)   # language type of each group key
@@ -241,7 +241,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
         exact = counts_with_histogram(rows, [key_output(node, kind) for node, kind in keys],
                                       key_names, hists, [s.name for s in plain])
     elif hists:
-        # Quantiles: one histogram per group over the same bounded rows (dpsql.quantile_plan).
+        # Quantiles: one histogram per group over the same bounded rows (dpsql.plan.quantiles).
         exact = with_histograms(exact if (plain or query.keys) else None, rows,
                                 [key_output(node, kind) for node, kind in keys], key_names,
                                 hists, materialize=truncating)
@@ -339,7 +339,7 @@ def _post_query(query: Query, aggregate_outputs: list, key_names: list, key_kind
     mapping += [(key, column(n)) for key, n in zip(query.keys, key_names)]
     items = [exp.alias_(substitute(typed(expr, "SELECT"), mapping), f"_o{i}", quoted=True)
              for i, (_, expr) in enumerate(query.outputs)]
-    # Keys arrive with their NULLs in separate flag columns (dpsql.release): put them back.
+    # Keys arrive with their NULLs in separate flag columns (dpsql.release.noise): put them back.
     restored = [exp.alias_(exp.Case(ifs=[exp.If(this=column(n + "_null"), true=exp.Null())],
                                     default=column(n)), n, quoted=True) for n in key_names]
     source = exp.select(*restored, *[column(s) for s in stat_names]).from_(exp.to_table(NOISY_TABLE)) \

@@ -3,11 +3,11 @@
 Owns: the bounds rule of every allow-listed construct. Bounds come from the
 metadata (a column's ``lower``/``upper``/``values``) and the query text (its
 literals) only, never from the data. They are applied to the guarded tree the
-engine runs (``dpsql.sql.typecheck``), so they describe exactly what is
+engine runs (``dpsql.frontend.typecheck``), so they describe exactly what is
 computed.
 
 Privacy does not rest on these rules being tight: every statistic clamps its
-input to the interval it is charged for (``dpsql.statistics``), so a value
+input to the interval it is charged for (``dpsql.plan.statistics``), so a value
 outside an interval is moved onto it, never released beyond it. The rules make
 answers accurate and make refusals precise: an aggregate that needs bounds and
 gets an infinite interval is refused, naming the part that is unbounded.
@@ -25,7 +25,7 @@ import math
 
 from sqlglot import exp
 
-from ..sql.ranges import int_range
+from ..frontend.ranges import int_range
 
 INF = math.inf
 MAX_DOMAIN = 1000

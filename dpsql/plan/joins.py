@@ -31,11 +31,11 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..metadata import Column, Table
-from ..rewrite import column, typed_name
-from ..sql.binding import Binder, fail
-from ..sql.typecheck import Checker
-from ..engines.duckdb import truncated
+from ..metadata.model import Column, Table
+from .rewrite import column, typed_name
+from ..frontend.binding import Binder, fail
+from ..frontend.typecheck import Checker
+from ..engines.duckdb.dialect import truncated
 from .relations import (HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation,
                         not_null_id)
 

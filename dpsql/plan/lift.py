@@ -19,9 +19,9 @@ from dataclasses import replace
 from sqlglot import exp
 
 from ..errors import QueryError
-from ..quantile_plan import QUANTILE_NODES
-from ..rewrite import column, substitute
-from ..sql.typecheck import check
+from .quantiles import QUANTILE_NODES
+from .rewrite import column, substitute
+from ..frontend.typecheck import check
 from .bounds import Deriver
 from .relations import Field, Relation, _unbounded_message
 

@@ -17,11 +17,11 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..rewrite import clamp, column, substitute
-from ..sql.binding import Binder, expression_weight, fail
-from ..sql.typecheck import Checker
+from .rewrite import clamp, column, substitute
+from ..frontend.binding import Binder, expression_weight, fail
+from ..frontend.typecheck import Checker
 from .bounds import Deriver
-from ..engines.duckdb import truncated
+from ..engines.duckdb.dialect import truncated
 from .relations import (HIDDEN_PID, Field, Relation, _check_name, _derive, _output_name,
                         _references_id, _unbounded_message, censored, not_null_id)
 

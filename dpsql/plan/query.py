@@ -1,6 +1,6 @@
 """The validated query: what the planner needs from step 2, nothing evaluated yet.
 
-Owns: the ``Query`` record that ``dpsql.validate`` builds and ``dpsql.plan``
+Owns: the ``Query`` record that ``dpsql.plan.validate`` builds and ``dpsql.plan``
 reads; its own module so that neither imports the other for it.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ..metadata import Table
+from ..metadata.model import Table
 from .relations import Relation
 
 

@@ -14,7 +14,7 @@ Three kinds of step, each a small function from relation to relation:
 - ``select_rows``: derived columns and WHERE (row-level, so ``k`` is unchanged);
   ``SELECT DISTINCT`` only when the person's id is among its columns.
 - ``per_person`` (its own module): ``GROUP BY`` the person's id, after
-  truncating the child to ``k`` rows per person (``dpsql.engines.duckdb.truncated``).
+  truncating the child to ``k`` rows per person (``dpsql.engines.duckdb.dialect.truncated``).
 """
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
-from ..metadata import Column, Table
-from ..rewrite import column, typed_name
-from ..sql.binding import Binder, expression_weight, fail
-from ..sql.typecheck import Checker
+from ..metadata.model import Column, Table
+from .rewrite import column, typed_name
+from ..frontend.binding import Binder, expression_weight, fail
+from ..frontend.typecheck import Checker
 from .bounds import INF, Deriver
 
 HIDDEN_PID = "_dpsql_pid"
@@ -48,7 +48,7 @@ class Field:
     """One column of a relation, as the final aggregation needs to know it."""
 
     name: str
-    kind: str                          # language type (dpsql.sql.allowed.ENGINE_TYPES)
+    kind: str                          # language type (dpsql.frontend.allowed.ENGINE_TYPES)
     lower: float | int | None = None
     upper: float | int | None = None
     domain: tuple | None = None        # public set of non-NULL values

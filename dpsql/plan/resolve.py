@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..metadata import Table
-from ..rewrite import column
-from ..sql.allowed import ENGINE_TYPES
-from ..sql.binding import Binder, fail
+from ..metadata.model import Table
+from .rewrite import column
+from ..frontend.allowed import ENGINE_TYPES
+from ..frontend.binding import Binder, fail
 from .bounds import MAX_DOMAIN
 from .joins import Join, conjuncts as _conjuncts, visible_scope
 from .setops import semi_join, union_all
@@ -238,7 +238,7 @@ class Resolver:
 
     def values(self, node: exp.Values, alias=None) -> tuple:
         """An inline table: public rows of literals, typed by their literals."""
-        from ..sql.typecheck import Checker
+        from ..frontend.typecheck import Checker
         alias = alias or node.args.get("alias")
         rows = [t.expressions if isinstance(t, exp.Tuple) else [t] for t in node.expressions]
         width = len(rows[0])

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..rewrite import column
-from ..sql.binding import fail
+from .rewrite import column
+from ..frontend.binding import fail
 from .joins import LOCAL_IDS
 from .relations import HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation
 

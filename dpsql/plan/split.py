@@ -25,17 +25,17 @@ its mechanism, and the query's cost, all before anything runs. The rule
   rho_i gets epsilon_i = sqrt(2 rho_i).
 * The threshold for unknown group keys takes its own delta.
 
-A query's cost is a 4-vector (``dpsql.accounting.ZERO``): (epsilon, delta) by
+A query's cost is a 4-vector (``dpsql.privacy.accounting.ZERO``): (epsilon, delta) by
 basic composition, and (rho, delta outside zCDP); sessions enforce one pair.
 """
 from __future__ import annotations
 
 import math
 
-from .. import zcdp
+from ..privacy import zcdp
 from ..errors import QueryError
-from ..mechanisms import calibrate, calibrate_rho
-from ..privacy import Privacy
+from ..mechanisms.additive import calibrate, calibrate_rho
+from ..privacy.params import Privacy
 
 
 def _check_delta(privacy: Privacy, gaussian: bool, needs_threshold: bool) -> None:

@@ -1,0 +1,437 @@
+"""The session: one place that runs the steps in order.
+
+Owns: orchestration and the public Python API (``from_df``, ``from_connection``,
+``Reader``). Data flows one way: parse -> validate -> plan (with its cost) ->
+budget check -> execute -> charge -> noise -> post-process -> result. The
+budget check comes before any data is touched; the charge comes as soon as the
+data has been read, so an answer is never released uncharged and a refused
+query costs nothing.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from datetime import datetime, timezone
+
+import numpy as np
+import pandas as pd
+
+from ..release import report
+from ..privacy.accounting import Accountant, remaining
+from ..release.intervals import check_alpha, with_intervals
+from ..errors import OperationalError, ProgrammingError, QueryError
+from ..engines.duckdb.engine import Engine
+from ..release.explain import describe
+from ..metadata.model import Metadata
+from ..frontend.parse import parse_query, typed_params, union_parts
+from ..plan import Plan, build_plan
+from ..privacy.params import Budget, Privacy, Stat
+from ..release.noise import add_noise
+from ..plan.validate import validate
+
+_PLAN_CACHE_SIZE = 256
+
+
+class Reader:
+    """A private session over the tables described by ``metadata``."""
+
+    def __init__(self, engine: Engine, metadata: Metadata, privacy: Privacy | None = None,
+                 budget: Budget | None = None, ledger=None) -> None:
+        self.engine = engine
+        self.metadata = metadata
+        self.privacy = privacy if privacy is not None else Privacy()
+        self.accountant = Accountant(budget, ledger)
+        self._plans: OrderedDict = OrderedDict()
+        self._history: list = []     # this session's releases, for report()
+        self._releases: dict = {}    # (canonical SQL, privacy) -> released DataFrame
+        self._lock = threading.Lock()
+
+    # -- planning (no data touched) -----------------------------------------
+    def _plan(self, sql: str, params=None, privacy: Privacy | None = None) -> Plan:
+        # Parameters keyed with their types: 1, 1.0 and True are equal in Python.
+        # literal() first refuses values that cannot be bound (lists, ...).
+        if not isinstance(sql, str):
+            raise QueryError(f"the query must be a string, not {type(sql).__name__}")
+        sql = str.__str__(sql)      # a str subclass could fake equality in the plan cache
+        params, typed = typed_params(params)
+        privacy = self.privacy if privacy is None else privacy
+        key = (sql, typed, self._privacy_key(privacy))
+        cached = self._plans.get(key)
+        if cached is not None:
+            return cached
+        tree = parse_query(sql, params)
+        plans = []
+        for part in union_parts(tree):
+            query = validate(part, self.metadata, self.engine.public_rows)
+            plan = build_plan(query, privacy)
+            # Dry-run both queries now, so that query errors surface before any data is read.
+            self.engine.attach(plan)
+            self.engine.post_process(plan.post_sql, _empty_noisy(plan))
+            plans.append(plan)
+        if len(plans) > 1:
+            plan = Releases(plans, tree.sql("duckdb"))
+        with self._lock:
+            self._plans[key] = plan
+            if len(self._plans) > _PLAN_CACHE_SIZE:
+                self._plans.popitem(last=False)
+        return plan
+
+    def _privacy_key(self, p) -> tuple:
+        if not isinstance(p, Privacy):
+            raise ProgrammingError(f"the privacy of a query (reader.privacy, or privacy=...) "
+                                   f"must be a dpsql.Privacy, not {type(p).__name__}")
+        p.check()        # its fields may have been changed since it was made
+        return (p.epsilon, p.rho, p.delta, p.split, p.mechanisms.key())
+
+    def get_privacy_cost(self, sql, params=None, privacy: Privacy | None = None) -> tuple:
+        """(epsilon, delta) the query would cost; runs nothing, spends nothing.
+
+        As in SmartNoise, a list of queries gives their total (basic composition).
+        ``privacy``: this query's privacy (default: ``reader.privacy``)."""
+        if isinstance(sql, (list, tuple)):
+            costs = [self._plan(q, privacy=privacy).cost for q in sql]
+            return (sum(c[0] for c in costs), sum(c[1] for c in costs))
+        return self._plan(sql, params, privacy).cost
+
+    def explain(self, sql: str, params=None, privacy: Privacy | None = None) -> str:
+        """The bounded plan and, per noisy statistic, its sensitivity, noise and budget share."""
+        plan = self._plan(sql, params, privacy)
+        if isinstance(plan, Releases):
+            eps, delta = plan.cost
+            return "\n\n".join(
+                [f"UNION ALL of {len(plan.parts)} queries, each its own release; cost: the sum, "
+                 f"epsilon={eps:.6g}, delta={delta:.3g}"]
+                + [f"-- part {i + 1} of {len(plan.parts)}\n{describe(p)}"
+                   for i, p in enumerate(plan.parts)])
+        return describe(plan)
+
+    def estimate_bounds(self, table: str, column: str, epsilon: float) -> tuple:
+        """DP (lower, upper) bounds of a numeric column, charged to the session like a query.
+
+        The lower bound is the lower edge of the log-spaced cell that permute-and-flip
+        chooses for the 1% quantile, the upper bound the upper edge of the cell chosen for
+        the 99% quantile, each with half of ``epsilon`` (delta 0). The cells cover the
+        whole range of the column's type (int64, or doubles from 2^-64 to 2^1024, both
+        signs, and zero), four per power of two, so the bounds are within a factor
+        2^(1/4) of the chosen quantiles. Rows are truncated to max_ids per person as in
+        any query. The metadata's own bounds of the column, if any, are not used."""
+        from sqlglot import exp
+
+        from ..plan import quantiles as quantile_plan
+        if not isinstance(table, str) or not isinstance(column, str):
+            raise ProgrammingError("estimate_bounds(table, column, epsilon): table and column "
+                                   "are names (str), e.g. 'PUMS.PUMS', 'income'")
+        privacy = Privacy(epsilon=epsilon, delta=0.0)
+        found = self.metadata.find_table(table)
+        col = found.column(column) if found is not None else None
+        if col is not None and col.type not in ("int", "float"):
+            raise QueryError(f"estimate_bounds: column {column!r} of {table} is of type "
+                             f"{col.type}; bounds are estimated for int and float columns")
+        value = exp.column(col.name if col is not None else column, quoted=True)
+        tree = exp.select(*[
+            exp.alias_(exp.PercentileDisc(this=value.copy(), expression=exp.Literal.number(
+                repr(float(p)))), name) for p, name in zip(quantile_plan.BOUNDS_P,
+                                                           ("lower_bound", "upper_bound"))]
+        ).from_(exp.to_table(table))
+        with quantile_plan.bounds_mode():
+            query = validate(tree, self.metadata, self.engine.public_rows)
+            plan = build_plan(query, privacy)
+        self.engine.attach(plan)
+        frame = self._present(plan, self._fresh(plan))
+        return float(frame.lower_bound[0]), float(frame.upper_bound[0])
+
+    @property
+    def spent(self) -> tuple:
+        """(epsilon, delta) spent by this session (with a zCDP budget: its rho, converted)."""
+        return self.accountant.spent
+
+    @property
+    def spent_rho(self) -> float:
+        """rho (zCDP) spent by this session: Gaussian statistics' rho plus epsilon^2 / 2 for
+        each pure-epsilon one."""
+        return self.accountant.spending[2]
+
+    # -- running ------------------------------------------------------------
+    def execute_df(self, sql: str, params=None, privacy: Privacy | None = None,
+                   replay: bool = True) -> pd.DataFrame:
+        """Run ``sql`` with ``privacy`` (default: ``reader.privacy``, the session's default
+        privacy per query) and return the noisy result.
+
+        The same query again in this session (the same SQL after parsing, with the same
+        parameter values bound, and the same privacy) returns the stored release and costs
+        nothing: asking twice teaches nothing new. ``replay=False`` asks for a fresh
+        release, and pays for it."""
+        plan, noisy = self._noisy(sql, params, privacy, replay)
+        return self._present(plan, noisy)
+
+    def execute_with_accuracy_df(self, sql: str, alpha: float = 0.05, params=None,
+                                 privacy: Privacy | None = None, replay: bool = True) -> pd.DataFrame:
+        """``execute_df`` with, after each noisy output column ``c``, ``c_lo`` and ``c_hi``:
+        an interval holding the exact answer of the bounded plan with probability at least
+        ``1 - alpha``, per cell (docs/privacy.md, "Confidence intervals"). It covers the
+        noise, not the bias of clamping or truncation. Costs what ``execute_df`` costs (a
+        replay nothing: the intervals come from the stored noisy statistics)."""
+        alpha = check_alpha(alpha)
+        plan, noisy = self._noisy(sql, params, privacy, replay)
+        parts = plan.parts if isinstance(plan, Releases) else [plan]
+        frames = [self._with_intervals(part, columns, alpha) for part, columns in zip(parts, noisy)]
+        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+    def _with_intervals(self, plan: Plan, noisy: dict, alpha: float) -> pd.DataFrame:
+        post, read = with_intervals(plan, alpha)
+        try:
+            columns = self.engine.post_process(post.sql("duckdb"), noisy)
+        except QueryError as err:
+            raise OperationalError(f"{err} (on noisy values; the query's cost was charged)") from None
+        out = {}
+        for i, name in enumerate(plan.output_names):
+            out[name] = columns[f"_o{i}"]
+            if read[i]:
+                out[f"{name}_lo"] = columns[f"_o{i}_lo"]
+                out[f"{name}_hi"] = columns[f"_o{i}_hi"]
+        return pd.DataFrame(out)
+
+    def _noisy(self, sql, params, privacy, replay: bool) -> tuple:
+        """(plan, noisy statistics per part): the stored release, or a fresh one (paid).
+
+        A release is stored as its noisy statistics, not as the final table, so that a
+        replay can post-process it again (e.g. with confidence intervals at another
+        level) without touching the data."""
+        plan = self._plan(sql, params, privacy)
+        key = self.release_key(plan, privacy)
+        ledger = self.accountant.ledger
+        # Through a ledger, a release is found again by its fingerprint: the same query,
+        # parameters, privacy and plan (so a changed metadata is a new release).
+        mark = report.fingerprint(plan, key[1]) if ledger is not None else ""
+        if replay:
+            with self._lock:
+                stored = self._releases.get(key)
+            if stored is None and ledger is not None:
+                found = ledger.stored(mark)
+                if found is not None:
+                    stored = report.decode(found)
+                    with self._lock:
+                        self._releases[key] = stored
+            if stored is not None:
+                self._log(plan, None, replay=True)
+                return plan, stored
+        noisy = self._fresh(plan, mark)
+        with self._lock:
+            self._releases[key] = noisy
+        if ledger is not None and sum(len(v) for part in noisy for v in part.values()) <= \
+                report.MAX_STORED_VALUES:
+            ledger.store(mark, report.encode(noisy))
+        return plan, noisy
+
+    def _log(self, plan, details, replay: bool) -> None:
+        spend = (0.0, 0.0, 0.0, 0.0) if replay else plan.spend
+        with self._lock:
+            self._history.append({
+                "time": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+                "query": plan.bound_sql, "epsilon": spend[0], "delta": spend[1],
+                "rho": spend[2], "rho_delta": spend[3], "replay": replay,
+                "details": details if details is not None else report.details(plan)})
+
+    def report(self, format: str = "dataframe"):
+        """The DP release table of this session (with a ledger: of every release the
+        ledger holds): a DataFrame, or ``format="markdown" | "html" | "json"`` text.
+        Per release: time, query, privacy unit and contribution bound, epsilon, delta,
+        rho, and per statistic its mechanism, scale, bounds, share and 95% accuracy, the
+        threshold; with the totals and what is left of the budget (docs/privacy.md)."""
+        ledger = self.accountant.ledger
+        if ledger is not None:
+            records = [dict(r.__dict__, replay=False) for r in ledger.records()]
+        else:
+            with self._lock:
+                records = list(self._history)
+        spending = self.accountant.spending
+        return report.render(records, self.accountant.budget, self.accountant.spent, spending,
+                             remaining(spending, self.accountant.budget), format)
+
+    def release_key(self, plan, privacy: Privacy | None = None) -> tuple:
+        """What makes two requests one release: the canonical SQL with its parameters
+        bound, and the privacy asked for."""
+        return (plan.bound_sql, self._privacy_key(self.privacy if privacy is None else privacy))
+
+    def _fresh(self, plan, mark: str = "") -> list:
+        """Read the data, charge, add noise: the noisy statistics of every part."""
+        parts = plan.parts if isinstance(plan, Releases) else [plan]
+        self.accountant.check(plan.spend)
+        details = report.details(plan)
+        exacts = []
+        try:
+            for part in parts:
+                exacts.append(self.engine.run(part.exact_sql))
+        except OperationalError as err:
+            # Binding succeeded, so the failure depends on the data: charge it.
+            self.accountant.charge(plan.spend, plan.bound_sql, mark, details)
+            self._log(plan, details, replay=False)
+            raise OperationalError(f"{err} (its cost was charged, since a failure here could "
+                                   "reveal something about the data)") from None
+        # Charged once the data has been read: whatever happens next (noise, a
+        # post-processing failure on noisy values) is paid for, and no result
+        # is ever shown uncharged.
+        self.accountant.charge(plan.spend, plan.bound_sql, mark, details)
+        self._log(plan, details, replay=False)
+        noisy = []
+        for part, exact in zip(parts, exacts):
+            noisy.append(add_noise(part, exact))
+        del exacts
+        return noisy
+
+    def _present(self, plan, noisy: list) -> pd.DataFrame:
+        """Post-processing of stored noisy statistics (no data touched, nothing spent)."""
+        parts = plan.parts if isinstance(plan, Releases) else [plan]
+        frames = [self._release(part, columns) for part, columns in zip(parts, noisy)]
+        if len(frames) == 1:
+            return frames[0]
+        for frame in frames[1:]:
+            frame.columns = frames[0].columns
+        return pd.concat(frames, ignore_index=True)
+
+    def _release(self, plan: Plan, noisy: dict) -> pd.DataFrame:
+        if plan.passthrough is not None:
+            columns = {f"_o{i}": noisy[name].copy() for i, name in enumerate(plan.passthrough)}
+        else:
+            try:
+                columns = self.engine.post_process(plan.post_sql, noisy)
+            except QueryError as err:
+                raise OperationalError(f"{err} (on noisy values; the query's cost was charged)") from None
+        result = pd.DataFrame({f"_o{i}": columns[f"_o{i}"] for i in range(len(plan.output_names))})
+        result.columns = plan.output_names
+        return result
+
+    def execute(self, sql: str, params=None, privacy: Privacy | None = None,
+                replay: bool = True) -> list:
+        """SmartNoise's shape: a header tuple, then one tuple per row."""
+        df = self.execute_df(sql, params, privacy, replay)
+        rows = [tuple(_native(v) for v in row) for row in df.itertuples(index=False, name=None)]
+        return [tuple(df.columns)] + rows
+
+
+class Releases:
+    """A UNION ALL of whole queries: each part its own release; the cost is their sum."""
+
+    def __init__(self, parts: list, sql: str):
+        widths = {len(p.output_names) for p in parts}
+        if len(widths) != 1:
+            raise QueryError("every part of a UNION ALL must select the same number of "
+                             f"columns (here {', '.join(str(len(p.output_names)) for p in parts)})")
+        self.parts = parts
+        self.spend = tuple(sum(p.spend[i] for p in parts) for i in range(4))
+        self.cost = self.spend[:2]
+        self.bound_sql = sql
+        self.output_names = parts[0].output_names
+
+
+def _native(value):
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+_NUMPY_TYPES = {"int": np.int64, "float": np.float64, "string": object, "boolean": np.bool_,
+                "datetime": "datetime64[us]", "date": "datetime64[us]"}
+
+
+def _empty_noisy(plan: Plan) -> dict:
+    """A zero-row stand-in for the noisy table, typed as the real one will be."""
+    cols = {}
+    for name, kind in zip(plan.key_names, plan.key_kinds):
+        cols[name] = np.array([], dtype=_NUMPY_TYPES[kind])
+        cols[name + "_null"] = np.array([], dtype=np.bool_)
+    for stat in plan.statistics:
+        if stat.stat is Stat.quantile:
+            integer = stat.integer
+        else:
+            integer = (stat.integer and stat.mechanism.grid >= 1) or stat.stat in (
+                Stat.count, Stat.threshold)
+        cols[stat.name] = np.array([], dtype=np.int64 if integer else np.float64)
+    if not cols:
+        cols["_none"] = np.array([], dtype=np.int64)
+    return cols
+
+
+def _load(metadata) -> Metadata:
+    return Metadata.load(metadata)
+
+
+def from_df(data, metadata, privacy: Privacy | None = None, budget: Budget | None = None,
+            ledger=None) -> Reader:
+    """A session over DataFrames (or .csv/.parquet paths), scanned in place by DuckDB.
+
+    A DataFrame whose columns are views with negative strides (``df.iloc[::-1]``)
+    cannot be scanned by DuckDB: those columns alone are copied, the rest are
+    shared (copy on write). The index is not data, except a named one
+    (``df.set_index('age')``), which becomes columns again unless a column
+    already has its name.
+    """
+    import duckdb
+
+    from ..errors import DataError
+
+    def reversed_view(array) -> bool:
+        buffers = [array] + [getattr(array, name, None)
+                             for name in ("_ndarray", "_data", "_mask", "_codes")]
+        return any(isinstance(b, np.ndarray) and any(s < 0 for s in b.strides) for b in buffers)
+
+    def scannable(frame):
+        if not isinstance(frame, pd.DataFrame):
+            return frame
+        names = [n for n in frame.index.names if n is not None]
+        if names and not any(n in frame.columns for n in names):
+            frame = frame.reset_index()
+        flipped = [i for i in range(frame.shape[1]) if reversed_view(frame.iloc[:, i].array)]
+        if not flipped:
+            return frame
+        out = frame.copy(deep=False)
+        for i in flipped:
+            out.isetitem(i, frame.iloc[:, i].copy(deep=True))
+        return out
+
+    meta = _load(metadata)
+    if isinstance(data, dict):
+        data = {name: scannable(source) for name, source in data.items()}
+    else:
+        data = scannable(data)
+    try:
+        engine = Engine.from_data(data, meta)
+    except duckdb.Error as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise DataError(f"DuckDB cannot scan the data: {first}; pass DataFrames with plain "
+                        "columns (e.g. df.copy()) or .csv/.parquet paths") from None
+    return Reader(engine, meta, privacy, budget, _ledger(ledger, budget))
+
+
+def from_connection(connection, metadata, privacy: Privacy | None = None,
+                    budget: Budget | None = None, ledger=None, engine: str | None = None) -> Reader:
+    """A session over tables that already live in a DuckDB connection.
+
+    ``engine`` is accepted for SmartNoise compatibility and must name DuckDB.
+    """
+    if engine is not None and str(engine).lower() != "duckdb":
+        raise ProgrammingError(f"engine {engine!r} is not supported; dpsql runs on DuckDB "
+                               "(pass a duckdb connection, or leave engine out)")
+    import duckdb
+    if not isinstance(connection, duckdb.DuckDBPyConnection):
+        kind = type(connection)
+        raise ProgrammingError(f"from_connection needs a duckdb.DuckDBPyConnection (from "
+                               f"duckdb.connect()), not {kind.__module__}.{kind.__qualname__}; "
+                               "dpsql runs on DuckDB only (for DataFrames or files use "
+                               "dpsql.from_df)")
+    meta = _load(metadata)
+    return Reader(Engine.from_connection(connection, meta), meta, privacy, budget,
+                  _ledger(ledger, budget))
+
+
+def _ledger(ledger, budget):
+    if ledger is None or hasattr(ledger, "charge"):
+        return ledger
+    if not isinstance(ledger, (str, os.PathLike)):
+        raise ProgrammingError(f"ledger must be a file path (str or os.PathLike) or a "
+                               f"dpsql Ledger, not {type(ledger).__name__}")
+    from ..privacy.ledger import Ledger
+    return Ledger(ledger, budget)

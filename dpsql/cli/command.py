@@ -1,0 +1,378 @@
+"""The ``dpsql`` command line (also ``python -m dpsql``).
+
+Owns: turning shell arguments into one reader call and its result into text.
+It adds no second path to the engine: ``dpsql query`` builds a reader with
+``dpsql.from_df`` / ``dpsql.from_connection`` exactly as Python code does. A
+session that outlives one invocation is a ledger file (``dpsql.privacy.ledger``);
+the engine charges it before it returns a result, so an answer is printed
+only after its cost is on disk.
+
+Every failure is one line on stderr and an exit code per class (see
+``EXIT_CODES``); a traceback is never shown.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import sys
+import warnings
+
+from .text import (EXIT_BUDGET, EXIT_CODES, EXIT_DATA, EXIT_INTERNAL, EXIT_METADATA,
+                       EXIT_OK, EXIT_QUERY, EXIT_USAGE, UsageError, _pair, _require_file, _warn,
+                       _write, format_frame)
+from ..errors import Error
+from ..privacy.params import DEFAULT_DELTA
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr, never the usage block."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# ----------------------------------------------------------------- arguments
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def _level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"a confidence level strictly between 0 and 1 (e.g. "
+                                         f"0.95), got {text!r}")
+    return value
+
+
+def _delta(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text!r}")
+    return value
+
+
+def _budget(text: str):
+    """E[,D] for an (epsilon, delta) budget; rho=R[,D] for a zCDP one."""
+    from ..privacy.params import Budget
+    eps, _, delta = text.partition(",")
+    if eps.startswith("rho="):
+        rho = _positive_float(eps[4:])
+        return Budget(rho=rho, delta=_delta(delta)) if delta else Budget(rho=rho)
+    if delta:
+        return Budget(_positive_float(eps), _delta(delta))
+    return Budget(_positive_float(eps))
+
+
+def _table(text: str) -> tuple:
+    name, sep, path = text.partition("=")
+    if not sep or not path or name.count(".") != 1 or "" in name.split("."):
+        raise argparse.ArgumentTypeError(
+            f"expected schema.table=PATH (e.g. PUMS.PUMS=PUMS.csv), got {text!r}")
+    return name, path
+
+
+def _query_table(text: str) -> tuple:
+    """``query --table``: SCHEMA.TABLE=PATH, or TABLE=PATH for a table whose metadata
+    schema name is empty (collection/''/table); the engine resolves the name."""
+    name, sep, path = text.partition("=")
+    if sep and path and name and "." not in name:
+        return name, path
+    try:
+        return _table(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected SCHEMA.TABLE=PATH (e.g. PUMS.PUMS=PUMS.csv), or TABLE=PATH for a "
+            f"table whose metadata schema name is empty, got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    top = _Parser(prog="dpsql", description="Differentially private SQL over DuckDB.",
+                  epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action="version", version=f"dpsql {_version()}")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    q = sub.add_parser(
+        "query", help="answer one SQL query with differential privacy",
+        description="Answer one SQL aggregate query with differential privacy. Tables come "
+        "from --table files (CSV or Parquet, read by DuckDB) or from a DuckDB database "
+        "file opened read-only.", epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    q.add_argument("--metadata", required=True, metavar="M.yaml",
+                   help="SmartNoise-format metadata of the tables")
+    q.add_argument("--table", action="append", type=_query_table, default=[],
+                   metavar="SCHEMA.TABLE=PATH", help="bind a table to a .csv/.parquet file "
+                   "(repeatable; TABLE=PATH if the metadata's schema name is empty)")
+    q.add_argument("--database", metavar="FILE.duckdb",
+                   help="a DuckDB database holding the tables (opened read-only)")
+    size = q.add_mutually_exclusive_group(required=True)
+    size.add_argument("--epsilon", type=_positive_float, metavar="E",
+                      help="the most this query may cost in epsilon, all its statistics "
+                      "together")
+    size.add_argument("--rho", type=_positive_float, metavar="R",
+                      help="the query's privacy in zCDP instead of --epsilon")
+    q.add_argument("--delta", type=_delta, metavar="D",
+                   help=f"the most this query may cost in delta (default {DEFAULT_DELTA:g}; "
+                   "spent only by statistics that need it)")
+    q.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                   help="output: aligned table (default), CSV with a header, or JSON objects")
+    q.add_argument("--ledger", metavar="FILE",
+                   help="a ledger file keeping this session's spending across invocations")
+    q.add_argument("--budget", type=_budget, metavar="E[,D]",
+                   help="the session's total (with --ledger; fixed when the ledger is "
+                   "created; default delta 1e-6); rho=R[,D] for a zCDP session")
+    q.add_argument("--accuracy", type=_level, metavar="LEVEL",
+                   help="after each noisy column C, add C_lo and C_hi: an interval holding "
+                   "the exact answer of the bounded plan with this probability (e.g. 0.95); "
+                   "costs nothing more")
+    q.add_argument("--fresh", action="store_true",
+                   help="a fresh release, paid for, even if the ledger holds this query's "
+                   "release (by default the same query again is replayed, free)")
+    q.add_argument("--explain", action="store_true",
+                   help="print the bounded plan and each statistic's mechanism, scale and "
+                   "95%% accuracy; runs nothing and spends nothing")
+    q.add_argument("sql", metavar="SQL", help="the query, or - to read it from stdin")
+
+    led = sub.add_parser("ledger", help="inspect a ledger file")
+    led_sub = led.add_subparsers(dest="ledger_command", metavar="ACTION", parser_class=_Parser)
+    show = led_sub.add_parser("show", help="print a ledger's budget, spent, remaining and "
+                              "releases")
+    show.add_argument("file", metavar="FILE")
+    show.add_argument("--format", choices=("table", "json"), default="table")
+    from . import report as cli_report
+    cli_report.add_parser(led_sub)
+
+    meta = sub.add_parser("metadata", help="write or check a metadata file")
+    meta_sub = meta.add_subparsers(dest="metadata_command", metavar="ACTION",
+                                   parser_class=_Parser)
+    check = meta_sub.add_parser("check", help="validate a metadata file and list every "
+                                "problem with its path")
+    check.add_argument("file", metavar="M.yaml")
+    init = meta_sub.add_parser(
+        "init", help="write a metadata skeleton from the data's schema to stdout",
+        description="Write a SmartNoise-format metadata skeleton from the schema (column "
+        "names and types) of data files. No value of the data is read into it: bounds and "
+        "the privacy unit are left for the data owner.")
+    init.add_argument("--table", action="append", type=_table, required=True,
+                      metavar="SCHEMA.TABLE=PATH", help="a .csv/.parquet file (repeatable)")
+    bounds = meta_sub.add_parser(
+        "bounds", help="estimate a column's lower and upper bounds with differential privacy",
+        description="Estimate DP lower and upper bounds of a numeric column (the 1% and 99% "
+        "quantiles over log-spaced cells, docs/sql.md); it spends EPSILON of the data's privacy "
+        "budget (record it with --ledger). With --write, store them in the metadata file.")
+    bounds.add_argument("--metadata", required=True, metavar="M.yaml")
+    bounds.add_argument("--table", action="append", type=_table, required=True,
+                        metavar="SCHEMA.TABLE=PATH", help="the data file of the table (the first "
+                        "--table is the one whose column is estimated)")
+    bounds.add_argument("--column", required=True, metavar="C")
+    bounds.add_argument("--epsilon", required=True, type=_positive_float, metavar="E")
+    bounds.add_argument("--ledger", metavar="FILE", help="record the spending in this ledger")
+    bounds.add_argument("--budget", type=_budget, metavar="E[,D]",
+                        help="the ledger's budget (only with --ledger)")
+    bounds.add_argument("--write", action="store_true",
+                        help="store the bounds as lower/upper of the column in M.yaml")
+    return top
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("dpsql")
+    except Exception:  # noqa: BLE001 - not installed, e.g. run from a source tree
+        return "(source tree)"
+
+
+# ----------------------------------------------------------------- commands
+
+def _read_sql(text: str) -> str:
+    sql = sys.stdin.read() if text == "-" else text
+    if not sql.strip():
+        raise UsageError("the SQL is empty" + (" (nothing on stdin)" if text == "-" else ""))
+    return sql
+
+
+def cmd_query(args) -> int:
+    import dpsql
+    from ..privacy.params import Privacy
+
+    if args.budget is not None and args.ledger is None:
+        raise UsageError("--budget needs --ledger FILE: one invocation is not a session; the "
+                         "ledger keeps the budget across invocations")
+    if args.database and args.table:
+        raise UsageError("give either --table files or --database, not both")
+    if not args.database and not args.table:
+        raise UsageError("give the data: --table SCHEMA.TABLE=PATH (repeatable) or "
+                         "--database FILE.duckdb")
+    sql = _read_sql(args.sql)
+    _require_file(args.metadata, "metadata file")
+    tables = {}
+    for name, path in args.table:
+        if name in tables:
+            raise UsageError(f"--table {name} is given twice")
+        _require_file(path, f"data file of {name}")
+        tables[name] = path
+    if args.database:
+        _require_file(args.database, "database file")
+    size = {"epsilon": args.epsilon} if args.rho is None else {"rho": args.rho}
+    privacy = Privacy(**size) if args.delta is None else Privacy(**size, delta=args.delta)
+    ledger = None
+    if args.ledger is not None and not (args.explain and not os.path.exists(args.ledger)):
+        # --explain leaves no trace: it never creates a ledger.
+        from ..privacy.ledger import Ledger
+        ledger = Ledger(args.ledger, args.budget)
+    con = None
+    try:
+        # The engine warns that a session without a budget enforces nothing; the
+        # CLI says it in its own terms, once a release has been made (main()
+        # scopes this filter with catch_warnings).
+        warnings.filterwarnings("ignore", message="dpsql: no budget set")
+        if args.database:
+            import duckdb
+            con = duckdb.connect(args.database, read_only=True)
+            reader = dpsql.from_connection(con, args.metadata, privacy=privacy, ledger=ledger)
+        else:
+            reader = dpsql.from_df(tables, args.metadata, privacy=privacy, ledger=ledger)
+        if args.explain:
+            note = _ledger_note(args.ledger, ledger, reader, sql)
+            _write(reader.explain(sql).rstrip("\n") + "\n" + note)
+            return EXIT_OK
+        if args.accuracy is not None:    # charged (and fsynced) before it returns
+            frame = reader.execute_with_accuracy_df(sql, alpha=1 - args.accuracy,
+                                                    replay=not args.fresh)
+        else:
+            frame = reader.execute_df(sql, replay=not args.fresh)
+    finally:
+        if con is not None:
+            con.close()
+    _write(format_frame(frame, args.format))
+    if ledger is None:
+        _warn("without --ledger this release is not recorded and nothing limits what "
+              "repeated queries spend; use --ledger FILE --budget E")
+    elif ledger.budget is None:
+        _warn(f"ledger {args.ledger} has no budget: spending is recorded but nothing is "
+              "enforced; give --budget E to set one")
+    return EXIT_OK
+
+
+def _ledger_note(path: str, ledger, reader, sql: str) -> str:
+    """For --explain with a ledger: would the query fit what remains?"""
+    if ledger is None:
+        return ""
+    from ..privacy.accounting import exceeds
+    budget, spent = ledger.budget, ledger.spent()
+    if budget is None:
+        return f"\nledger {path}: spent {_pair(*spent)}; no budget\n"
+    cost = reader._plan(sql).spend
+    verdict = "would be refused" if exceeds(ledger.spending(), cost, budget) else "fits"
+    remaining = ledger.remaining()
+    return (f"\nledger {path}: remaining {_pair(*remaining)}; "
+            f"this query {verdict}\n")
+
+
+# ----------------------------------------------------------------- errors
+
+def classify(exc: BaseException) -> tuple:
+    """(exit code, label) for an exception; the CLI's one error contract."""
+    from .. import errors
+    from ..privacy.ledger import LedgerError
+    try:
+        import duckdb
+        duck = (duckdb.Error,)
+    except ImportError:  # pragma: no cover - duckdb is a dependency
+        duck = ()
+    table = [
+        (UsageError, EXIT_USAGE, "usage error"),
+        (errors.BudgetExceededError, EXIT_BUDGET, "budget exceeded"),
+        (errors.MetadataError, EXIT_METADATA, "metadata error"),
+        (errors.QueryError, EXIT_QUERY, "query refused"),
+        (LedgerError, EXIT_BUDGET, "ledger error"),
+        (errors.DataError, EXIT_DATA, "data error"),
+        (errors.OperationalError, EXIT_DATA, "data error"),
+        (errors.InternalError, EXIT_INTERNAL, "internal error"),
+        (errors.ProgrammingError, EXIT_QUERY, "query refused"),
+        (errors.NotSupportedError, EXIT_QUERY, "not supported"),
+        (OSError, EXIT_DATA, "I/O error"),
+    ]
+    if duck:
+        table.append((duck, EXIT_DATA, "database error"))
+    for kinds, code, label in table:
+        if isinstance(exc, kinds):
+            return code, label
+    return EXIT_INTERNAL, "internal error"
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror and exc.filename:
+        text = f"{exc.strerror}: {exc.filename}"
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    text = " ".join(str(message).split())
+    text = text[len("dpsql: "):] if text.startswith("dpsql: ") else text
+    sys.stderr.write(f"dpsql: warning: {text}\n")
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``dpsql`` console script; returns the exit code."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning  # one line on stderr, no source line
+        try:
+            return _dispatch(argv)
+        except SystemExit as exc:  # --help / --version
+            return exc.code if isinstance(exc.code, int) else EXIT_OK
+        except KeyboardInterrupt:
+            sys.stderr.write("dpsql: interrupted\n")
+            return 130
+        except BrokenPipeError:
+            # Whoever read our stdout went away (e.g. `| head`): nothing to report.
+            # Point stdout at /dev/null so the interpreter's final flush is quiet.
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_OK
+        except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback
+            code, label = classify(exc)
+            text = _one_line(exc)
+            if code == EXIT_INTERNAL and not isinstance(exc, Error):
+                text = f"{type(exc).__name__}: {text}"
+            sys.stderr.write(f"dpsql: {label}: {text}\n")
+            return code
+
+
+def _dispatch(argv) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "query":
+        return cmd_query(args)
+    if args.command == "ledger" and args.ledger_command == "show":
+        from . import report as cli_report
+        return cli_report.cmd_ledger_show(args)
+    if args.command == "ledger" and args.ledger_command == "report":
+        from . import report as cli_report
+        return cli_report.run(args, UsageError)
+    if args.command == "metadata" and args.metadata_command == "bounds":
+        from . import bounds as cli_bounds
+        return cli_bounds.run(args)
+    if args.command == "metadata" and args.metadata_command in ("check", "init"):
+        from . import metadata as cli_metadata
+        return cli_metadata.run(args)
+    raise UsageError("give a command: query, ledger show or report, metadata check, init or bounds "
+                     "(see 'dpsql --help')")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""`dpsql ledger show` and `dpsql ledger report` (interfaces layer).
+
+Both read the ledger under a shared lock and create or change nothing: ``show`` prints its
+budget, spending and releases; ``report`` the DP release table of dpsql.release.report as markdown,
+standalone HTML or JSON.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from ..release import report
+from ..privacy.accounting import remaining
+from .text import EXIT_OK, _num, _pair, _write, render_table
+from ..privacy.ledger import Ledger
+
+
+def add_parser(led_sub) -> None:
+    rep = led_sub.add_parser(
+        "report", help="print a ledger's DP release table (markdown, HTML or JSON)",
+        description="Print the DP release table of a ledger: per release its time, query, "
+        "privacy unit and contribution bound, epsilon/delta/rho, and per statistic its "
+        "mechanism, scale, bounds and 95%% accuracy; with the totals and the budget left. "
+        "--format html writes a standalone page (no scripts, no network) with a chart of the "
+        "budget spent over time.")
+    rep.add_argument("file", metavar="FILE", nargs="?", help="the ledger file (or --ledger)")
+    rep.add_argument("--ledger", metavar="FILE", dest="ledger_file")
+    rep.add_argument("--format", choices=("markdown", "html", "json"), default="markdown")
+
+
+def run(args, usage_error) -> int:
+    path = args.ledger_file or args.file
+    if path is None:
+        raise usage_error("ledger report needs the ledger: --ledger FILE")
+    if args.ledger_file and args.file and args.ledger_file != args.file:
+        raise usage_error("give the ledger once: FILE or --ledger FILE")
+    if not os.path.lexists(path):
+        raise FileNotFoundError(f"ledger file not found: {path}")
+    led = Ledger(path, create=False)      # refuses anything but a ledger, creates nothing
+    records = [dict(r.__dict__, replay=False) for r in led.records()]
+    spending, budget = led.spending(), led.budget
+    from ..privacy.accounting import reported
+    text = report.render(records, budget, reported(spending, budget), spending,
+                         remaining(spending, budget), args.format)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def cmd_ledger_show(args) -> int:
+    if not os.path.lexists(args.file):
+        raise FileNotFoundError(f"ledger file not found: {args.file}")
+    led = Ledger(args.file, create=False)  # refuses anything but a ledger, creates nothing
+    budget, spent, remaining, records = led.budget, led.spent(), led.remaining(), led.records()
+    if args.format == "json":
+        doc = {"path": led.path,
+               "budget": None if budget is None else (
+                   {"rho": budget.rho, "delta": budget.delta} if budget.zcdp
+                   else {"epsilon": budget.epsilon, "delta": budget.delta}),
+               "spent_rho": led.spending()[2],
+               "spent": {"epsilon": spent[0], "delta": spent[1]},
+               "remaining": None if remaining is None else {
+                   ("rho" if budget.zcdp else "epsilon"): remaining[0],
+                                                            "delta": remaining[1]},
+               "releases": [{k: v for k, v in r.__dict__.items() if k != "details"}
+                            for r in records]}
+        _write(json.dumps(doc, indent=2) + "\n")
+        return EXIT_OK
+    lines = [f"ledger:    {led.path}",
+             "budget:    " + ("none (spending is recorded, nothing is enforced)"
+                              if budget is None else _budget_text(budget)),
+             f"spent:     {_pair(*spent)}",
+             "remaining: " + ("unlimited" if remaining is None else
+                              f"rho={remaining[0]:.6g}, delta={remaining[1]:.3g}"
+                              if budget.zcdp else _pair(*remaining)),
+             f"releases:  {len(records)}"]
+    out = "\n".join(lines) + "\n"
+    if records:
+        rows = [(r.time, _num(r.epsilon), _num(r.delta), " ".join(r.query.split()))
+                for r in records]
+        out += "\n" + render_table(("time (UTC)", "epsilon", "delta", "query"), rows,
+                                   numeric=(False, True, True, False))
+    _write(out)
+    return EXIT_OK
+
+
+def _budget_text(budget) -> str:
+    if budget.zcdp:
+        return (f"rho={budget.rho:.6g} (zCDP), reported at delta={budget.delta:.3g}; "
+                "remaining is (rho, delta for thresholds)")
+    return _pair(budget.epsilon, budget.delta)

@@ -1,0 +1,1 @@
+"""The embedded DuckDB engine: its dialect (``dialect``) and its runner (``engine``)."""

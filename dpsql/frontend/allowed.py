@@ -1,0 +1,181 @@
+"""The allow-listed row-level expression language, as data.
+
+Owns: which SQL node types and functions may appear in a row-level expression
+(WHERE, GROUP BY keys, aggregate arguments) and in post-processing (HAVING,
+ORDER BY, the SELECT list over aggregates). Anything not listed here is refused
+by name, at plan time, for free. ``dpsql.frontend.typecheck`` applies the list;
+docs/sql.md publishes it (``tests/test_allowed.py`` checks the two agree and
+runs every entry against its failure modes).
+
+Every entry states its type rule, the ways it can fail on some value, and how
+the plan makes that failure impossible:
+
+- ``total``: cannot raise once its operands have the types the rule demands
+  (types come from the metadata, never from the data);
+- ``try``: can raise on some values (integer overflow, an offset out of range);
+  the plan wraps it in DuckDB's ``TRY(...)``, which is tested to turn each of
+  those errors into NULL;
+- ``plan``: the operand that could fail (a pattern, a date part, a literal to
+  convert) must be a literal, and is checked or converted when the query is
+  planned.
+
+Left out on purpose: functions whose cost or memory grows with a value
+(``repeat``, ``range``, list builders, ``levenshtein`` and other edit
+distances, ``lpad``/``rpad``), regular expressions and ``SIMILAR TO``/``GLOB``
+(backtracking), file, catalog, random and hashing functions, ``INTERVAL`` and
+every type other than the six below.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+# The expression language's types: the metadata's five column types plus DATE
+# (from CAST ... AS DATE) and the type of NULL. Each has exactly one engine type.
+ENGINE_TYPES = {"int": "BIGINT", "float": "DOUBLE", "string": "VARCHAR", "boolean": "BOOLEAN",
+                "datetime": "TIMESTAMP", "date": "DATE"}
+NUMERIC = {"int", "float"}
+TEMPORAL = {"datetime", "date"}
+
+# CAST targets: the spelling's DataType -> the language type it produces.
+CAST_TARGETS = {
+    exp.DataType.Type.TINYINT: "int", exp.DataType.Type.SMALLINT: "int",
+    exp.DataType.Type.INT: "int", exp.DataType.Type.BIGINT: "int",
+    exp.DataType.Type.FLOAT: "float", exp.DataType.Type.DOUBLE: "float",
+    exp.DataType.Type.DECIMAL: "float",
+    exp.DataType.Type.VARCHAR: "string", exp.DataType.Type.TEXT: "string",
+    exp.DataType.Type.CHAR: "string", exp.DataType.Type.NVARCHAR: "string",
+    exp.DataType.Type.BOOLEAN: "boolean",
+    exp.DataType.Type.TIMESTAMP: "datetime", exp.DataType.Type.TIMESTAMPNTZ: "datetime",
+    exp.DataType.Type.DATETIME: "datetime",
+    exp.DataType.Type.DATE: "date",
+}
+# Casts DuckDB cannot bind between these types (refused at plan time).
+CAST_REFUSED = {("boolean", "datetime"), ("boolean", "date"), ("datetime", "boolean"),
+                ("date", "boolean"), ("datetime", "float"), ("date", "float"),
+                ("datetime", "int"), ("date", "int"), ("int", "date"), ("float", "date"),
+                ("float", "datetime")}
+
+DATE_PARTS = {"year", "quarter", "month", "week", "day", "dayofweek", "dow", "dayofyear",
+              "doy", "hour", "minute", "second", "isodow", "isoyear"}
+TRUNC_PARTS = {"year", "quarter", "month", "week", "day", "hour", "minute", "second"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One allowed construct: how it is spelled, typed, and kept from failing."""
+
+    sql: str                 # as written in SQL (for the docs and refusals)
+    nodes: tuple             # sqlglot node classes, or lower-case names of anonymous calls
+    rule: str                # the typing rule, applied by typecheck (see RULES there)
+    signature: str           # the type rule, for the docs
+    failure: str             # "total", "try" or "plan" (see module doc)
+    note: str                # the failure modes and how they are made impossible
+
+
+E = Entry
+ENTRIES: tuple[Entry, ...] = (
+    # -- leaves -------------------------------------------------------------
+    E("column", (exp.Column,), "column", "the column's metadata type", "total",
+      "every column is read through the typed relation, cast once to its metadata type; "
+      "a cell that does not convert is NULL"),
+    E("literal", (exp.Literal, exp.Boolean, exp.Null), "literal",
+      "integer (fits 64 bits) -> int; other numbers -> float; 'text' -> string", "plan",
+      "numbers are re-written at plan time with a fixed type: integers beyond 64 bits and "
+      "decimals become DOUBLE, so no literal can overflow when the query runs"),
+    E("( )", (exp.Paren,), "paren", "T -> T", "total", "grouping only"),
+    E("TRY(x)", (exp.Try,), "paren", "T -> T", "total", "already NULL on error"),
+    # -- logic and comparison -------------------------------------------------
+    E("AND, OR, NOT", (exp.And, exp.Or, exp.Not), "logic", "boolean, ... -> boolean", "total",
+      "operands must be boolean by type; a string is never cast to boolean at run time"),
+    E("= <> < <= > >=, IS [NOT] DISTINCT FROM", (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT,
+                                                  exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ),
+      "compare", "T, T -> boolean (int and float compare as numbers)", "plan",
+      "operands must have one type; a literal of another type is converted at plan time "
+      "(2 compared with a string column becomes '2'; a string compared with a number or a "
+      "date must parse, or the query is refused)"),
+    E("IN (list)", (exp.In,), "compare", "T, T... -> boolean", "plan", "as comparison"),
+    E("BETWEEN", (exp.Between,), "compare", "T, T, T -> boolean", "plan", "as comparison"),
+    E("IS NULL, IS TRUE, IS FALSE", (exp.Is,), "is", "T -> boolean (IS TRUE/FALSE: boolean)",
+      "total", "IS TRUE/FALSE need a boolean operand by type"),
+    E("LIKE, ILIKE [ESCAPE c]", (exp.Like, exp.ILike, exp.Escape), "like",
+      "string, string literal -> boolean", "plan",
+      "the pattern and the escape character must be literals (a row-dependent escape "
+      "string raises an error TRY does not catch); the escape is one character"),
+    # -- conditional ----------------------------------------------------------
+    E("CASE, IF(c, a, b)", (exp.Case, exp.If), "case", "boolean -> T, ... -> T", "total",
+      "conditions must be boolean; results must share one type (int and float give float)"),
+    E("COALESCE, IFNULL, NULLIF, GREATEST, LEAST", (exp.Coalesce, exp.Nullif, exp.Greatest,
+                                                    exp.Least), "same", "T, T... -> T", "total",
+      "arguments must share one type, so no cast happens at run time"),
+    E("CAST, TRY_CAST, ::", (exp.Cast, exp.TryCast), "cast",
+      "to BIGINT/INTEGER/SMALLINT/TINYINT, DOUBLE/FLOAT/REAL/DECIMAL, VARCHAR/TEXT, BOOLEAN, "
+      "DATE, TIMESTAMP", "plan",
+      "always run as TRY_CAST (NULL when a value does not convert); integer targets are "
+      "64-bit and DECIMAL is DOUBLE; a literal source is converted at plan time; other "
+      "targets (HUGEINT, UHUGEINT, VARINT, INTERVAL, TIME WITH TIME ZONE, ...) are refused"),
+    # -- arithmetic -----------------------------------------------------------
+    E("+ - *", (exp.Add, exp.Sub, exp.Mul), "arith", "number, number -> int or float", "try",
+      "64-bit integer overflow is NULL (TRY); DOUBLE overflows to infinity"),
+    E("/", (exp.Div,), "div", "number, number -> float", "try", "DOUBLE division; x/0 is NULL"),
+    E("//, %, MOD", (exp.IntDiv, exp.Mod), "arith", "number, number -> int or float", "try",
+      "division by zero and overflow are NULL (TRY)"),
+    E("-x", (exp.Neg,), "neg", "number -> number", "try", "negating the smallest BIGINT is NULL"),
+    E("ABS", (exp.Abs,), "numeric_same", "number -> number", "try", "overflow is NULL (TRY)"),
+    E("SIGN", (exp.Sign,), "numeric_int", "number -> int", "try", "none known; TRY anyway"),
+    E("ROUND(x [, n])", (exp.Round,), "round", "number, integer literal -> number", "try",
+      "n must be an integer literal in [-30, 30]"),
+    E("FLOOR, CEIL, TRUNC", (exp.Floor, exp.Ceil, exp.Trunc), "numeric_same",
+      "number -> number", "try", "none known; TRY anyway"),
+    E("SQRT, CBRT, LN, LOG, LOG10, LOG2, EXP, POWER", (exp.Sqrt, exp.Cbrt, exp.Ln, exp.Log,
+                                                      exp.Exp, exp.Pow),
+      "numeric_float", "number... -> float", "try",
+      "domain errors are NaN or NULL (TRY); overflow is infinity"),
+    E("ISNAN, ISINF", (exp.IsNan, exp.IsInf), "float_bool", "number -> boolean", "total", ""),
+    # -- strings ----------------------------------------------------------------
+    E("LOWER, UPPER, TRIM, LTRIM, RTRIM, REVERSE", (exp.Lower, exp.Upper, exp.Trim, exp.Reverse),
+      "string_same", "string -> string", "total",
+      "output no longer than the input; TRIM takes no character list"),
+    E("LENGTH", (exp.Length,), "string_int", "string -> int", "total", ""),
+    E("SUBSTRING(s, start [, len]), LEFT, RIGHT", (exp.Substring, exp.Left, exp.Right),
+      "substring", "string, int... -> string", "try",
+      "an offset beyond DuckDB's range raises; TRY makes it NULL; output no longer than s"),
+    E("STRPOS, POSITION", (exp.StrPosition,), "string_pair_int", "string, string -> int",
+      "total", ""),
+    E("STARTS_WITH, CONTAINS", (exp.StartsWith, exp.Contains), "string_pair_bool",
+      "string, string -> boolean", "total", ""),
+    E("CONCAT, ||", (exp.Concat, exp.DPipe), "concat", "T... -> string", "total",
+      "output length is the sum of its inputs' (no value controls a repetition count)"),
+    # -- dates and times -------------------------------------------------------
+    E("EXTRACT(part FROM t), DATE_PART('part', t)", (exp.Extract, "date_part", "datepart"),
+      "extract", "part literal, datetime or date -> int", "try",
+      "the part must be a literal from a fixed list; infinite dates give NULL (TRY)"),
+    E("YEAR, QUARTER, MONTH, DAY, HOUR, MINUTE, SECOND, DAYOFWEEK, DAYOFYEAR",
+      (exp.Year, exp.Quarter, exp.Month, exp.Day, exp.Hour, exp.Minute, exp.Second,
+       exp.DayOfWeek, exp.DayOfYear), "date_int", "datetime or date -> int", "try",
+      "infinite dates give NULL (TRY)"),
+    E("DATE_TRUNC('part', t)", (exp.TimestampTrunc, exp.DateTrunc), "trunc",
+      "part literal, datetime or date -> datetime", "try",
+      "the part must be a literal from a fixed list (TRY for infinite dates)"),
+)
+
+_BY_NODE = {n: e for e in ENTRIES for n in e.nodes if isinstance(n, type)}
+_BY_NAME = {n: e for e in ENTRIES for n in e.nodes if isinstance(n, str)}
+
+
+def entry_for(node: exp.Expression) -> Entry | None:
+    """The allow-list entry of ``node``, or None if it is not allowed."""
+    if isinstance(node, exp.Anonymous):
+        return _BY_NAME.get(str(node.this).lower())
+    found = _BY_NODE.get(type(node))
+    return found
+
+
+def name_of(node: exp.Expression) -> str:
+    """How a refused node is named in messages."""
+    if isinstance(node, exp.Anonymous):
+        return f"function {str(node.this).upper()}()"
+    if isinstance(node, exp.Func):
+        return f"function {node.sql_name()}()"
+    return node.key.upper().replace("_", " ")

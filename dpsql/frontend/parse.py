@@ -1,0 +1,479 @@
+"""Step 1: SQL text -> one sqlglot SELECT tree.
+
+Owns: parsing, SmartNoise's ``TOP n``, and binding of qmark parameters as
+literals into the tree (never by string formatting, so a parameter can never
+change the query's shape). Everything after this step works on trees.
+
+The analyst controls the SQL text and the parameters, so both are checked
+before anything else sees them. Every refusal is a ``QueryError`` (nothing is
+run, nothing is spent).
+
+Limits on the SQL text and its tree. sqlglot's parser and the planner's
+steps are recursive, so an unbounded query would exhaust Python's stack (a
+``RecursionError`` deep inside the planner) or its time. The limits are far
+above what a hand-written or generated aggregate query needs, and were
+measured so that parsing and planning a query at any of them need at most
+about 520 of Python's default 1,000 frames: a caller up to 400 frames deep
+(notebooks, test runners and web frameworks are well below) never sees a
+``RecursionError`` (tests/test_parse_safety.py checks it).
+
+* ``MAX_SQL_LENGTH`` = 100,000 characters of SQL text.
+* ``MAX_NESTING`` = 20 levels of brackets ``( [ {`` and ``CASE ... END``,
+  counted on the tokens (brackets inside string literals do not count), before
+  parsing: sqlglot's recursive-descent parser spends up to 25 Python frames per
+  bracket level. If the parser still runs out of stack (e.g. on a long
+  ``NOT NOT NOT ...`` chain, 10 frames a level), that is a ``QueryError`` too.
+* ``MAX_DEPTH`` = 64 levels and ``MAX_NODES`` = 20,000 nodes of the parsed
+  tree, measured iteratively right after parsing (the later steps spend about 8
+  frames per level). Chains of AND, and chains of OR, are first rebuilt as
+  balanced trees (both are associative, also with NULLs), so
+  ``a = 1 OR a = 2 OR ...`` of thousands of terms has a depth of about
+  log2(terms) and is limited by the node count only (about 4,000 terms at 5
+  nodes a term); ``x IN (1, 2, ...)`` costs one node a value and is the better
+  way to write a long list. Other chains (``a + b + c ...``, ``- - - 1``) add a
+  level per term.
+* ``MAX_RELATION_DEPTH`` = 24 relations nested in one another, measured
+  iteratively right after parsing: a SELECT is one level above every subquery
+  and CTE it reads, so ``WITH t1 AS (... FROM t0), t2 AS (... FROM t1), ...``
+  nests as deep as its chain is long although its syntax tree is shallow.
+  ``SELECT COUNT(*) FROM t`` is 1 level. Rendering the plan costs about 12
+  frames a level: called 400 frames deep, 52 levels render, and 33 with every
+  other limit reached at once, so 24 leaves a margin of about 100 frames.
+
+Parameters (``?``, paramstyle qmark) must be exactly one of: int, float
+(finite), str (without NUL), bool, None, decimal.Decimal (finite),
+datetime.date, datetime.datetime (naive), or a numpy scalar of type bool_,
+a signed or unsigned integer type, float16/32/64, str_ or datetime64. A
+subclass is refused (its ``__str__``/``__repr__``/``__format__`` could be
+anything); each value is rendered from its value by the base type's own
+methods. Public key values from the metadata go through the same ``literal``.
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
+
+from ..errors import QueryError
+from .params import bind_params, literal, typed_params  # noqa: F401 - re-exported
+
+DIALECT = "duckdb"
+
+MAX_SQL_LENGTH = 100_000
+MAX_NESTING = 20
+MAX_DEPTH = 64
+MAX_NODES = 20_000
+MAX_READS = 32
+"""Most reads of stored tables and VALUES lists in one plan, each CTE counted once per
+place that reads it, counted from the text before anything is planned: a chain of CTEs that
+each read the previous one twice doubles the plan per step)."""
+MAX_RELATION_DEPTH = 24
+
+
+# ----------------------------------------------------------------- parsing
+
+def _where(err: ParseError) -> str:
+    info = (err.errors or [{}])[0]
+    line, col = info.get("line"), info.get("col")
+    return f" at line {line}, column {col}" if line else ""
+
+
+_OPEN = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE})
+_CLOSE = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END})
+
+# Tokens after which a value is expected: there ``%`` cannot be SQL's modulo
+# operator, so ``%s`` / ``%(name)s`` can only be a pyformat placeholder.
+_VALUE_EXPECTED = frozenset(getattr(TokenType, name) for name in (
+    "COMMA", "L_PAREN", "L_BRACKET", "L_BRACE", "EQ", "NEQ", "LT", "LTE", "GT", "GTE",
+    "NULLSAFE_EQ", "PLUS", "DASH", "SLASH", "STAR", "MOD", "DPIPE", "AND", "OR", "NOT",
+    "SELECT", "WHERE", "HAVING", "LIMIT", "OFFSET", "WHEN", "THEN", "ELSE", "IN", "LIKE",
+    "ILIKE", "BETWEEN", "IS", "CASE", "DISTINCT", "TOP", "FETCH") if hasattr(TokenType, name))
+
+
+def _adjacent(a, b) -> bool:
+    return a.end + 1 == b.start
+
+
+def _pyformat_at(tokens: list, i: int) -> bool:
+    """Is tokens[i] (a ``%``) the start of ``%s`` or ``%(name)s``?"""
+    rest = tokens[i + 1:i + 5]
+    if rest and _adjacent(tokens[i], rest[0]) and rest[0].text == "s":
+        return True
+    return (len(rest) == 4 and rest[0].token_type == TokenType.L_PAREN
+            and _adjacent(tokens[i], rest[0]) and rest[2].token_type == TokenType.R_PAREN
+            and rest[3].text == "s" and _adjacent(rest[2], rest[3]))
+
+
+def _pyformat_message(tokens: list, i: int) -> str:
+    tok = tokens[i]
+    return (f"'%s'-style placeholders are not supported (line {tok.line}): dpsql's paramstyle "
+            "is qmark; write ? for each parameter and pass the values as a sequence "
+            "(tuple or list), e.g. execute('... WHERE age > ?', (30,))")
+
+
+def _check_tokens(tokens: list) -> None:
+    """Refuse pyformat placeholders and too deep nesting, on tokens (no recursion)."""
+    depth = 0
+    for i, tok in enumerate(tokens):
+        kind = tok.token_type
+        if kind == TokenType.MOD and (i == 0 or tokens[i - 1].token_type in _VALUE_EXPECTED) \
+                and _pyformat_at(tokens, i):
+            raise QueryError(_pyformat_message(tokens, i))
+        if kind in _OPEN:
+            depth += 1
+            if depth > MAX_NESTING:
+                raise QueryError(
+                    f"the query nests brackets or CASE expressions more than {MAX_NESTING} "
+                    f"levels deep (line {tok.line}, column {tok.col}); this is dpsql's limit, "
+                    "to keep parsing and planning within Python's stack: remove redundant "
+                    "parentheses or split the expression")
+        elif kind in _CLOSE:
+            depth = max(depth - 1, 0)
+
+
+def _token_error(err: TokenError, sql: str) -> QueryError:
+    cause = str(err.__cause__ or err)
+    missing = re.match(r"Missing (.+) from \d+:(\d+)", cause)
+    if missing:
+        quote, offset = missing.group(1), int(missing.group(2))  # 0-based offset in the text
+        line = sql.count("\n", 0, offset) + 1
+        col = offset - (sql.rfind("\n", 0, offset) + 1) + 1
+        return QueryError(f"cannot read the query: the {quote} opened at line {line}, "
+                          f"column {col} is never closed (an unterminated string or quoted "
+                          f"name); close it with {quote}, and write a {quote} inside it twice")
+    return QueryError(f"cannot read the query: {' '.join(cause.split())[:200]}. "
+                      "Write one SELECT statement in DuckDB/ANSI SQL.")
+
+
+def _too_deep_to_parse() -> QueryError:
+    return QueryError("the query is nested too deeply to parse (it ran out of Python's "
+                      "recursion limit); simplify it: remove redundant parentheses, NOT or "
+                      f"unary minus chains (dpsql allows {MAX_NESTING} levels of brackets)")
+
+
+def _tokenize(sql: str, dialect: str) -> list:
+    return sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+
+
+def _parse_tokens(tokens: list, sql: str, dialect: str) -> list:
+    return sqlglot.Dialect.get_or_raise(dialect).parser().parse(tokens, sql)
+
+
+def _parse_all(sql: str) -> list:
+    try:
+        tokens = _tokenize(sql, DIALECT)
+    except TokenError as err:
+        raise _token_error(err, sql) from None
+    except RecursionError:
+        raise _too_deep_to_parse() from None
+    except MemoryError:
+        raise
+    except Exception as err:  # noqa: BLE001 - whatever sqlglot raises is a refusal
+        raise QueryError(f"cannot read the query ({type(err).__name__}); "
+                         "write one SELECT statement in DuckDB/ANSI SQL") from None
+    _check_tokens(tokens)
+    try:
+        return _parse_tokens(tokens, sql, DIALECT)
+    except ParseError as first:
+        # SmartNoise accepts T-SQL's ``SELECT TOP n``; DuckDB's grammar does not.
+        if "top" in sql.lower():
+            try:
+                return sqlglot.parse(sql, read="tsql")
+            except MemoryError:
+                raise
+            except Exception:  # noqa: BLE001 - report the DuckDB error below
+                pass
+        for i, tok in enumerate(tokens):
+            if tok.token_type == TokenType.MOD and _pyformat_at(tokens, i):
+                raise QueryError(_pyformat_message(tokens, i)) from None
+        msg = str((first.errors or [{}])[0].get("description") or "invalid SQL")
+        raise QueryError(f"cannot parse the query{_where(first)}: {msg}. "
+                         "Write one SELECT statement in DuckDB/ANSI SQL.") from None
+    except RecursionError:
+        raise _too_deep_to_parse() from None
+    except MemoryError:
+        raise
+    except Exception as err:  # noqa: BLE001 - TokenError, ValueError, ...: all refusals
+        raise QueryError(f"cannot parse the query ({type(err).__name__}: "
+                         f"{' '.join(str(err).split())[:200]}); "
+                         "write one SELECT statement in DuckDB/ANSI SQL") from None
+
+
+# ----------------------------------------------------------------- tree limits
+
+def _children(node: exp.Expression):
+    for value in node.args.values():
+        if isinstance(value, exp.Expression):
+            yield value
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, exp.Expression):
+                    yield item
+
+
+def _balance_connectors(tree: exp.Expression) -> exp.Expression:
+    """Rebuild each chain of AND (or of OR) as a balanced tree; iterative.
+
+    sqlglot parses ``a OR b OR c`` left-deep, one level per term. AND and OR are
+    associative (also in SQL's three-valued logic), so the balanced tree means
+    the same, in the same left-to-right order, with depth log2(terms). Only
+    chains of one connector are regrouped: an OR under an AND keeps its Paren.
+    """
+    roots, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        if type(node) in (exp.And, exp.Or) and type(node.parent) is not type(node):
+            roots.append(node)
+        stack.extend(_children(node))
+    for root in roots:
+        kind, operands, todo = type(root), [], [root]
+        while todo:
+            node = todo.pop()
+            if type(node) is kind:
+                todo.append(node.expression)
+                todo.append(node.this)
+            else:
+                operands.append(node)
+        if len(operands) <= 2:
+            continue
+        while len(operands) > 1:
+            paired = [kind(this=operands[i], expression=operands[i + 1])
+                      for i in range(0, len(operands) - 1, 2)]
+            if len(operands) % 2:
+                paired.append(operands[-1])
+            operands = paired
+        if root is tree:
+            tree = operands[0]
+        else:
+            root.replace(operands[0])
+    return tree
+
+
+RESERVED_PREFIX = "_dpsql"
+"""Names of dpsql's own plan columns and relations (row identities, hidden keys)."""
+
+
+def check_reserved_names(tree: exp.Expression) -> None:
+    """Refuse any name starting with ``_dpsql`` anywhere in the query (columns, aliases,
+    tables, CTEs): the plan's internal columns must be unreachable from the analyst's SQL
+    at every level, so none of them can be read, shadowed or forged."""
+    for node in tree.find_all(exp.Identifier):
+        if str(node.this).lower().startswith(RESERVED_PREFIX):
+            meta = node.meta or {}
+            where = f" (line {meta['line']}, column {meta['col']})" if "line" in meta else ""
+            raise QueryError(f"the name {node.this!r}{where} starts with {RESERVED_PREFIX}, "
+                             "which is reserved for dpsql's own plan columns; choose another "
+                             "name")
+
+
+def check_size(tree: exp.Expression) -> None:
+    """Refuse a tree deeper than MAX_DEPTH or larger than MAX_NODES (iteratively)."""
+    nodes, deepest, stack = 0, 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            raise QueryError(
+                f"the query's expression tree is more than {MAX_DEPTH} levels deep; this is "
+                "dpsql's limit, to keep planning within Python's stack: simplify nested "
+                "expressions (long chains of + - * / or unary minus, nested function calls), "
+                "and write long lists of alternatives as IN (...)")
+        if nodes > MAX_NODES:
+            raise QueryError(
+                f"the query has more than {MAX_NODES} syntax nodes; this is dpsql's limit on "
+                "query size: write long lists of alternatives as IN (...), or split the query")
+        stack.extend((child, depth + 1) for child in _children(node))
+
+
+_RELATIONS = (exp.Select, exp.SetOperation)
+
+
+def _cte_lookup(with_: exp.With, name: str, before, scopes: dict):
+    if id(with_) not in scopes:
+        names: dict = {}
+        for i, cte in enumerate(with_.expressions):
+            names.setdefault(cte.alias_or_name.lower(), []).append((i, cte))
+        scopes[id(with_)] = names
+    visible = [cte for i, cte in scopes[id(with_)].get(name, ()) if before is None or i < before]
+    return visible[-1] if visible else None
+
+
+def _cte_named(table: exp.Table, scopes: dict):
+    """The CTE an unqualified table name refers to, or None (a stored table): the
+    nearest WITH above that defines it; in a CTE's body only earlier CTEs count."""
+    if table.args.get("db") or table.args.get("catalog"):
+        return None
+    name = table.name.lower()
+    child, node = table, table.parent
+    while node is not None:
+        if isinstance(node, exp.With):     # ``child`` is one of its CTEs
+            before = next((i for i, cte in enumerate(node.expressions) if cte is child),
+                          len(node.expressions))
+            hit = _cte_lookup(node, name, before, scopes)
+            if hit is not None:
+                return hit
+            owner = node.parent            # its WITH is searched: go on above it
+            child, node = owner, owner.parent if owner is not None else None
+            continue
+        with_ = node.args.get("with_")
+        if isinstance(with_, exp.With):
+            hit = _cte_lookup(with_, name, None, scopes)
+            if hit is not None:
+                return hit
+        child, node = node, node.parent
+    return None
+
+
+def _reads(query: exp.Expression, scopes: dict, tables: dict | None = None) -> list:
+    """The relations (SELECTs, set operations) one relation reads directly: its
+    subqueries and the bodies of the CTEs it names (not its own WITH list). A CTE named
+    twice is in the list twice. ``tables``, if given, gets ``tables[id(query)]``: how many
+    stored tables and VALUES lists it reads itself."""
+    found, stack, direct = [], [v for k, v in query.args.items() if k != "with_"], 0
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, _RELATIONS):
+            found.append(value)
+        elif isinstance(value, exp.Table):
+            cte = _cte_named(value, scopes)
+            if cte is not None and isinstance(cte.this, _RELATIONS):
+                found.append(cte.this)
+            elif cte is None:
+                direct += 1
+        elif isinstance(value, exp.Expression):
+            direct += isinstance(value, exp.Values)
+            stack.extend(_children(value))
+    if tables is not None:
+        tables[id(query)] = direct
+    return found
+
+
+def relation_depth(tree: exp.Expression) -> int:
+    """How many relations the query nests in one another (iteratively): a SELECT is
+    one level above the deepest subquery or CTE it reads; a set operation is as
+    deep as its deepest part."""
+    return relation_sizes(tree)[0]
+
+
+def relation_sizes(tree: exp.Expression) -> tuple:
+    """(nesting depth, table reads): the depth as ``relation_depth``; the reads count
+    every stored table and VALUES list once per place the plan reads it, each CTE
+    expanded where it is named (so a chain of CTEs that each read the previous one twice
+    doubles at every step)."""
+    relations, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _RELATIONS):
+            relations.append(node)
+        stack.extend(_children(node))
+    scopes: dict = {}
+    depth: dict = {}
+    direct: dict = {}
+    total: dict = {}
+    for root in relations:
+        todo, open_ = [(root, None)], set()
+        while todo:
+            node, reads = todo.pop()
+            if id(node) in depth:
+                continue
+            if reads is None:
+                if id(node) in open_:          # a cycle (impossible in valid SQL): ignore it
+                    continue
+                open_.add(id(node))
+                reads = _reads(node, scopes, direct)
+                todo.append((node, reads))
+                todo.extend((r, None) for r in reads if id(r) not in depth)
+            else:
+                below = max((depth.get(id(r), 0) for r in reads), default=0)
+                depth[id(node)] = below + (1 if isinstance(node, exp.Select) else 0)
+                total[id(node)] = direct.get(id(node), 0) + sum(total.get(id(r), 0) for r in reads)
+    return max(depth.values(), default=0), total.get(id(tree), 0)
+
+
+def check_relation_depth(tree: exp.Expression) -> None:
+    """Refuse a query nesting more than MAX_RELATION_DEPTH relations (CTE chains too), or
+    reading tables more than MAX_READS times, before anything is planned."""
+    depth, reads = relation_sizes(tree)
+    if reads > MAX_READS:
+        raise QueryError(
+            f"the query reads tables {reads:,} times (each CTE counted once per place that "
+            f"reads it), more than dpsql's limit of {MAX_READS} per query, which keeps plans "
+            "small; read each CTE fewer times, or split the query")
+    if depth > MAX_RELATION_DEPTH:
+        raise QueryError(
+            f"the query nests {depth} relations deep; dpsql allows at most "
+            f"{MAX_RELATION_DEPTH} (each subquery, and each CTE read by another, is one level "
+            "above what it reads; the limit keeps planning within Python's stack). Merge "
+            "steps that only filter, rename or compute columns into one SELECT")
+
+
+def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
+    """Parse exactly one SELECT statement (with parameters bound)."""
+    if not isinstance(sql, str) or not sql.strip():
+        raise QueryError("the query is empty; pass one SELECT statement")
+    sql = str.__str__(sql)  # a plain str, whatever subclass was passed
+    if len(sql) > MAX_SQL_LENGTH:
+        raise QueryError(f"the query is {len(sql):,} characters long, more than dpsql's limit "
+                         f"of {MAX_SQL_LENGTH:,}; write long lists of values as IN (...) or "
+                         "split the query")
+    if "\x00" in sql:
+        raise QueryError("the query contains a NUL character (\\x00); remove it")
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError:
+        raise QueryError("the query is not valid Unicode (it holds a lone surrogate)") from None
+    statements = [s for s in _parse_all(sql) if s is not None]
+    if len(statements) != 1:
+        raise QueryError(f"expected one SQL statement, got {len(statements)}; "
+                         "send each query separately")
+    tree = statements[0]
+    if isinstance(tree, exp.Union) and not isinstance(tree, (exp.Intersect, exp.Except)):
+        _union_of_queries(tree)
+        tree = _balance_connectors(tree)
+        check_size(tree)
+        check_relation_depth(tree)
+        check_reserved_names(tree)
+        return bind_params(tree, params)
+    if not isinstance(tree, exp.Select):
+        kind = tree.key.upper() if tree.key in ("insert", "update", "delete", "create", "drop",
+                                                 "alter", "merge", "command", "union", "intersect",
+                                                 "except", "pragma", "set", "copy") else "not a SELECT"
+        raise QueryError(f"only SELECT queries are answered, this statement is {kind}; "
+                         "dpsql is read-only and releases aggregates only")
+    tree = _balance_connectors(tree)
+    check_size(tree)
+    check_relation_depth(tree)
+    check_reserved_names(tree)
+    return bind_params(tree, params)
+
+
+def _union_of_queries(tree: exp.Union) -> None:
+    """``q1 UNION ALL q2 ...``: each part a whole query, released on its own."""
+    if tree.args.get("distinct"):
+        raise QueryError("UNION (without ALL) of queries is not supported: it would merge equal "
+                         "noisy rows; write UNION ALL")
+    if any(tree.args.get(k) for k in ("order", "limit", "offset", "with_", "with")):
+        raise QueryError("ORDER BY, LIMIT or WITH around a UNION ALL of queries is not "
+                         "supported; put them inside each part")
+    for side in (tree.this, tree.expression):
+        side = side.this if isinstance(side, exp.Subquery) else side
+        if isinstance(side, exp.Union) and not isinstance(side, (exp.Intersect, exp.Except)):
+            _union_of_queries(side)
+        elif not isinstance(side, exp.Select):
+            raise QueryError(f"each part of a UNION ALL must be a SELECT, not "
+                             f"{side.key.upper()}")
+
+
+def union_parts(tree: exp.Expression) -> list:
+    """The SELECTs of a UNION ALL of queries, in order (one item for a plain SELECT)."""
+    if isinstance(tree, exp.Union):
+        return [p for side in (tree.this, tree.expression)
+                for p in union_parts(side.this if isinstance(side, exp.Subquery) else side)]
+    return [tree]

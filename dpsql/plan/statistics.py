@@ -1,0 +1,347 @@
+"""Step 3a: from each aggregate of the query to the noisy statistics it needs.
+
+Owns: the stability map of every statistic (its L1 and L2 sensitivity under
+adding or removing one person who contributes at most ``k`` rows) and the
+post-processing expression that rebuilds the user's aggregate from noisy
+statistics. The book's chapter 3 table, tightened where the query allows:
+- COUNT: k per person (L1 = L2 = k, in one group or spread over k groups).
+- COUNT(DISTINCT private_id): 1 per group a person is in: L1 = 1 ungrouped,
+  L1 = k and L2 = sqrt(k) over groups.
+- SUM of x clamped to [L, U]: k * max(|L|, |U|); centred on the midpoint m
+  when the query also releases COUNT(x): k * (U - L) / 2, and
+  SUM = centred sum + m * COUNT (this halves PUMS income's sensitivity).
+- AVG, VAR, STDDEV: post-processed from a centred sum, a centred sum of
+  squares and a count; a statistic needed twice is noised once.
+"""
+from __future__ import annotations
+
+import math
+
+from sqlglot import exp
+
+from ..errors import QueryError
+from ..privacy.params import Mechanisms, Stat
+from .rewrite import bound_literal, clamp, column, fixed_point, shift
+from ..frontend.typecheck import check, float_literal
+from .statistic import Statistic
+
+FIXED_POINT_BITS = 30
+"""Float columns are summed as integers of |x| <= 2^30 units (exact in DuckDB)."""
+
+
+class StatisticSet:
+    """The statistics of one query, deduplicated by their exact aggregate."""
+
+    def __init__(self, k: int, grouped: bool, private_id: str | None, mechanisms: Mechanisms,
+                 types: dict | None = None):
+        self.k, self.grouped, self.private_id, self.mechanisms = k, grouped, private_id, mechanisms
+        # A person moves at most `groups` cells of a grouped statistic (k, or max_groups),
+        # each by at most `per_group` rows (with max_rows_per_group; else k in all).
+        self.groups, self.per_group = k, None
+        self.types = types or {}
+        self.in_bounds: set = set()   # columns whose values are known to lie within their bounds
+        self.items: list[Statistic] = []
+        # Per aggregate of the query: statistic name -> how much that statistic's noise
+        # variance moves the aggregate (dpsql.plan.split shares privacy by these).
+        self.outputs: list[dict] = []
+
+    def weigh(self, stat: Statistic, log_weight: float) -> None:
+        """Add to how much ``stat``'s noise variance moves the aggregate being planned.
+
+        Weights are kept as logarithms: bounds such as 1e300 square beyond a float."""
+        old = self.outputs[-1].get(stat.name, -math.inf)
+        top = max(old, log_weight)
+        if top == -math.inf:
+            self.outputs[-1][stat.name] = top
+            return
+        self.outputs[-1][stat.name] = top + math.log(math.exp(old - top) + math.exp(log_weight - top))
+
+    def bound_groups(self, max_groups: int, max_rows_per_group: int) -> None:
+        """Use the table's max_groups / max_rows_per_group: L1 = g * r rows, L2 = sqrt(g) * r."""
+        self.groups, self.per_group = int(max_groups), int(max_rows_per_group)
+
+    @property
+    def l1_rows(self) -> float:
+        return self.groups * self.per_group if self.grouped and self.per_group else self.k
+
+    @property
+    def l2_rows(self) -> float:
+        return (math.sqrt(self.groups) * self.per_group if self.grouped and self.per_group
+                else self.k)
+
+    def add(self, label, aggregate, stat, l1, l2, integer, unit=1.0, centre=None) -> Statistic:
+        for existing in self.items:
+            if (existing.aggregate == aggregate and existing.unit == unit
+                    and existing.meta.get("centre") == centre):
+                return existing
+        item = Statistic(f"_s{len(self.items)}", label, aggregate, stat, l1, l2, integer, unit)
+        if centre is not None:
+            item.meta["centre"] = centre
+        self.items.append(item)
+        return item
+
+    # -- counts -------------------------------------------------------------
+    def count_rows(self, stat: Stat = Stat.count) -> Statistic:
+        return self.add("COUNT(*)", exp.Count(this=exp.Star()), stat, self.l1_rows, self.l2_rows, True)
+
+    def count_distinct_persons(self) -> Statistic:
+        """COUNT(DISTINCT private_id): one per group a person is in (at most k groups)."""
+        agg = exp.Count(this=exp.Distinct(expressions=[column(self.private_id)]))
+        label = f"COUNT(DISTINCT {self.private_id})"
+        if self.grouped:
+            item = self.add(label, agg, Stat.count, self.groups, math.sqrt(self.groups), True)
+        else:
+            item = self.add(label, agg, Stat.count, 1, 1, True)
+        item.meta["persons"] = True     # counts persons: a threshold needs no shift
+        return item
+
+    def count_of(self, node: exp.Count) -> Statistic:
+        arg = node.this
+        if isinstance(arg, exp.Star) or (isinstance(arg, (exp.Literal, exp.Boolean))):
+            return self.count_rows()           # COUNT(1) is COUNT(*): one statistic
+        if isinstance(arg, exp.Distinct):
+            if len(arg.expressions) != 1:
+                raise QueryError("COUNT(DISTINCT ...) takes one expression")
+            inner = arg.expressions[0]
+            if (self.private_id and isinstance(inner, exp.Column)
+                    and inner.name.lower() == self.private_id.lower()):
+                return self.count_distinct_persons()
+            agg = exp.Count(this=exp.Distinct(expressions=[check(inner, self.types, "COUNT")[0]]))
+            return self.add(node.sql("duckdb"), agg, Stat.count, self.l1_rows, self.l2_rows, True)
+        return self.add(node.sql("duckdb"), exp.Count(this=check(arg, self.types, "COUNT")[0]),
+                        Stat.count, self.l1_rows, self.l2_rows, True)
+
+    # -- sums ---------------------------------------------------------------
+    def _sum_stat(self, bound: float, integer: bool) -> Stat:
+        if not integer:
+            return Stat.sum_float
+        return Stat.sum_large_int if bound > self.mechanisms.large else Stat.sum_int
+
+    def sum_of(self, value: exp.Expression, lower, upper, integer: bool, offset=0,
+               square_offset=None, label="", count: Statistic | None = None,
+               in_bounds: bool = False) -> Statistic:
+        """SUM of clamp(value) - offset, or of (clamp(value) - offset)^2 - square_offset.
+
+        The last subtraction is not done per row: the engine sums clamp(value) (or
+        the square) and release subtracts offset * COUNT exactly, from the exact
+        count ``count`` of the same rows (2 ms less per 10^7 rows). Only the
+        sensitivity depends on the centring, and it is the centred one.
+        """
+        row = value if in_bounds else clamp(value, lower, upper)
+        bound = max(abs(upper - offset), abs(lower - offset))
+        if not math.isfinite(float(bound) * (float(bound) if square_offset is not None else 1.0) * self.l1_rows):
+            raise QueryError(f"{label}: the column's bounds are too wide for this statistic "
+                             "(its sensitivity would be infinite); narrow the bounds")
+        magnitude, subtract = max(abs(upper), abs(lower)), offset
+        if square_offset is not None:
+            if integer and bound >= 2 ** 31:
+                # d * d would pass 2^62: sum the square in fixed point instead, so that
+                # no row and no sum can overflow whatever the stored type was.
+                integer = False
+                value = exp.Cast(this=value, to=exp.DataType.build("DOUBLE"))
+                row = clamp(value, float(lower), float(upper))
+            d = shift(row, offset)
+            # d * d stays an exact integer (below 2^62) for int columns.
+            row = exp.Mul(this=exp.Paren(this=d), expression=exp.Paren(this=d.copy()))
+            magnitude, subtract = bound * bound, square_offset
+            bound = max(square_offset, bound * bound - square_offset)
+        unit = 1.0
+        if not integer:
+            exponent = FIXED_POINT_BITS - max(math.ceil(math.log2(magnitude)), -60) if magnitude > 0 else 0
+            row, unit = fixed_point(row, exponent), 2.0 ** -exponent
+            # Rounding each row to the grid moves it by half a unit at most; the
+            # final int->float conversion of a sum of up to 2^40 rows by one ulp.
+            bound += unit / 2 + magnitude * 2.0 ** -12
+        centre = None
+        if subtract and count is None:
+            # No exact count of exactly these rows: subtract per row, a whole number of
+            # units so the sum stays integer (its rounding: another half unit).
+            row = shift(row, subtract if unit == 1.0 else round(subtract / unit))
+            bound += unit / 2 if unit != 1.0 else 0
+        elif subtract:
+            centre = (subtract / unit, count.name)
+        if bound <= 0:
+            # A constant column (lower == upper): the centred sum is always 0. Its noise
+            # is calibrated to one unit rather than refused (a sensitivity of 0 is not a
+            # mechanism); it costs accuracy only.
+            bound = unit
+        agg = exp.Sum(this=row)
+        return self.add(label, agg, self._sum_stat(bound, integer), self.l1_rows * bound,
+                        self.l2_rows * bound, integer, unit, centre)
+
+
+def _bounds(col, node) -> tuple:
+    if col.type == "boolean":
+        return 0, 1, True
+    if col.type not in ("int", "float"):
+        raise QueryError(f"{node.sql('duckdb')}: column {col.name!r} is of type {col.type}; "
+                         "SUM/AVG/VAR/STDDEV need a numeric column (int or float) with bounds")
+    if col.lower is None or col.upper is None:
+        raise QueryError(f"{node.sql('duckdb')}: column {col.name!r} has no lower and upper "
+                         "bound in the metadata, so its sensitivity is unknown; add both bounds "
+                         "(chosen without looking at the data)")
+    # Integer arithmetic is exact below 2^53; wider bounds are summed in fixed point.
+    integer = (col.type == "int" and float(col.lower).is_integer() and float(col.upper).is_integer()
+               and max(abs(col.lower), abs(col.upper)) < 2 ** 53)
+    return col.lower, col.upper, integer
+
+
+def aggregate_type(node, table) -> str:
+    """The language type of an aggregate's released value (for post-processing)."""
+    from .quantiles import QUANTILE_NODES, output_type
+    if isinstance(node, QUANTILE_NODES):
+        return output_type(node, table)
+    if isinstance(node, exp.Count):
+        return "int"
+    if isinstance(node, exp.Sum) and isinstance(node.this, exp.Column):
+        col = table.column(node.this.name)
+        if col is not None and col.type in ("int", "boolean") and _integral_bounds(col):
+            return "int"
+    return "float"
+
+
+def _integral_bounds(col) -> bool:
+    return col.type == "boolean" or (col.lower is not None and col.upper is not None and float(
+        col.lower).is_integer() and float(col.upper).is_integer())
+
+
+def _value(col) -> exp.Expression:
+    node = column(col.name)
+    if col.type == "boolean":
+        return exp.Cast(this=node, to=exp.DataType.build("INT"))
+    return node
+
+
+def plan_aggregates(aggregates: list, table, stats: StatisticSet) -> list:
+    """Map each aggregate node to its post-processing expression over statistic columns."""
+    counted = set()   # columns whose COUNT is released anyway, so sums can be centred
+    for node in aggregates:
+        if isinstance(node, exp.Count) and (isinstance(node.this, (exp.Star, exp.Literal,
+                                                                   exp.Boolean))):
+            counted.add("*")  # COUNT(*): every row, so the count of a non-nullable column
+        if isinstance(node, (exp.Avg, exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevPop,
+                             exp.StddevSamp)) or (isinstance(node, exp.Count)
+                                                  and isinstance(node.this, exp.Column)):
+            counted.add(node.this.name.lower() if isinstance(node.this, exp.Column) else None)
+    planned = []
+    for node in aggregates:
+        stats.outputs.append({})
+        planned.append((node, _post_expression(node, table, stats, counted)))
+    return planned
+
+
+def _log_abs(x) -> float:
+    """log |x| for ints of any size and floats; -inf at 0."""
+    if not x:
+        return -math.inf
+    try:
+        return math.log(abs(x))
+    except OverflowError:
+        return math.log(abs(x) / 2) + math.log(2)
+
+
+def _log_width(lower, upper) -> float:
+    """log (upper - lower), without overflow; a zero-width range counts as width 1."""
+    if upper == lower:
+        return 0.0
+    width = upper - lower
+    if isinstance(width, float) and math.isinf(width):
+        return _log_abs(upper / 2 - lower / 2) + math.log(2)
+    return _log_abs(width)
+
+
+def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expression:
+    if isinstance(node, exp.Count):
+        count = stats.count_of(node)
+        stats.weigh(count, 0.0)       # a count's error against the count (log weight)
+        return column(count.name)
+    arg = node.this
+    if not isinstance(arg, exp.Column):
+        raise QueryError(f"{node.sql('duckdb')}: {node.key.upper()} takes a column of the table, "
+                         "not an expression (its bounds would be unknown); compute with the "
+                         "aggregate instead, e.g. SUM(x) * 2")
+    col = table.column(arg.name)
+    from .quantiles import QUANTILE_NODES, plan_quantile, quantile_bounds
+    if isinstance(node, QUANTILE_NODES):
+        lower, upper, integer = quantile_bounds(col, node)
+        return plan_quantile(node, col, _value(col), lower, upper, integer, stats,
+                             col.name.lower() in stats.in_bounds)
+    lower, upper, integer = _bounds(col, node)
+    value = _value(col)
+    # Weights (dpsql.plan.split): each output's error against its natural range.
+    log_width = _log_width(lower, upper)
+    centred = col.name.lower() in counted or ("*" in counted and col.nullable is False)
+    if isinstance(node, exp.Sum) and not centred:
+        total = stats.sum_of(value, lower, upper, integer, label=node.sql("duckdb"),
+                             in_bounds=col.name.lower() in stats.in_bounds)
+        stats.weigh(total, -2 * log_width)
+        return column(total.name)
+    mid = (lower + upper) // 2 if integer else (lower + upper) / 2
+    # A column declared non-nullable has COUNT(x) = COUNT(*): one statistic fewer. Sums
+    # are then centred per row, since a cell that fails its cast is NULL all the same.
+    counter = stats.count_rows() if col.nullable is False else stats.count_of(exp.Count(this=arg.copy()))
+    same_rows = counter if col.nullable is not False else None
+    n = column(counter.name)
+    centred_sum = stats.sum_of(value, lower, upper, integer, offset=mid,
+                               in_bounds=col.name.lower() in stats.in_bounds,
+                               label=f"SUM({col.name} - {mid})", count=same_rows)
+    s = column(centred_sum.name)
+    if isinstance(node, exp.Sum):
+        stats.weigh(centred_sum, -2 * log_width)
+        stats.weigh(counter, 2 * _log_abs(mid) - 2 * log_width)     # SUM = centred + mid * n
+        # Rebuilt from noisy values: computed where it cannot overflow (HUGEINT for
+        # integers, DOUBLE otherwise), so post-processing never fails on a noisy count.
+        if integer:
+            wide = exp.DataType.build("HUGEINT")
+            total = exp.Add(this=exp.Cast(this=s, to=wide), expression=exp.Mul(
+                this=bound_literal(mid), expression=exp.Cast(this=n, to=wide.copy())))
+            return exp.TryCast(this=total, to=exp.DataType.build("BIGINT"))
+        return exp.Add(this=exp.Cast(this=s, to=exp.DataType.build("DOUBLE")), expression=exp.Mul(
+            this=float_literal(float(mid)), expression=exp.Cast(this=n, to=exp.DataType.build("DOUBLE"))))
+    safe_n = _greatest(n, exp.Literal.number(1))
+    mean = exp.Div(this=exp.Cast(this=s, to=exp.DataType.build("DOUBLE")), expression=safe_n)
+    if isinstance(node, exp.Avg):
+        stats.weigh(centred_sum, -2 * log_width)
+        # (mean - mid) / n per unit of n, against the width: E[(mean - mid)^2] taken as
+        # half^2 / 2, between a mean spread evenly over the bounds (half^2 / 3) and one at
+        # an end (half^2), where skewed data such as incomes put it.
+        stats.weigh(counter, -math.log(8))
+        return _between(exp.Add(this=mean, expression=float_literal(float(mid))), lower, upper)
+    half = max(upper - mid, mid - lower)
+    centre2 = (half * half) // 2 if integer else half * half / 2
+    s2 = column(stats.sum_of(value, lower, upper, integer, offset=mid, square_offset=centre2,
+                             label=f"SUM(({col.name} - {mid})^2 - {centre2})", count=same_rows).name)
+    # VAR = s2/n + c2 - (s/n)^2 against width^2: d/ds2 = 1/n; d/ds = -2 (mean - mid)/n;
+    # d/dn = (c2 - E(x - mid)^2 + 2 (mean - mid)^2) / n. Both depend on the data; taken
+    # at |mean - mid| = half / 4 and a derivative in n of c2, which gives the three
+    # statistics equal shares: the choice that was not worse on any column measured
+    # (tests/benchmarks/bench_accuracy.py; docs/privacy.md).
+    stats.weigh(next(t for t in stats.items if t.name == s2.name), -4 * log_width)
+    stats.weigh(centred_sum, -2 * log_width - 2 * math.log(4))
+    stats.weigh(counter, -2 * math.log(8))
+    second = exp.Add(this=exp.Div(this=exp.Cast(this=s2, to=exp.DataType.build("DOUBLE")),
+                                  expression=safe_n.copy()),
+                     expression=float_literal(float(centre2)))
+    var_pop = exp.Sub(this=second, expression=exp.Pow(this=mean.copy(), expression=exp.Literal.number(2)))
+    if isinstance(node, (exp.Variance, exp.Stddev, exp.StddevSamp)):
+        n_minus_1 = _greatest(exp.Sub(this=n.copy(), expression=exp.Literal.number(1)),
+                              exp.Literal.number(1))
+        var = exp.Div(this=exp.Mul(this=exp.Paren(this=var_pop), expression=safe_n.copy()),
+                      expression=n_minus_1)
+    else:
+        var = var_pop
+    var = _between(var, 0, half * half * (2 if var is not var_pop else 1))
+    if isinstance(node, (exp.Stddev, exp.StddevPop, exp.StddevSamp)):
+        return exp.Sqrt(this=var)
+    return var
+
+
+def _greatest(*args) -> exp.Expression:
+    # Anonymous: sqlglot would expand exp.Greatest into NULL-guarding CASEs.
+    return exp.Anonymous(this="GREATEST", expressions=list(args))
+
+
+def _between(node, lower, upper) -> exp.Expression:
+    """Post-processing: an average can only lie within its bounds."""
+    return exp.Anonymous(this="LEAST", expressions=[
+        _greatest(node, float_literal(float(lower))), float_literal(float(upper))])

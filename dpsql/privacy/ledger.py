@@ -1,0 +1,487 @@
+"""A privacy budget ledger that outlives the process.
+
+Owns: the on-disk record of a session's spending. A ``Ledger`` file holds the
+session budget (fixed when the file is created) and every release (UTC time,
+query text, epsilon, delta), one JSON object per line. Several processes may
+share one file: every operation opens the ledger itself and takes an
+``fcntl.flock`` on that descriptor (exclusive to charge, shared to read), so
+the lock belongs to the file, not to a name: hard links and symlinks to one
+ledger share it. A charge re-reads the file's total, refuses the charge if it
+would pass the budget, and otherwise appends the record and ``fsync``s it, all
+before it returns. The engine calls ``charge`` before it returns a result, so
+no crash can ever release an answer that is not in the ledger.
+
+Only regular files are ledgers: a directory, FIFO, device, socket, dangling
+symlink or empty file is refused, never written to or replaced. A new ledger
+is a complete header in a temporary file hard-linked to its name (``os.link``
+never replaces anything; if it finds a file there, another process won).
+
+Budget rule (why): a ledger exists so that a budget cannot be escaped, so its
+budget can never be raised by reopening the file. The budget is written when
+the file is created and is immutable afterwards; reopening with a different
+budget (higher *or* lower) is an error, reopening with none uses the recorded
+one. The only change allowed is setting a budget on a ledger created without
+one, which only tightens what may be spent (everything already spent counts).
+For a fresh budget, start a new ledger file.
+
+File format (JSON lines)::
+
+    {"dpsql_ledger": 1, "created": "...", "budget": {"epsilon": 3.0, "delta": 1e-06}}
+    {"kind": "release", "time": "...", "query": "SELECT ...", "epsilon": 1.0, "delta": 0.0}
+    {"kind": "budget", "time": "...", "budget": {...}}     (only after a null budget)
+    {"kind": "stored", "time": "...", "key": "...", "noisy": [...]}   (a release's noisy
+        statistics, appended after its charge, for replays: dpsql.release.report)
+
+A release record may also carry ``key`` (dpsql.release.report.fingerprint) and ``details`` (the
+release table's facts: privacy unit, mechanisms, scales, bounds, threshold).
+
+Deleting or editing the file by hand defeats it; protect it like the data.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import math
+import os
+import stat
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from .accounting import ZERO, add, budget_message, exceeds, remaining, reported, vector
+from ..errors import BudgetExceededError, LedgerError, ProgrammingError
+from .params import Budget
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Release:
+    """One charged release: what was asked, when, and what it cost."""
+
+    time: str
+    query: str
+    epsilon: float
+    delta: float
+    rho: float = 0.0          # zCDP cost (a pure-epsilon statistic counts epsilon^2 / 2)
+    rho_delta: float = 0.0    # delta outside zCDP (thresholds)
+    key: str = ""             # dpsql.release.report.fingerprint: what a replay must match
+    details: dict | None = field(default=None, compare=False)   # dpsql.release.report.details
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _budget_json(budget: Budget | None):
+    if budget is None:
+        return None
+    if budget.zcdp:
+        return {"rho": budget.rho, "delta": budget.delta}
+    return {"epsilon": budget.epsilon, "delta": budget.delta}
+
+
+def _same_budget(a: Budget, b: Budget) -> bool:
+    # JSON round-trips floats exactly, so equality is exact.
+    return (a.epsilon == b.epsilon and a.rho == b.rho and float(a.delta) == float(b.delta))
+
+
+def _fmt_budget(b: Budget | None) -> str:
+    if b is None:
+        return "none"
+    if b.zcdp:
+        return f"(rho={b.rho:.6g}, delta={b.delta:.3g})"
+    return f"(epsilon={b.epsilon:.6g}, delta={b.delta:.3g})"
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+class Ledger:
+    """A session's spending in a file shared by processes (see module doc)."""
+
+    def __init__(self, path, budget: Budget | None = None, *, create: bool = True) -> None:
+        """Open the ledger at ``path``, creating it with ``budget`` if nothing
+        is there (unless ``create`` is false). Anything but a regular ledger
+        file is refused with ``LedgerError``, never overwritten."""
+        if budget is not None and not isinstance(budget, Budget):
+            raise ProgrammingError("Ledger: budget must be a dpsql.Budget or None, "
+                                   f"got {type(budget).__name__}")
+        if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+            raise ProgrammingError("Ledger: the path must be a str or an os.PathLike of str, "
+                                   f"got {type(path).__name__}")
+        # The directory resolved, the last name kept: _open checks what it is.
+        head, tail = os.path.split(os.path.join(os.getcwd(), os.fspath(path)))
+        self.path = os.path.join(os.path.realpath(head), tail)
+        self._thread_lock = threading.Lock()  # guards this object's cache across threads
+        self._fd = None           # the descriptor locked by the current operation
+        self._exclusive = False
+        self._reset_cache()
+        if create and not os.path.lexists(self.path):
+            self._create(budget)
+        # Only a budget to record needs the exclusive lock: a read-only
+        # ledger can still be opened (and shown) without one.
+        with self._locked(exclusive=budget is not None):
+            self._refresh()
+            recorded = self._budget
+            if budget is not None:
+                if recorded is None:
+                    self._append({"kind": "budget", "time": _now(),
+                                  "budget": _budget_json(budget)})
+                    self._refresh()
+                elif not _same_budget(recorded, budget):
+                    raise LedgerError(
+                        f"ledger {self.path} was created with budget {_fmt_budget(recorded)}"
+                        f" but {_fmt_budget(budget)} was given; a ledger's budget is fixed "
+                        "when it is created and can never be changed by reopening it. Open "
+                        "it with the same budget or none, or start a new ledger file.")
+
+    # -- public -----------------------------------------------------------------
+    @property
+    def budget(self) -> Budget | None:
+        """The budget recorded in the file (re-read, so always current)."""
+        with self._locked(exclusive=False):
+            self._refresh()
+            return self._budget
+
+    def spent(self) -> tuple:
+        """Total (epsilon, delta) of every release in the file (for a zCDP budget, the
+        total rho converted at the budget's delta)."""
+        with self._locked(exclusive=False):
+            self._refresh()
+            return reported(self._spent, self._budget)
+
+    def spending(self) -> tuple:
+        """Total (epsilon, delta, rho, delta outside zCDP) of every release in the file."""
+        with self._locked(exclusive=False):
+            self._refresh()
+            return self._spent
+
+    def remaining(self) -> tuple | None:
+        """(epsilon, delta) left, never negative; None without a budget."""
+        with self._locked(exclusive=False):
+            self._refresh()
+            return remaining(self._spent, self._budget)
+
+    def records(self) -> list:
+        """Every release, oldest first, as ``Release`` tuples."""
+        with self._locked(exclusive=False):
+            self._refresh()
+            return list(self._records)
+
+    def charge(self, epsilon: float, delta: float, query: str, rho: float | None = None,
+               rho_delta: float = 0.0, key: str = "", details: dict | None = None) -> None:
+        """Atomically check and record one release.
+
+        Raises ``BudgetExceededError`` and records nothing if the file's
+        current total plus this cost would pass its budget. Returns only once
+        the record is on disk (fsync), so the caller may then release. ``rho`` and
+        ``rho_delta`` (delta outside zCDP) are what a zCDP budget counts; without them an
+        (epsilon, delta) release counts as delta-approximately epsilon^2/2-zCDP."""
+        if rho is None:
+            cost = vector((epsilon, delta))
+        else:
+            cost = (float(epsilon), float(delta), float(rho), float(rho_delta))
+        if not all(math.isfinite(c) and c >= 0 for c in cost):
+            # A negative or NaN charge would refund budget: never accept one.
+            raise ProgrammingError(f"ledger charge must be finite and >= 0, got {cost!r}")
+        with self._locked(exclusive=True):
+            self._refresh()
+            if exceeds(self._spent, cost, self._budget):
+                raise BudgetExceededError(budget_message(self._spent, cost, self._budget))
+            record = {"kind": "release", "time": _now(), "query": str(query),
+                      "epsilon": cost[0], "delta": cost[1], "rho": cost[2], "rho_delta": cost[3]}
+            if key:
+                record["key"] = str(key)
+            if details is not None:
+                record["details"] = details
+            self._append(record)
+            self._refresh()
+
+    def store(self, key: str, noisy) -> None:
+        """Keep a release's noisy statistics (already public) for replays, after its charge."""
+        with self._locked(exclusive=True):
+            self._refresh()
+            self._append({"kind": "stored", "time": _now(), "key": str(key), "noisy": noisy})
+            self._refresh()
+
+    def stored(self, key: str):
+        """The noisy statistics last stored under ``key``, or None."""
+        with self._locked(exclusive=False):
+            self._refresh()
+            return next((noisy for k, noisy in reversed(self._stored) if k == key), None)
+
+    def __repr__(self) -> str:
+        return f"Ledger({self.path!r})"
+
+    # -- locking and file access ---------------------------------------------------
+    @contextlib.contextmanager
+    def _locked(self, exclusive: bool):
+        """Hold an flock on a descriptor of the ledger itself (local file systems
+        only), so all its names share it, and this object's thread lock (its
+        cache). If the name was moved to another file meanwhile, lock that."""
+        with self._thread_lock:
+            for _ in range(100):
+                fd = self._open(exclusive)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+                    if os.path.samestat(os.fstat(fd), os.stat(self.path)):
+                        break
+                except BaseException as e:
+                    os.close(fd)
+                    if isinstance(e, FileNotFoundError):
+                        raise self._missing() from None
+                    raise
+                os.close(fd)
+            else:
+                raise LedgerError(f"ledger {self.path} keeps being replaced by another "
+                                  "file; stop whatever rewrites it.")
+            try:
+                self._fd, self._exclusive = fd, exclusive
+                yield
+            finally:
+                self._fd, self._exclusive = None, False
+                os.close(fd)  # closing releases the flock
+
+    def _open(self, exclusive: bool) -> int:
+        """A descriptor on the ledger, refused unless a regular file: checked
+        before opening (no device is opened), then on the descriptor itself
+        (fstat) before any read or write. O_NONBLOCK: a FIFO cannot hang it."""
+        flags = os.O_RDWR | os.O_APPEND if exclusive else os.O_RDONLY
+        flags |= os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+        try:
+            st = os.stat(self.path)
+            if not stat.S_ISREG(st.st_mode):
+                raise self._not_regular(st.st_mode)
+            fd = os.open(self.path, flags)
+        except FileNotFoundError:
+            raise self._missing() from None
+        except OSError as e:
+            raise LedgerError(f"cannot open the ledger {self.path} for "
+                              f"{'writing' if exclusive else 'reading'}: {e.strerror}; "
+                              "check its permissions") from None
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise self._not_regular(mode)
+        return fd
+
+    def _name(self) -> str:
+        with contextlib.suppress(OSError):
+            return f"{self.path} (a symbolic link to {os.readlink(self.path)})"
+        return self.path
+
+    def _not_regular(self, mode: int) -> LedgerError:
+        return LedgerError(f"{self._name()} is {_kind(mode)}, not a ledger file; dpsql "
+                           "never writes to or replaces anything but a regular file. Give "
+                           "the path of a ledger file, or a new path to create one.")
+
+    def _missing(self) -> LedgerError:
+        if os.path.islink(self.path):
+            return LedgerError(f"{self._name()} is a dangling symbolic link; dpsql does not "
+                               "create a ledger through a symlink. Give the path of a ledger "
+                               "file, or a new path to create one.")
+        if self._ino is None:
+            return LedgerError(f"ledger {self.path} does not exist; give a ledger file.")
+        return LedgerError(f"ledger {self.path} no longer exists; its spending is lost. "
+                           "Restore it from a backup or start a new ledger.")
+
+    def _create(self, budget: Budget | None) -> None:
+        """Create the ledger, never replacing a file: the header goes into a temp
+        file hard-linked to the path. ``os.link`` fails if anything (even a
+        dangling symlink) is there; then ``_open`` checks what it is."""
+        header = {"dpsql_ledger": FORMAT_VERSION, "created": _now(),
+                  "budget": _budget_json(budget)}
+        directory = os.path.dirname(self.path)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".dpsql-ledger-", dir=directory)
+        except OSError as e:
+            raise LedgerError(f"cannot create the ledger {self.path}: {e.strerror}; check "
+                              "the directory exists and is writable") from None
+        try:
+            try:
+                os.fchmod(fd, 0o600)   # it records every query: readable by its owner only
+                os.write(fd, (json.dumps(header) + "\n").encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                return                 # something is there now: _open checks what
+            except OSError as e:
+                raise LedgerError(f"cannot create the ledger {self.path}: {e.strerror}; "
+                                  "a ledger needs a local POSIX file system (hard links, "
+                                  "flock)") from None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        self._fsync_dir(directory)
+
+    @staticmethod
+    def _fsync_dir(directory: str) -> None:
+        with contextlib.suppress(OSError):
+            dfd = os.open(directory, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+
+    def _append(self, record: dict) -> None:
+        """Append one line and fsync; caller holds the exclusive lock."""
+        if not self._exclusive:  # an invariant, kept under python -O too
+            raise RuntimeError("ledger append without the exclusive lock")
+        data = (json.dumps(record) + "\n").encode()
+        fd = self._fd  # O_APPEND, locked, closed by _locked
+        if self._torn_at is not None:
+            # A writer crashed mid-line: that charge never returned, so its
+            # answer was never released; drop the fragment before appending.
+            os.ftruncate(fd, self._torn_at)
+            self._torn_at = None
+        if self._needs_newline:
+            # A complete record missing only its newline still counts.
+            data = b"\n" + data
+            self._needs_newline = False
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+
+    def _reset_cache(self) -> None:
+        self._ino = None
+        self._offset = 0          # bytes of complete (newline-terminated) lines read
+        self._line_no = 0
+        self._budget: Budget | None = None
+        self._spent = ZERO
+        self._records: list = []
+        self._stored: list = []   # (key, noisy statistics) of stored releases
+        self._header_seen = False
+        self._torn_at = None      # offset of a torn last line, to drop before appending
+        self._needs_newline = False
+        self._committed = self._snapshot()
+
+    def _snapshot(self) -> tuple:
+        return (self._line_no, self._budget, self._spent, len(self._records), self._header_seen,
+                len(self._stored))
+
+    def _restore(self) -> None:
+        line_no, self._budget, self._spent, n, self._header_seen, m = self._committed
+        self._line_no = line_no
+        del self._records[n:]
+        del self._stored[m:]
+
+    def _refresh(self) -> None:
+        """Read what was appended since the last read; caller holds a lock.
+
+        Complete lines are cached (``_committed``). A last line without its
+        newline is re-read every time: if it parses it counts (being
+        conservative costs nothing); if not, it is the fragment of a writer
+        that crashed before its charge returned, so it was never released."""
+        fd = self._fd
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != self._ino or st.st_size < self._offset:
+            self._reset_cache()  # replaced or truncated: read it all again
+            self._ino = (st.st_dev, st.st_ino)
+        if st.st_size == 0:
+            raise LedgerError(f"{self._name()} is an empty file, not a dpsql ledger (a ledger "
+                              "always starts with its header line); dpsql never overwrites "
+                              "an existing file. Give a new path to create a ledger there, "
+                              "or the path of a ledger file.")
+        chunk, at = b"", self._offset
+        while part := os.pread(fd, max(st.st_size - at, 1 << 16), at):
+            chunk, at = chunk + part, at + len(part)
+        self._restore()  # forget the previous read's uncommitted last line
+        self._torn_at = None
+        self._needs_newline = False
+        lines = chunk.split(b"\n")
+        tail = lines.pop()  # b"" if the chunk ends with a newline
+        for line in lines:
+            self._line_no += 1
+            self._take(self._parse(line, final=False))
+            self._offset += len(line) + 1
+            self._committed = self._snapshot()
+        if tail:
+            record = self._parse(tail, final=True)
+            if record is None:
+                self._torn_at = self._offset
+            else:
+                self._line_no += 1
+                self._take(record)
+                self._needs_newline = True
+        if not self._header_seen:
+            raise self._not_a_ledger()
+
+    def _not_a_ledger(self) -> LedgerError:
+        return LedgerError(f"{self.path} is not a dpsql ledger (its first line is not a "
+                           f"version {FORMAT_VERSION} ledger header); dpsql never "
+                           "overwrites an existing file. Give the path of a ledger, or a "
+                           "new path to create one.")
+
+    def _parse(self, line: bytes, final: bool):
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise ValueError("not an object")
+            return record
+        except ValueError:
+            if not self._header_seen:
+                raise self._not_a_ledger() from None
+            if final:
+                return None  # torn last line of a crashed writer: never released
+            raise LedgerError(f"ledger {self.path} is corrupt at line {self._line_no}: not a "
+                            "JSON object; it was edited or damaged. Restore it from a "
+                            "backup; it must not be repaired by deleting lines (that would "
+                            "hide spending).") from None
+
+    def _take(self, record: dict) -> None:
+        where = f"ledger {self.path} line {self._line_no}"
+        try:
+            if not self._header_seen:
+                if record.get("dpsql_ledger") != FORMAT_VERSION:
+                    raise self._not_a_ledger()
+                self._header_seen = True
+                self._budget = self._read_budget(record.get("budget"))
+            elif record.get("kind") == "release":
+                eps, delta = float(record["epsilon"]), float(record["delta"])
+                # Records written before zCDP accounting: (eps, delta)-DP is
+                # delta-approximately eps^2/2-zCDP.
+                rho = float(record.get("rho", eps * eps / 2))
+                rho_delta = float(record.get("rho_delta", delta if "rho" not in record else 0.0))
+                cost = (eps, delta, rho, rho_delta)
+                if not all(math.isfinite(c) and c >= 0 for c in cost):
+                    raise ValueError("negative or non-finite cost")
+                details = record.get("details")
+                if details is not None and not isinstance(details, dict):
+                    raise ValueError("details is not an object")
+                self._records.append(Release(str(record["time"]), str(record["query"]), *cost,
+                                             key=str(record.get("key", "")), details=details))
+                self._spent = add(self._spent, cost)
+            elif record.get("kind") == "stored":
+                if not isinstance(record["key"], str) or not isinstance(record["noisy"], list):
+                    raise ValueError("a stored release needs a key and its noisy statistics")
+                self._stored.append((record["key"], record["noisy"]))
+            elif record.get("kind") == "budget":
+                if self._budget is not None:
+                    raise ValueError("a second budget record")
+                self._budget = self._read_budget(record["budget"])
+            else:
+                raise ValueError("unknown record kind")
+        except (KeyError, TypeError, ValueError, ProgrammingError) as e:
+            raise LedgerError(f"{where} is not a valid ledger record ({e}); the file was "
+                            "edited or damaged. Restore it from a backup.") from None
+
+    @staticmethod
+    def _read_budget(value) -> Budget | None:
+        if value is None:
+            return None
+        if value.get("rho") is not None:
+            return Budget(rho=float(value["rho"]), delta=float(value["delta"]))
+        return Budget(float(value["epsilon"]), float(value["delta"]))

@@ -1,0 +1,233 @@
+"""What an analyst asks for: per-query privacy, session budget, mechanism choice.
+
+Owns: the user-facing privacy parameters (SmartNoise-compatible names). No
+arithmetic on privacy lives here; the mechanisms and the accountant do that.
+"""
+from __future__ import annotations
+
+import threading
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+from . import zcdp
+from ..errors import ProgrammingError
+
+DEFAULT_DELTA = 1e-10
+"""Default per-query delta: below 1/(world population), so that an event of
+probability delta is not expected to hit anyone. Spent only by statistics
+that need it (thresholds for unknown keys, Gaussian noise)."""
+
+
+class Stat(enum.Enum):
+    """Kinds of noisy statistic; keys of ``Privacy.mechanisms.map``."""
+
+    count = "count"
+    sum_int = "sum_int"
+    sum_large_int = "sum_large_int"
+    sum_float = "sum_float"
+    threshold = "threshold"
+    quantile = "quantile"     # permute-and-flip (dpsql.mechanisms.quantile), not in the map
+
+
+class Mechanism(enum.Enum):
+    """Noise mechanisms. All are realised by exact integer samplers."""
+
+    laplace = "laplace"
+    geometric = "geometric"
+    discrete_laplace = "discrete_laplace"
+    gaussian = "gaussian"
+    discrete_gaussian = "discrete_gaussian"
+
+    @property
+    def is_gaussian(self) -> bool:
+        return self in (Mechanism.gaussian, Mechanism.discrete_gaussian)
+
+
+class _MechanismMap(dict):
+    """``map[Stat.count] = Mechanism.gaussian``; names work too (``map["count"] = "gaussian"``)."""
+
+    def __init__(self, items=()):
+        super().__init__()
+        for key, value in dict(items).items():
+            self[key] = value
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(_enum(Stat, key, "a statistic"), _enum(Mechanism, value, "a mechanism"))
+
+    def __getitem__(self, key):
+        return super().__getitem__(_enum(Stat, key, "a statistic"))
+
+    def get(self, key, default=None):
+        return super().get(_enum(Stat, key, "a statistic"), default)
+
+
+def _enum(kind, value, what: str):
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(str(value).split(".")[-1].lower())
+    except ValueError:
+        raise ProgrammingError(f"{value!r} is not {what}; use one of "
+                               f"{', '.join(m.value for m in kind)} (dpsql.{kind.__name__})") from None
+
+
+def _default_map() -> dict:
+    # The book's Table 2-1 (SmartNoise defaults), with exact samplers.
+    return _MechanismMap({
+        Stat.count: Mechanism.discrete_laplace,
+        Stat.sum_int: Mechanism.discrete_laplace,
+        Stat.sum_large_int: Mechanism.laplace,
+        Stat.sum_float: Mechanism.laplace,
+        Stat.threshold: Mechanism.laplace,
+    })
+
+
+@dataclass
+class Mechanisms:
+    """SmartNoise-style ``privacy.mechanisms.map[Stat.count] = Mechanism.gaussian``."""
+
+    map: dict = field(default_factory=_default_map)
+    large: int = 1000
+    """An integer SUM whose bound exceeds this is a ``sum_large_int``."""
+    quantile_cells: int = 2 ** 16
+    """Cells of the candidate grid of quantiles, MEDIAN, MIN and MAX (public, part of the
+    plan); integer columns with at most this many values use the integers themselves."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.large, bool) or not isinstance(self.large, int) or self.large < 1:
+            raise ProgrammingError(f"Mechanisms: large must be a whole number >= 1, got {self.large!r}")
+        cells = self.quantile_cells
+        if isinstance(cells, bool) or not isinstance(cells, int) or not 16 <= cells <= 2 ** 20:
+            raise ProgrammingError("Mechanisms: quantile_cells must be a whole number from 16 "
+                                   f"to 2**20 (1,048,576), got {cells!r}")
+        if not isinstance(self.map, _MechanismMap):
+            self.map = _MechanismMap({**_default_map(), **_MechanismMap(self.map)})
+
+    def for_stat(self, stat: Stat) -> Mechanism:
+        return self.map.get(stat) or _default_map()[stat]
+
+    def key(self) -> tuple:
+        """A hashable summary, for caching plans."""
+        return tuple((s.value, self.for_stat(s).value) for s in Stat if s is not Stat.quantile) + (
+            self.large, self.quantile_cells)
+
+
+def _number(value) -> float | None:
+    """``value`` as a finite float, or None (bools, strings, huge ints are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        value = float(value)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _check_eps_delta(epsilon: float, delta: float, what: str) -> None:
+    eps, dlt = _number(epsilon), _number(delta)
+    if eps is None or eps <= 0:
+        raise ProgrammingError(f"{what}: epsilon must be a finite number > 0, got {epsilon!r}")
+    if dlt is None or not 0 <= dlt < 1:
+        raise ProgrammingError(f"{what}: delta must be in [0, 1), got {delta!r}")
+
+
+SPLITS = ("error", "equal")
+MAX_QUERY_EPSILON = 1e6
+"""Largest epsilon of one query (rho: its square over 2)."""
+
+
+@dataclass
+class Privacy:
+    """The most one query may cost, all its noisy statistics together.
+
+    ``epsilon`` (default 1.0) or ``rho`` (zCDP), not both. ``split``: how the
+    query's privacy is shared by its statistics: ``"error"`` (default) minimises
+    the error of what the query releases, ``"equal"`` gives equal shares
+    (docs/privacy.md)."""
+
+    epsilon: float | None = None
+    delta: float = DEFAULT_DELTA
+    mechanisms: Mechanisms = field(default_factory=Mechanisms)
+    rho: float | None = None
+    split: str = "error"
+
+    def __post_init__(self) -> None:
+        if self.epsilon is None and self.rho is None:
+            self.epsilon = 1.0
+        self.check()
+
+    def check(self) -> None:
+        """Validate (again: the fields can be changed after construction)."""
+        if self.rho is not None:
+            if self.epsilon is not None:
+                raise ProgrammingError("Privacy: give epsilon or rho (zCDP), not both")
+            _check_rho(self.rho, "Privacy")
+            _check_eps_delta(1.0, self.delta, "Privacy")
+            if _number(self.rho) > MAX_QUERY_EPSILON ** 2 / 2:
+                raise ProgrammingError(f"Privacy: rho={self.rho!r} is beyond dpsql's largest "
+                                       f"per-query rho, {MAX_QUERY_EPSILON ** 2 / 2:g}")
+        else:
+            _check_eps_delta(self.epsilon, self.delta, "Privacy")
+            if _number(self.epsilon) > MAX_QUERY_EPSILON:
+                raise ProgrammingError(
+                    f"Privacy: epsilon={self.epsilon!r} is beyond dpsql's largest per-query "
+                    f"epsilon, {MAX_QUERY_EPSILON:g}: past it the exact samplers' range no longer "
+                    "holds the exact answers of sums (which would be clamped), and such a "
+                    "release protects no one")
+        if not isinstance(self.mechanisms, Mechanisms):
+            raise ProgrammingError("Privacy: mechanisms must be a dpsql.Mechanisms, got "
+                                   f"{type(self.mechanisms).__name__}")
+        if self.split not in SPLITS:
+            raise ProgrammingError(f"Privacy: split must be one of {', '.join(SPLITS)}, "
+                                   f"got {self.split!r}")
+        self.mechanisms.__post_init__()
+
+
+def _check_rho(rho, what: str) -> None:
+    value = _number(rho)
+    if value is None or value <= 0:
+        raise ProgrammingError(f"{what}: rho must be a finite number > 0, got {rho!r}")
+
+
+@dataclass
+class Budget:
+    """One pool of privacy: every reader and DB-API connection given this object spends
+    from it (safely under threads); queries beyond it are refused before running. A ledger
+    file is the way to share a budget across processes.
+
+    ``Budget(epsilon=3.0)`` accounts in (epsilon, delta) by basic composition;
+    ``Budget(rho=0.5, delta=1e-6)`` accounts in zCDP: queries add up in rho (a pure
+    epsilon statistic costs epsilon^2 / 2), and the session's (epsilon, delta) is
+    reported through the tight conversion at ``delta`` (less what thresholds spent)."""
+
+    epsilon: float | None = None
+    delta: float = 1e-6
+    """Default: room for 10,000 queries at the default per-query delta."""
+    rho: float | None = None
+    _spent: tuple = field(default=(0.0, 0.0, 0.0, 0.0), init=False, repr=False, compare=False)
+    _lock: object = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if (self.epsilon is None) == (self.rho is None):
+            raise ProgrammingError("Budget: give epsilon (basic composition) or rho (zCDP), "
+                                   "exactly one of them")
+        if self.rho is not None:
+            _check_rho(self.rho, "Budget")
+            _check_eps_delta(1.0, self.delta, "Budget")
+            if self.delta <= 0:
+                raise ProgrammingError("Budget: a rho budget needs delta > 0 (its (epsilon, "
+                                       "delta) is reported at that delta)")
+        else:
+            _check_eps_delta(self.epsilon, self.delta, "Budget")
+        self._lock = threading.Lock()
+
+    @property
+    def zcdp(self) -> bool:
+        return self.rho is not None
+
+    @property
+    def spent(self) -> tuple:
+        """(epsilon, delta) spent from this pool by every session that shares it."""
+        return zcdp.reported(self._spent, self)
