@@ -184,7 +184,7 @@ def test_having_name_that_is_not_a_grouped_column_binds_to_the_output_alias(read
 
 def test_having_string_key_compared_with_a_number_is_typed_at_plan_time(reader):
     plan = reader._plan("SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex HAVING sex > 0")
-    assert "'0'" in plan.post_sql
+    assert "'0'" in reader._sql(plan)[1]
     df = reader.execute_df("SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex HAVING sex > 0 "
                            "ORDER BY sex = 1")
     assert list(df.sex) == ["1"]

@@ -44,8 +44,7 @@ SQL = ("SELECT {keys}COUNT(*) AS n, SUM(income) AS s, AVG(income) AS a, VARIANCE
 def _batch(reader, sql: str, runs: int) -> pd.DataFrame:
     """``runs`` independent releases of ``sql`` with their intervals, in one frame."""
     plan = reader._plan(sql)
-    reader.engine.attach(plan)
-    exact = reader.engine.run(plan.exact_sql)
+    exact = reader.engine.run(reader.engine.compile(plan))
     tiled = {k: np.ma.concatenate([np.ma.asarray(v)] * runs) if len(v) else v
              for k, v in exact.items()}
     noisy = add_noise(plan, tiled)
@@ -102,8 +101,7 @@ def test_intervals_at_a_low_level_do_miss(pums):
     # (epsilon 0.05: scale 20, so the discrete noise's steps barely move the coverage)
     reader = dpsql.from_df(pums, DATA / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=0.05))
     plan = reader._plan("SELECT COUNT(*) AS n FROM PUMS.PUMS")
-    reader.engine.attach(plan)
-    exact = reader.engine.run(plan.exact_sql)
+    exact = reader.engine.run(reader.engine.compile(plan))
     noisy = add_noise(plan, {k: np.ma.concatenate([np.ma.asarray(v)] * RUNS) for k, v in exact.items()})
     out = reader._with_intervals(plan, noisy, 0.5)
     covers = int(((out.n_lo <= 1000) & (1000 <= out.n_hi)).sum())

@@ -18,17 +18,21 @@ import numpy as np
 import pandas as pd
 
 from ..release import report
-from ..privacy.accounting import Accountant, remaining
+from ..privacy.accounting import Accountant
+from ..privacy.records import ReleaseRecord
+from ..privacy.spend import ZERO, remaining
 from ..release.intervals import check_alpha, with_intervals
 from ..errors import OperationalError, ProgrammingError, QueryError
 from ..engines.duckdb.engine import Engine
+from ..engines.postprocess import PostProcessor, render
 from ..release.explain import describe
 from ..metadata.model import Metadata
 from ..frontend.parse import parse_query, typed_params, union_parts
 from ..plan import Plan, build_plan
 from ..privacy.params import Budget, Privacy, Stat
-from ..release.noise import add_noise
+from ..release.noise import add_noise, empty_noisy
 from ..plan.validate import validate
+from ..frontend.dialect import ANALYST_DIALECT
 
 _PLAN_CACHE_SIZE = 256
 
@@ -45,6 +49,9 @@ class Reader:
         self._plans: OrderedDict = OrderedDict()
         self._history: list = []     # this session's releases, for report()
         self._releases: dict = {}    # (canonical SQL, privacy) -> released DataFrame
+        self._compiled: dict = {}    # id(plan part) -> (engine SQL, post-processing SQL)
+        self._marks: dict = {}       # (id(plan), privacy key) -> ledger fingerprint
+        self.post = PostProcessor()
         self._lock = threading.Lock()
 
     # -- planning (no data touched) -----------------------------------------
@@ -65,17 +72,50 @@ class Reader:
         for part in union_parts(tree):
             query = validate(part, self.metadata, self.engine.public_rows)
             plan = build_plan(query, privacy)
-            # Dry-run both queries now, so that query errors surface before any data is read.
-            self.engine.attach(plan)
-            self.engine.post_process(plan.post_sql, _empty_noisy(plan))
+            self._compile(plan)
             plans.append(plan)
         if len(plans) > 1:
-            plan = Releases(plans, tree.sql("duckdb"))
+            plan = Releases(plans, tree.sql(ANALYST_DIALECT))
         with self._lock:
             self._plans[key] = plan
             if len(self._plans) > _PLAN_CACHE_SIZE:
-                self._plans.popitem(last=False)
+                self._forget(self._plans.popitem(last=False)[1])
         return plan
+
+    def _compile(self, plan: Plan) -> None:
+        """Render both queries of ``plan`` once and dry-run them, so that query errors
+        surface before any data is read (a cached plan then runs without sqlglot)."""
+        exact_sql = self.engine.compile(plan)
+        post_sql = render(plan.post)
+        self.post.run(post_sql, empty_noisy(plan))
+        with self._lock:
+            self._compiled[id(plan)] = (exact_sql, post_sql)
+
+    def _sql(self, plan: Plan) -> tuple:
+        """(engine SQL, post-processing SQL) of a part (compiled again if evicted meanwhile)."""
+        found = self._compiled.get(id(plan))
+        if found is None:
+            self._compile(plan)
+            found = self._compiled[id(plan)]
+        return found
+
+    def _forget(self, plan) -> None:
+        for part in plan.parts if isinstance(plan, Releases) else [plan]:
+            self._compiled.pop(id(part), None)
+        self._marks = {k: v for k, v in self._marks.items() if k[0] != id(plan)}
+
+    def _describe(self, plan: Plan) -> str:
+        return describe(plan, self.engine.dialect.render(plan.exact, pretty=True),
+                        render(plan.post, pretty=True))
+
+    def _fingerprint(self, plan, privacy_key) -> str:
+        mark = self._marks.get((id(plan), privacy_key))
+        if mark is None:
+            parts = plan.parts if isinstance(plan, Releases) else [plan]
+            mark = report.fingerprint(plan, privacy_key, [self._describe(p) for p in parts])
+            with self._lock:
+                self._marks[(id(plan), privacy_key)] = mark
+        return mark
 
     def _privacy_key(self, p) -> tuple:
         if not isinstance(p, Privacy):
@@ -102,9 +142,9 @@ class Reader:
             return "\n\n".join(
                 [f"UNION ALL of {len(plan.parts)} queries, each its own release; cost: the sum, "
                  f"epsilon={eps:.6g}, delta={delta:.3g}"]
-                + [f"-- part {i + 1} of {len(plan.parts)}\n{describe(p)}"
+                + [f"-- part {i + 1} of {len(plan.parts)}\n{self._describe(p)}"
                    for i, p in enumerate(plan.parts)])
-        return describe(plan)
+        return self._describe(plan)
 
     def estimate_bounds(self, table: str, column: str, epsilon: float) -> tuple:
         """DP (lower, upper) bounds of a numeric column, charged to the session like a query.
@@ -137,8 +177,11 @@ class Reader:
         with quantile_plan.bounds_mode():
             query = validate(tree, self.metadata, self.engine.public_rows)
             plan = build_plan(query, privacy)
-        self.engine.attach(plan)
-        frame = self._present(plan, self._fresh(plan))
+        self._compile(plan)
+        try:
+            frame = self._present(plan, self._fresh(plan))
+        finally:
+            self._forget(plan)
         return float(frame.lower_bound[0]), float(frame.upper_bound[0])
 
     @property
@@ -150,7 +193,7 @@ class Reader:
     def spent_rho(self) -> float:
         """rho (zCDP) spent by this session: Gaussian statistics' rho plus epsilon^2 / 2 for
         each pure-epsilon one."""
-        return self.accountant.spending[2]
+        return self.accountant.spending.rho
 
     # -- running ------------------------------------------------------------
     def execute_df(self, sql: str, params=None, privacy: Privacy | None = None,
@@ -181,7 +224,7 @@ class Reader:
     def _with_intervals(self, plan: Plan, noisy: dict, alpha: float) -> pd.DataFrame:
         post, read = with_intervals(plan, alpha)
         try:
-            columns = self.engine.post_process(post.sql("duckdb"), noisy)
+            columns = self.post.run(render(post), noisy)
         except QueryError as err:
             raise OperationalError(f"{err} (on noisy values; the query's cost was charged)") from None
         out = {}
@@ -203,7 +246,7 @@ class Reader:
         ledger = self.accountant.ledger
         # Through a ledger, a release is found again by its fingerprint: the same query,
         # parameters, privacy and plan (so a changed metadata is a new release).
-        mark = report.fingerprint(plan, key[1]) if ledger is not None else ""
+        mark = self._fingerprint(plan, key[1]) if ledger is not None else ""
         if replay:
             with self._lock:
                 stored = self._releases.get(key)
@@ -225,13 +268,12 @@ class Reader:
         return plan, noisy
 
     def _log(self, plan, details, replay: bool) -> None:
-        spend = (0.0, 0.0, 0.0, 0.0) if replay else plan.spend
+        record = ReleaseRecord.of(
+            datetime.now(timezone.utc).isoformat(timespec="microseconds"), plan.bound_sql,
+            ZERO if replay else plan.spend, replay=replay,
+            details=details if details is not None else report.details(plan))
         with self._lock:
-            self._history.append({
-                "time": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
-                "query": plan.bound_sql, "epsilon": spend[0], "delta": spend[1],
-                "rho": spend[2], "rho_delta": spend[3], "replay": replay,
-                "details": details if details is not None else report.details(plan)})
+            self._history.append(record)
 
     def report(self, format: str = "dataframe"):
         """The DP release table of this session (with a ledger: of every release the
@@ -241,7 +283,7 @@ class Reader:
         threshold; with the totals and what is left of the budget (docs/privacy.md)."""
         ledger = self.accountant.ledger
         if ledger is not None:
-            records = [dict(r.__dict__, replay=False) for r in ledger.records()]
+            records = ledger.records()
         else:
             with self._lock:
                 records = list(self._history)
@@ -262,7 +304,7 @@ class Reader:
         exacts = []
         try:
             for part in parts:
-                exacts.append(self.engine.run(part.exact_sql))
+                exacts.append(self.engine.run(self._sql(part)[0]))
         except OperationalError as err:
             # Binding succeeded, so the failure depends on the data: charge it.
             self.accountant.charge(plan.spend, plan.bound_sql, mark, details)
@@ -295,7 +337,7 @@ class Reader:
             columns = {f"_o{i}": noisy[name].copy() for i, name in enumerate(plan.passthrough)}
         else:
             try:
-                columns = self.engine.post_process(plan.post_sql, noisy)
+                columns = self.post.run(self._sql(plan)[1], noisy)
             except QueryError as err:
                 raise OperationalError(f"{err} (on noisy values; the query's cost was charged)") from None
         result = pd.DataFrame({f"_o{i}": columns[f"_o{i}"] for i in range(len(plan.output_names))})
@@ -319,8 +361,8 @@ class Releases:
             raise QueryError("every part of a UNION ALL must select the same number of "
                              f"columns (here {', '.join(str(len(p.output_names)) for p in parts)})")
         self.parts = parts
-        self.spend = tuple(sum(p.spend[i] for p in parts) for i in range(4))
-        self.cost = self.spend[:2]
+        self.spend = sum((p.spend for p in parts), ZERO)
+        self.cost = self.spend.pair
         self.bound_sql = sql
         self.output_names = parts[0].output_names
 
@@ -331,28 +373,6 @@ def _native(value):
     if isinstance(value, float) and value != value:
         return None
     return value
-
-
-_NUMPY_TYPES = {"int": np.int64, "float": np.float64, "string": object, "boolean": np.bool_,
-                "datetime": "datetime64[us]", "date": "datetime64[us]"}
-
-
-def _empty_noisy(plan: Plan) -> dict:
-    """A zero-row stand-in for the noisy table, typed as the real one will be."""
-    cols = {}
-    for name, kind in zip(plan.key_names, plan.key_kinds):
-        cols[name] = np.array([], dtype=_NUMPY_TYPES[kind])
-        cols[name + "_null"] = np.array([], dtype=np.bool_)
-    for stat in plan.statistics:
-        if stat.stat is Stat.quantile:
-            integer = stat.integer
-        else:
-            integer = (stat.integer and stat.mechanism.grid >= 1) or stat.stat in (
-                Stat.count, Stat.threshold)
-        cols[stat.name] = np.array([], dtype=np.int64 if integer else np.float64)
-    if not cols:
-        cols["_none"] = np.array([], dtype=np.int64)
-    return cols
 
 
 def _load(metadata) -> Metadata:

@@ -104,7 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
                   epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--version", action="version", version=f"dpsql {_version()}")
     sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add_query_parser(sub)
+    _add_ledger_parser(sub)
+    _add_metadata_parser(sub)
+    return top
 
+
+def _add_query_parser(sub) -> None:
     q = sub.add_parser(
         "query", help="answer one SQL query with differential privacy",
         description="Answer one SQL aggregate query with differential privacy. Tables come "
@@ -146,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "95%% accuracy; runs nothing and spends nothing")
     q.add_argument("sql", metavar="SQL", help="the query, or - to read it from stdin")
 
+
+def _add_ledger_parser(sub) -> None:
     led = sub.add_parser("ledger", help="inspect a ledger file")
     led_sub = led.add_subparsers(dest="ledger_command", metavar="ACTION", parser_class=_Parser)
     show = led_sub.add_parser("show", help="print a ledger's budget, spent, remaining and "
@@ -155,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     from . import report as cli_report
     cli_report.add_parser(led_sub)
 
+
+def _add_metadata_parser(sub) -> None:
     meta = sub.add_parser("metadata", help="write or check a metadata file")
     meta_sub = meta.add_subparsers(dest="metadata_command", metavar="ACTION",
                                    parser_class=_Parser)
@@ -184,7 +194,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the ledger's budget (only with --ledger)")
     bounds.add_argument("--write", action="store_true",
                         help="store the bounds as lower/upper of the column in M.yaml")
-    return top
 
 
 def _version() -> str:
@@ -208,24 +217,10 @@ def cmd_query(args) -> int:
     import dpsql
     from ..privacy.params import Privacy
 
-    if args.budget is not None and args.ledger is None:
-        raise UsageError("--budget needs --ledger FILE: one invocation is not a session; the "
-                         "ledger keeps the budget across invocations")
-    if args.database and args.table:
-        raise UsageError("give either --table files or --database, not both")
-    if not args.database and not args.table:
-        raise UsageError("give the data: --table SCHEMA.TABLE=PATH (repeatable) or "
-                         "--database FILE.duckdb")
+    _check_query_args(args)
     sql = _read_sql(args.sql)
     _require_file(args.metadata, "metadata file")
-    tables = {}
-    for name, path in args.table:
-        if name in tables:
-            raise UsageError(f"--table {name} is given twice")
-        _require_file(path, f"data file of {name}")
-        tables[name] = path
-    if args.database:
-        _require_file(args.database, "database file")
+    tables = _query_tables(args)
     size = {"epsilon": args.epsilon} if args.rho is None else {"rho": args.rho}
     privacy = Privacy(**size) if args.delta is None else Privacy(**size, delta=args.delta)
     ledger = None
@@ -265,6 +260,31 @@ def cmd_query(args) -> int:
         _warn(f"ledger {args.ledger} has no budget: spending is recorded but nothing is "
               "enforced; give --budget E to set one")
     return EXIT_OK
+
+
+def _check_query_args(args) -> None:
+    """Refuse combinations of query options that do not name one data source and session."""
+    if args.budget is not None and args.ledger is None:
+        raise UsageError("--budget needs --ledger FILE: one invocation is not a session; the "
+                         "ledger keeps the budget across invocations")
+    if args.database and args.table:
+        raise UsageError("give either --table files or --database, not both")
+    if not args.database and not args.table:
+        raise UsageError("give the data: --table SCHEMA.TABLE=PATH (repeatable) or "
+                         "--database FILE.duckdb")
+
+
+def _query_tables(args) -> dict:
+    """The --table bindings by name, each file checked to exist (and the --database file)."""
+    tables = {}
+    for name, path in args.table:
+        if name in tables:
+            raise UsageError(f"--table {name} is given twice")
+        _require_file(path, f"data file of {name}")
+        tables[name] = path
+    if args.database:
+        _require_file(args.database, "database file")
+    return tables
 
 
 def _ledger_note(path: str, ledger, reader, sql: str) -> str:

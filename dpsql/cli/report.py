@@ -11,7 +11,8 @@ import os
 import sys
 
 from ..release import report
-from ..privacy.accounting import remaining
+from ..privacy.spend import remaining
+from ..privacy.zcdp import reported
 from .text import EXIT_OK, _num, _pair, _write, render_table
 from ..privacy.ledger import Ledger
 
@@ -38,9 +39,8 @@ def run(args, usage_error) -> int:
     if not os.path.lexists(path):
         raise FileNotFoundError(f"ledger file not found: {path}")
     led = Ledger(path, create=False)      # refuses anything but a ledger, creates nothing
-    records = [dict(r.__dict__, replay=False) for r in led.records()]
+    records = led.records()
     spending, budget = led.spending(), led.budget
-    from ..privacy.accounting import reported
     text = report.render(records, budget, reported(spending, budget), spending,
                          remaining(spending, budget), args.format)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..errors import QueryError
+from .dialect import ANALYST_DIALECT
 
 
 def position(node: exp.Expression) -> str:
@@ -68,7 +69,7 @@ class Binder:
         if name.startswith("_dpsql"):     # the plan's own columns are never the analyst's
             fail(f"the name {node.name!r}{{at}} is reserved for dpsql's own plan columns", node)
         if node.table and node.table.lower() not in self.qualifiers:
-            fail(f"unknown table or alias {node.table!r} in {node.sql('duckdb')}{{at}}", node)
+            fail(f"unknown table or alias {node.table!r} in {node.sql(ANALYST_DIALECT)}{{at}}", node)
         if self.scope is None:
             return self.table.column(node.name)
         if node.table:
@@ -124,7 +125,7 @@ class Binder:
                 if col is None:
                     known = ", ".join(c for c in self.table.columns
                                       if not c.lower().startswith("_dpsql"))
-                    fail(f"unknown column {node.sql('duckdb')} in {clause}{{at}}; "
+                    fail(f"unknown column {node.sql(ANALYST_DIALECT)} in {clause}{{at}}; "
                           f"columns of {self.table.full_name}: {known}", node)
                 return exp.column(col.name, quoted=True)
             return node

@@ -17,8 +17,9 @@ import numpy as np
 from sqlglot import exp
 
 from ..errors import QueryError
+from .dialect import ANALYST_DIALECT
 
-DIALECT = "duckdb"   # the dialect parameters' literals are rendered in (replay keys)
+
 
 _ACCEPTED = ("accepted types: int, float (finite), str, bool, None, decimal.Decimal (finite), "
              "datetime.date, datetime.datetime (naive), and numpy bool_, integer, "
@@ -183,7 +184,7 @@ def typed_params(params) -> tuple:
     if params is None:
         return None, None
     values = _param_values(params)
-    key = tuple((type(v), literal(v, i).sql(DIALECT)) for i, v in enumerate(values, 1))
+    key = tuple((type(v), literal(v, i).sql(ANALYST_DIALECT)) for i, v in enumerate(values, 1))
     return values, key
 
 

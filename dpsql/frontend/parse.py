@@ -59,9 +59,10 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from ..errors import QueryError
+from .dialect import ANALYST_DIALECT
 from .params import bind_params, literal, typed_params  # noqa: F401 - re-exported
 
-DIALECT = "duckdb"
+
 
 MAX_SQL_LENGTH = 100_000
 MAX_NESTING = 20
@@ -165,7 +166,7 @@ def _parse_tokens(tokens: list, sql: str, dialect: str) -> list:
 
 def _parse_all(sql: str) -> list:
     try:
-        tokens = _tokenize(sql, DIALECT)
+        tokens = _tokenize(sql, ANALYST_DIALECT)
     except TokenError as err:
         raise _token_error(err, sql) from None
     except RecursionError:
@@ -177,7 +178,7 @@ def _parse_all(sql: str) -> list:
                          "write one SELECT statement in DuckDB/ANSI SQL") from None
     _check_tokens(tokens)
     try:
-        return _parse_tokens(tokens, sql, DIALECT)
+        return _parse_tokens(tokens, sql, ANALYST_DIALECT)
     except ParseError as first:
         # SmartNoise accepts T-SQL's ``SELECT TOP n``; DuckDB's grammar does not.
         if "top" in sql.lower():

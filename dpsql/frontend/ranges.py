@@ -61,75 +61,106 @@ def int_range(node: exp.Expression, column_range):
     if isinstance(node, (exp.Paren, exp.Try)):
         return int_range(node.this, columns)
     if isinstance(node, exp.Literal) and not node.is_string:
-        text = node.this.replace("_", "")
-        if not text.isdigit():
-            return None
-        value = int(text)
-        # An integer literal takes the type of the other operand when it fits there
-        # (SIGN(x) + 127 is TINYINT in DuckDB): assume its narrowest type.
-        bits = next((b for b in (8, 16, 32, 64) if value < 2 ** (b - 1)), 128)
-        return value, value, bits
+        return _literal_range(node)
     if isinstance(node, exp.Column):
         return column_range(node.name.lower())
     if isinstance(node, exp.Neg):
-        literal = node.this.this if isinstance(node.this, exp.Paren) else node.this
-        if isinstance(literal, exp.Literal) and not literal.is_string and literal.this.isdigit():
-            # A negative literal is folded into one constant of the type that holds it:
-            # -9223372036854775808 is a BIGINT, not a negated HUGEINT.
-            value = -int(literal.this)
-            bits = next((b for b in (8, 16, 32, 64) if value >= -2 ** (b - 1)), 128)
-            return value, value, bits
-        inner = int_range(node.this, columns)
-        return None if inner is None else (-inner[1], -inner[0], inner[2])
+        return _neg_range(node, columns)
     if isinstance(node, exp.Abs):
-        inner = int_range(node.this, columns)
-        if inner is None:
-            return None
-        top = max(abs(inner[0]), abs(inner[1]))
-        return (0 if inner[0] <= 0 <= inner[1] else min(abs(inner[0]), abs(inner[1])), top,
-                inner[2])
+        return _abs_range(node, columns)
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
-        a, b = int_range(node.this, columns), int_range(node.expression, columns)
-        if a is None or b is None:
-            return None
-        bits = max(a[2], b[2])
-        if isinstance(node, exp.Add):
-            return a[0] + b[0], a[1] + b[1], bits
-        if isinstance(node, exp.Sub):
-            return a[0] - b[1], a[1] - b[0], bits
-        products = [_mul(x, y) for x in a[:2] for y in b[:2]]
-        return min(products), max(products), bits
+        return _arithmetic_range(node, columns)
     if isinstance(node, (exp.IntDiv, exp.Mod)):
-        a, b = int_range(node.this, columns), int_range(node.expression, columns)
-        if a is None or not divisor_safe(b):
-            return None
-        if isinstance(node, exp.IntDiv):
-            # DuckDB truncates; the quotient is monotone in each operand for a divisor
-            # of one sign, so the extremes are at the corners.
-            quotients = [trunc_div(x, y) for x in a[:2] for y in b[:2]]
-            return min(quotients), max(quotients), max(a[2], b[2])
-        m = max(abs(b[0]), abs(b[1])) - 1
-        return (-m if a[0] < 0 else 0), (m if a[1] > 0 else 0), max(a[2], b[2])
+        return _division_range(node, columns)
     if isinstance(node, (exp.Cast, exp.TryCast)):
         return _CAST_RANGES.get(node.to.this.value)
     if isinstance(node, exp.Case):
-        branches = [i.args.get("true") for i in node.args.get("ifs") or []]
-        if node.args.get("default") is not None:
-            branches.append(node.args["default"])
-        return _hull([int_range(b, columns) if not isinstance(b, exp.Null) else (0, 0, 8)
-                      for b in branches])
+        return _case_range(node, columns)
     if isinstance(node, exp.Nullif):
         return int_range(node.this, columns)
     if isinstance(node, exp.Anonymous) and str(node.this).lower() in ("greatest", "least", "coalesce"):
-        parts = [int_range(a, columns) for a in node.expressions]
-        name = str(node.this).lower()
-        if name == "coalesce" or any(p is None for p in parts):
-            return _hull(parts)
-        pick = max if name == "greatest" else min     # NULL arguments are skipped
-        return (pick(p[0] for p in parts), pick(p[1] for p in parts), max(p[2] for p in parts))
+        return _pick_range(node, columns)
     if isinstance(node, exp.Sign):
         return -1, 1, 8
     return None
+
+
+def _literal_range(node: exp.Literal):
+    text = node.this.replace("_", "")
+    if not text.isdigit():
+        return None
+    value = int(text)
+    # An integer literal takes the type of the other operand when it fits there
+    # (SIGN(x) + 127 is TINYINT in DuckDB): assume its narrowest type.
+    bits = next((b for b in (8, 16, 32, 64) if value < 2 ** (b - 1)), 128)
+    return value, value, bits
+
+
+def _neg_range(node: exp.Neg, columns):
+    literal = node.this.this if isinstance(node.this, exp.Paren) else node.this
+    if isinstance(literal, exp.Literal) and not literal.is_string and literal.this.isdigit():
+        # A negative literal is folded into one constant of the type that holds it:
+        # -9223372036854775808 is a BIGINT, not a negated HUGEINT.
+        value = -int(literal.this)
+        bits = next((b for b in (8, 16, 32, 64) if value >= -2 ** (b - 1)), 128)
+        return value, value, bits
+    inner = int_range(node.this, columns)
+    return None if inner is None else (-inner[1], -inner[0], inner[2])
+
+
+def _abs_range(node: exp.Abs, columns):
+    inner = int_range(node.this, columns)
+    if inner is None:
+        return None
+    top = max(abs(inner[0]), abs(inner[1]))
+    return (0 if inner[0] <= 0 <= inner[1] else min(abs(inner[0]), abs(inner[1])), top,
+            inner[2])
+
+
+def _arithmetic_range(node: exp.Expression, columns):
+    """``+ - *``: exact ends from the operands' ends, at the wider operand's width."""
+    a, b = int_range(node.this, columns), int_range(node.expression, columns)
+    if a is None or b is None:
+        return None
+    bits = max(a[2], b[2])
+    if isinstance(node, exp.Add):
+        return a[0] + b[0], a[1] + b[1], bits
+    if isinstance(node, exp.Sub):
+        return a[0] - b[1], a[1] - b[0], bits
+    products = [_mul(x, y) for x in a[:2] for y in b[:2]]
+    return min(products), max(products), bits
+
+
+def _division_range(node: exp.Expression, columns):
+    """``// %``: None unless the divisor can be neither 0 nor -1."""
+    a, b = int_range(node.this, columns), int_range(node.expression, columns)
+    if a is None or not divisor_safe(b):
+        return None
+    if isinstance(node, exp.IntDiv):
+        # DuckDB truncates; the quotient is monotone in each operand for a divisor
+        # of one sign, so the extremes are at the corners.
+        quotients = [trunc_div(x, y) for x in a[:2] for y in b[:2]]
+        return min(quotients), max(quotients), max(a[2], b[2])
+    m = max(abs(b[0]), abs(b[1])) - 1
+    return (-m if a[0] < 0 else 0), (m if a[1] > 0 else 0), max(a[2], b[2])
+
+
+def _case_range(node: exp.Case, columns):
+    branches = [i.args.get("true") for i in node.args.get("ifs") or []]
+    if node.args.get("default") is not None:
+        branches.append(node.args["default"])
+    return _hull([int_range(b, columns) if not isinstance(b, exp.Null) else (0, 0, 8)
+                  for b in branches])
+
+
+def _pick_range(node: exp.Anonymous, columns):
+    """GREATEST / LEAST / COALESCE of integer arguments."""
+    parts = [int_range(a, columns) for a in node.expressions]
+    name = str(node.this).lower()
+    if name == "coalesce" or any(p is None for p in parts):
+        return _hull(parts)
+    pick = max if name == "greatest" else min     # NULL arguments are skipped
+    return (pick(p[0] for p in parts), pick(p[1] for p in parts), max(p[2] for p in parts))
 
 
 def cannot_fail(node: exp.Expression, kinds: dict) -> bool:

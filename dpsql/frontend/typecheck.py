@@ -7,31 +7,30 @@ literals (never from the data), and rewritten so that evaluating it can never
 raise on any row: literals get fixed types, literals compared with another
 type are converted now, casts become TRY_CAST, and the nodes that can fail on
 some values are wrapped in TRY(...). The result is the tree the engine runs.
+Literals and their plan-time conversions are ``dpsql.frontend.literals``.
 """
 from __future__ import annotations
 
-import datetime as dt
-import math
-import sys
 from typing import Callable
 
 from sqlglot import exp
 
-from ..errors import QueryError
-from ..engines.duckdb.dialect import guard
 from .ranges import cannot_fail
 from .allowed import (CAST_REFUSED, CAST_TARGETS, DATE_PARTS, ENGINE_TYPES, NUMERIC, TEMPORAL,
                       TRUNC_PARTS, entry_for, name_of)
+from .dialect import ANALYST_DIALECT
+from .literals import (INT64, _convert_literal, _literal_value, _refuse,  # noqa: F401 - re-exported
+                       _temporal_literal, float_literal, int_literal, number_literal)
 
-INT64 = (-2 ** 63, 2 ** 63 - 1)
-_DOUBLE_MAX = int(sys.float_info.max)
 MAX_PATTERN = 100           # characters of a LIKE pattern
 MAX_STRING_LITERAL = 1000   # characters of a string literal or string parameter
 Typed = tuple  # (expression, type name)
 
 
-def _refuse(message: str) -> None:
-    raise QueryError(message)
+def guard(node: exp.Expression) -> exp.Expression:
+    """``node``, NULL where evaluating it would raise: sqlglot's neutral ``exp.Try``, which
+    each engine's dialect compiles (DuckDB: ``TRY(...)``)."""
+    return exp.Try(this=node)
 
 
 def _class(kind: str) -> str:
@@ -41,100 +40,6 @@ def _class(kind: str) -> str:
     if kind in TEMPORAL:
         return "temporal"
     return kind
-
-
-def float_literal(value: float) -> exp.Expression:
-    """A DOUBLE literal: an exponent makes DuckDB type it DOUBLE, not DECIMAL."""
-    if not math.isfinite(value):
-        _refuse(f"the number {value!r} is out of range; use a finite number")
-    text = repr(float(value))
-    if "e" not in text:
-        text += "e0"
-    node = exp.Literal.number(text.lstrip("-"))
-    return exp.Paren(this=exp.Neg(this=node)) if text.startswith("-") else node
-
-
-def int_literal(value: int) -> exp.Expression:
-    node = exp.Literal.number(str(abs(value)))
-    return exp.Paren(this=exp.Neg(this=node)) if value < 0 else node
-
-
-def _out_of_range(text: str, where: str) -> None:
-    shown = text.strip() if len(text.strip()) <= 30 else \
-        f"{text.strip()[:20]}... ({len(text.strip())} characters)"
-    _refuse(f"the number {shown}{where} is out of range: an integer must fit in a signed "
-            f"64-bit integer ({INT64[0]} to {INT64[1]}); a larger one, or a number with a "
-            "fraction or exponent, is a DOUBLE, which must be finite (magnitude below about "
-            "1.8e308). Write a smaller number")
-
-
-def number_literal(text: str, negative: bool = False, where: str = "") -> Typed:
-    """A number written in the query, with its type fixed by its text alone.
-
-    ``where``: the literal's place for messages, e.g. " (line 1, column 40, in WHERE)"."""
-    clean = text.strip().replace("_", "")
-    if clean.lstrip("+-").isdigit():
-        value = -int(clean) if negative else int(clean)
-        if INT64[0] <= value <= INT64[1]:
-            return int_literal(value), "int"
-        if abs(value) > _DOUBLE_MAX:       # float(value) would raise OverflowError
-            _out_of_range(("-" if negative else "") + text, where)
-        return float_literal(float(value)), "float"
-    try:
-        value = float(clean)
-    except ValueError:
-        _refuse(f"{text!r}{where} is not a number")
-    if not math.isfinite(value):
-        _out_of_range(("-" if negative else "") + text, where)
-    return float_literal(-value if negative else value), "float"
-
-
-def _literal_value(node: exp.Expression):
-    """(kind, python value, text) of a bare literal operand, or None."""
-    negative = False
-    inner = node
-    while isinstance(inner, exp.Paren):
-        inner = inner.this
-    if isinstance(inner, exp.Neg) and isinstance(inner.this, exp.Literal) and not inner.this.is_string:
-        negative, inner = True, inner.this
-    if isinstance(inner, exp.Literal):
-        if inner.is_string:
-            return "string", inner.this, inner.this
-        return "number", None, ("-" if negative else "") + inner.this
-    return None
-
-
-def _temporal_literal(text: str, kind: str) -> exp.Expression:
-    try:
-        if kind == "date":
-            value = dt.date.fromisoformat(text.strip())
-            return exp.Cast(this=exp.Literal.string(value.isoformat()), to=exp.DataType.build("DATE"))
-        value = dt.datetime.fromisoformat(text.strip())
-    except ValueError:
-        _refuse(f"'{text}' is not a {'date' if kind == 'date' else 'timestamp'} "
-                "(write it as 'YYYY-MM-DD' or 'YYYY-MM-DD HH:MM:SS')")
-    if value.tzinfo is not None:
-        _refuse(f"'{text}' has a time zone; timestamps in dpsql have none")
-    return exp.Cast(this=exp.Literal.string(value.isoformat(sep=" ")), to=exp.DataType.build("TIMESTAMP"))
-
-
-def _convert_literal(original: exp.Expression, target: str, context: str) -> Typed:
-    """A literal operand converted, at plan time, to the type it is compared with."""
-    kind, value, text = _literal_value(original)
-    if target == "string" and kind == "number":
-        return exp.Literal.string(text.replace(" ", "")), "string"
-    if target in NUMERIC and kind == "string":
-        try:
-            float(value)
-        except ValueError:
-            _refuse(f"{context}: '{value}' is not a number, but it is compared with a number "
-                    "(the column is numeric in the metadata)")
-        return number_literal(value, where=f" ({context})")
-    if target in TEMPORAL and kind == "string":
-        return _temporal_literal(value, target), target
-    if target == "boolean" and kind == "string" and value.strip().lower() in ("true", "false"):
-        return exp.Boolean(this=value.strip().lower() == "true"), "boolean"
-    _refuse(f"{context}: cannot compare a {target} with the literal {original.sql('duckdb')}")
 
 
 def _ends_in_escape(pattern: str, escape: str) -> bool:
@@ -178,14 +83,14 @@ class Checker:
         entry = entry_for(node)
         if entry is None:
             _refuse(f"{name_of(node)} is not allowed in {self.clause} "
-                    f"({node.sql('duckdb')[:80]}); dpsql accepts only the functions and "
+                    f"({node.sql(ANALYST_DIALECT)[:80]}); dpsql accepts only the functions and "
                     "operators listed in docs/sql.md, whose failures it can rule out")
         return getattr(self, "_" + entry.rule)(node)
 
     def predicate(self, node: exp.Expression) -> exp.Expression:
         out, kind = self.check(node)
         if kind not in ("boolean", "null"):
-            _refuse(f"{self.clause} needs a boolean condition, but {node.sql('duckdb')[:80]} "
+            _refuse(f"{self.clause} needs a boolean condition, but {node.sql(ANALYST_DIALECT)[:80]} "
                     f"is of type {kind}; compare it with something (e.g. = 1)")
         return out
 
@@ -221,7 +126,7 @@ class Checker:
     def _need(self, node, kind: str, allowed: set, what: str) -> None:
         if kind != "null" and kind not in allowed:
             _refuse(f"{what} needs {' or '.join(sorted(allowed))}, but "
-                    f"{node.sql('duckdb')[:80]} is of type {kind} (in {self.clause})")
+                    f"{node.sql(ANALYST_DIALECT)[:80]} is of type {kind} (in {self.clause})")
 
     def _args(self, node, keys=("this", "expression")) -> list:
         return [(k, node.args.get(k)) for k in keys if isinstance(node.args.get(k), exp.Expression)]
@@ -250,7 +155,7 @@ class Checker:
     def _column(self, node):
         kind = self.columns.get(node.name.lower())
         if kind is None:
-            _refuse(f"unknown column {node.sql('duckdb')} in {self.clause}")
+            _refuse(f"unknown column {node.sql(ANALYST_DIALECT)} in {self.clause}")
         return node.copy(), kind
 
     def _literal(self, node):
@@ -379,7 +284,7 @@ class Checker:
         to = node.args["to"]
         target = CAST_TARGETS.get(to.this)
         if target is None or to.args.get("kind"):
-            _refuse(f"CAST to {to.sql('duckdb')} is not allowed (in {self.clause}); cast to "
+            _refuse(f"CAST to {to.sql(ANALYST_DIALECT)} is not allowed (in {self.clause}); cast to "
                     "BIGINT, DOUBLE, VARCHAR, BOOLEAN, DATE or TIMESTAMP")
         literal = _literal_value(node.this)
         if literal is not None:
@@ -398,7 +303,7 @@ class Checker:
                 return value, target
         inner, kind = self.check(node.this)
         if (kind, target) in CAST_REFUSED:
-            _refuse(f"CAST of a {kind} to {to.sql('duckdb')} is not supported (in {self.clause})")
+            _refuse(f"CAST of a {kind} to {to.sql(ANALYST_DIALECT)} is not supported (in {self.clause})")
         if kind == target:
             return inner, kind
         if to.this in (exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT):

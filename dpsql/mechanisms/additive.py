@@ -30,6 +30,7 @@ from . import samplers as noise
 from ..privacy import zcdp
 from ..errors import InternalError, QueryError
 from ..privacy.params import Mechanism
+from .base import NoiseMechanism
 
 _DISCRETE = (Mechanism.geometric, Mechanism.discrete_laplace, Mechanism.discrete_gaussian)
 _GRID_BITS = 10              # grid = scale / 2^10 or finer: invisible next to the noise
@@ -145,8 +146,8 @@ def _gaussian_upper(p: int, q: int, bound: float) -> int:
 
 
 @dataclass(frozen=True)
-class Calibrated:
-    """One statistic's noise: release(values) adds it; epsilon/delta are its cost."""
+class Calibrated(NoiseMechanism):
+    """One statistic's additive noise: release(values) adds it; epsilon/delta are its cost."""
 
     mechanism: Mechanism
     l1: float
@@ -165,7 +166,33 @@ class Calibrated:
 
     @property
     def is_gaussian(self) -> bool:
-        return self.params[0] == "gaussian"
+        return self.mechanism.is_gaussian
+
+    @property
+    def name(self) -> str:
+        return self.mechanism.value
+
+    @property
+    def integer_output(self) -> bool:
+        return self.integer and self.grid >= 1
+
+    def value_bounds(self) -> None:
+        return None                      # the accuracy is in the value's units
+
+    def accuracy_text(self, beta: float = 0.05) -> str:
+        return f"+/-{self.accuracy(beta):.6g}"
+
+    def explain(self, stat, query_epsilon: float) -> str:
+        sens = f"L1={stat.l1:.6g}" + (f", L2={stat.l2:.6g}" if stat.l2 != stat.l1 else "")
+        return (f"{stat.stat.value}, sensitivity {sens}, {self.name} scale={self.scale:.6g} "
+                f"grid={self.grid:.6g}, 95% accuracy {self.accuracy_text(0.05)}, "
+                f"epsilon={self.epsilon:.6g} ({self.epsilon / query_epsilon:.0%} of the query), "
+                f"delta={self.delta:.3g}")
+
+    def report(self, stat) -> dict:
+        return {"mechanism": self.name, "scale": float(self.scale), "l1": float(stat.l1),
+                "l2": float(stat.l2), "delta": float(self.delta),
+                "accuracy95": self.accuracy_text(0.05)}
 
     def _noise(self, n: int) -> np.ndarray:
         kind, a, b = self.params

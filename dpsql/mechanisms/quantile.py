@@ -40,6 +40,7 @@ import numpy as np
 
 from . import samplers as noise
 from ..errors import InternalError, QueryError
+from .base import NoiseMechanism
 
 MIN_CELLS, MAX_CELLS = 2 ** 4, 2 ** 20
 CELL_CAP = 2 ** 31 - 1         # rows counted per cell
@@ -232,9 +233,18 @@ def _rational_rate(delta_int: int, epsilon: float) -> tuple[int, int]:
     return a, m
 
 
+_RELEASED_VALUE = {"cont": "a uniform point of the chosen cell (the integer itself on an "
+                           "integer grid)",
+                   "mid": "the chosen cell's middle, rounded for int columns (the integer itself "
+                          "on an integer grid)",
+                   "low": "the chosen cell's lower edge", "high": "the chosen cell's upper edge"}
+
+
 @dataclass(frozen=True)
-class PermuteAndFlip:
+class PermuteAndFlip(NoiseMechanism):
     """One quantile statistic's mechanism: release per group, cost, accuracy."""
+
+    reads_histograms = True        # one histogram per kept group (class constant, not a field)
 
     grid: Grid
     p: Fraction
@@ -246,7 +256,6 @@ class PermuteAndFlip:
     epsilon: float          # the cost charged: 2 Delta a / M <= the share given
     delta: float = 0.0
     rho: float | None = None
-    name: str = "permute_and_flip"
 
     @classmethod
     def calibrate(cls, grid: Grid, p: Fraction, rows: int, epsilon: float, how: str,
@@ -304,6 +313,22 @@ class PermuteAndFlip:
                   if self.grid.kind == "linear" else ", plus the width of the log cell")
         return (f"{1 - beta:.0%}: rank within {t:.4g} rows of the best cell's "
                 f"(|(1-p)#below - p#above| <= best + {t:.4g}){within}")
+
+    @property
+    def name(self) -> str:
+        return "permute_and_flip"
+
+    def value_bounds(self) -> tuple:
+        """Permute-and-flip bounds the released rank, not the value: the grid's range."""
+        return (float(self.grid.lower), float(self.grid.upper))
+
+    def explain(self, stat, query_epsilon: float) -> str:
+        return (f"quantile, {self.describe()} ({self.epsilon / query_epsilon:.0%} of the query); "
+                f"released value: {_RELEASED_VALUE[self.how]}; accuracy {self.accuracy_text(0.05)}")
+
+    def report(self, stat) -> dict:
+        return {"mechanism": self.name, "grid": self.grid.describe(), "scale": float(self.scale),
+                "accuracy95": self.accuracy_text(0.05)}
 
     def describe(self) -> str:
         return (f"permute-and-flip over {self.grid.describe()}, p={self.p}, score sensitivity "

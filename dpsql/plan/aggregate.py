@@ -22,16 +22,18 @@ from ..errors import InternalError, QueryError
 from ..frontend.parse import literal
 from .quantiles import BOUNDED_CTE, counts_with_histogram, histograms, with_histograms
 from ..privacy.params import Privacy, Stat
+from ..privacy.spend import ZERO, Spend
 from .rewrite import column, substitute
 from ..frontend.allowed import ENGINE_TYPES
 from ..frontend.typecheck import Checker, check, float_literal, predicate
 from .statistics import Statistic, StatisticSet, aggregate_type, plan_aggregates
-from ..engines.duckdb.dialect import epoch_us, truncated, truncated_groups
+from .nodes import epoch_us, truncated, truncated_groups
 from .lift import MAX_GRID, lift
 from .query import Query
 from .relations import Field, censored, check_work
 from ..frontend.binding import expression_weight
 from .split import split
+from ..frontend.dialect import ANALYST_DIALECT
 
 NOISY_TABLE = "_noisy"
 
@@ -49,17 +51,15 @@ class Plan:
     tau: float | None = None
     threshold_delta: float = 0.0
     cost: tuple = (0.0, 0.0)               # (epsilon, delta) of this query alone
-    spend: tuple = (0.0, 0.0, 0.0, 0.0)    # what a session adds (dpsql.privacy.accounting.ZERO)
+    spend: Spend = ZERO                    # what a session adds (dpsql.privacy.spend)
     notes: list = field(default_factory=list)
     passthrough: list | None = None        # statistic per output when post-processing is a no-op
     key_kinds: list = field(default_factory=list)   # language type of each group key
 
     def __post_init__(self) -> None:
-        # Generated once: a cached plan is re-run without touching sqlglot. The engine
-        # sets exact_sql: the plan over its table's typed relation (execute.Engine.attach).
-        self.exact_sql = None
-        self.post_sql = self.post.sql("duckdb")
-        self.bound_sql = self.query.tree.sql("duckdb")   # parameters bound: for the ledger
+        # The query as the analyst wrote it, parameters bound: release keys and the ledger.
+        # The plan itself is engine-neutral: only an engine renders it (dpsql.plan.dialect).
+        self.bound_sql = self.query.tree.sql(ANALYST_DIALECT)
 
 
 def metadata_types(table) -> dict:
@@ -155,7 +155,7 @@ def check_rows_independent(tree: exp.Expression) -> None:
     window in a plan is partitioned (by the person, in truncation)."""
     for node in tree.find_all(exp.Window):
         if not node.args.get("partition_by"):
-            raise InternalError(f"dpsql planned a window over all rows ({node.sql('duckdb')[:60]}); "
+            raise InternalError(f"dpsql planned a window over all rows ({node.sql(ANALYST_DIALECT)[:60]}); "
                                 "this is a bug, please report it")
 
 
@@ -182,7 +182,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
     for key in query.keys:
         node, kind = check(key, types, "GROUP BY")
         if kind == "null":
-            raise QueryError(f"GROUP BY {key.sql('duckdb')} is a constant NULL; group by a column")
+            raise QueryError(f"GROUP BY {key.sql(ANALYST_DIALECT)} is a constant NULL; group by a column")
         keys.append((node, kind))
     k = _contribution_bound(query.relation)
     pid = query.relation.pid
@@ -205,7 +205,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
         # COUNT(DISTINCT id) (persons: no shift), then a COUNT(*) or COUNT(x) (a
         # person holds at most k rows of a key: tau is raised by k - 1); otherwise a
         # COUNT(*) of its own is added, cheaper to compute than a distinct count.
-        persons = [s for s in stats.items if s.meta.get("persons")]
+        persons = [s for s in stats.items if s.persons]
         # Any count of rows will do (COUNT(x) <= COUNT(*)): a person holds at most
         # per-key rows of a key, so a key of one person's still stays below tau.
         rows = ([s for s in stats.items if s.aggregate == exp.Count(this=exp.Star())]
@@ -226,7 +226,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
                          for c in e.find_all(exp.Column)}, key=str.lower)
         rows = truncated(rows, pid, k, [table.column(f).name if table.column(f) else f for f in fields])
     key_names = [f"_k{i}" for i in range(len(query.keys))]
-    plain = [s for s in stats.items if s.stat is not Stat.quantile]
+    plain = [s for s in stats.items if s.cell is None]      # read from the engine as values
     hists = histograms(stats.items)
     source = (exp.to_table(BOUNDED_CTE) if hists else
               exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier("_bounded"))))
@@ -258,7 +258,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
                 threshold=threshold, threshold_delta=delta_t)
     if threshold is not None:
         per_key = stats.per_group or k       # rows of one person in a key
-        shift = 0 if threshold.meta.get("persons") else per_key - 1
+        shift = 0 if threshold.persons else per_key - 1
         plan.tau = threshold.mechanism.threshold(max_groups=stats.groups, delta=delta_t) + shift
     if group_bounds:
         g, r = group_bounds
@@ -268,7 +268,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
             f"groups and {r} random rows in each); Laplace noise uses L1 = {g} x {r} = {g * r} "
             f"rows, Gaussian noise L2 = sqrt({g}) x {r} = {math.sqrt(g) * r:.4g} rows")
     plan.spend = spend
-    plan.cost = spend[:2]
+    plan.cost = spend.pair
     if query.keys and not domains and not needs_threshold:
         plan.notes.append("censor_dims is false: the owner asserts the group keys are public, "
                           "so they are released without a threshold")

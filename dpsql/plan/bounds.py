@@ -26,6 +26,7 @@ import math
 from sqlglot import exp
 
 from ..frontend.ranges import int_range
+from ..frontend.dialect import ANALYST_DIALECT
 
 INF = math.inf
 MAX_DOMAIN = 1000
@@ -118,7 +119,7 @@ class Deriver:
         return lo, hi
 
     def _lost(self, node, why: str) -> tuple:
-        self.unbounded.append(f"{node.sql('duckdb')[:80]} ({why})")
+        self.unbounded.append(f"{node.sql(ANALYST_DIALECT)[:80]} ({why})")
         return -INF, INF
 
     def _interval(self, node) -> tuple:
@@ -128,14 +129,7 @@ class Deriver:
         if value is not None:
             return value, value
         if isinstance(node, exp.Column):
-            f = self.fields.get(node.name.lower())
-            if f is None:
-                return self._lost(node, "not a column of the relation")
-            if f.kind == "boolean":
-                return 0, 1
-            if f.lower is None or f.upper is None:
-                return self._lost(node, "the column has no lower and upper bound in the metadata")
-            return f.lower, f.upper
+            return self._column(node)
         if isinstance(node, exp.Boolean) or isinstance(node, _BOOLEAN_NODES):
             return 0, 1
         if isinstance(node, exp.Null):
@@ -148,12 +142,7 @@ class Deriver:
         if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod)):
             return self._arith(node)
         if isinstance(node, exp.Abs):
-            lo, hi = self.interval(node.this)
-            if lo >= 0:
-                return lo, hi
-            if hi <= 0:
-                return -hi, -lo
-            return 0, max(-lo, hi)
+            return self._abs(node)
         if isinstance(node, exp.Sign):
             return -1, 1
         if isinstance(node, exp.Anonymous):
@@ -161,25 +150,11 @@ class Deriver:
         if isinstance(node, exp.Nullif):
             return self.interval(node.this)
         if isinstance(node, exp.Case):
-            branches = [i.args.get("true") for i in node.args.get("ifs") or []]
-            if node.args.get("default") is not None:
-                branches.append(node.args["default"])
-            return _hull(self.interval(b) for b in branches)
+            return self._case(node)
         if isinstance(node, (exp.Floor, exp.Ceil, exp.Trunc)):
-            lo, hi = self.interval(node.this)
-            f = {exp.Floor: math.floor, exp.Ceil: math.ceil, exp.Trunc: math.trunc}[type(node)]
-            return _outward(_monotone(f, lo, hi)) if math.isfinite(lo) and math.isfinite(hi) else (lo, hi)
+            return self._to_integer(node)
         if isinstance(node, exp.Round):
-            lo, hi = self.interval(node.this)
-            digits = _number(node.args.get("decimals")) or 0
-            if abs(digits) > 300:
-                return (-INF, INF)
-            step = 10.0 ** -digits
-            try:     # |x / step| beyond the doubles: the rounded interval is not computable
-                return (math.floor(lo / step) * step if math.isfinite(lo) else lo,
-                        math.ceil(hi / step) * step if math.isfinite(hi) else hi)
-            except OverflowError:
-                return (-INF, INF)
+            return self._round(node)
         if isinstance(node, exp.Pow):
             return self._power(node)
         if isinstance(node, (exp.Sqrt, exp.Cbrt, exp.Ln, exp.Log, exp.Exp)):
@@ -193,6 +168,48 @@ class Deriver:
             if isinstance(node, cls):
                 return DATE_PART_RANGES[part]
         return self._lost(node, "no bounds rule for this expression")
+
+    def _column(self, node) -> tuple:
+        f = self.fields.get(node.name.lower())
+        if f is None:
+            return self._lost(node, "not a column of the relation")
+        if f.kind == "boolean":
+            return 0, 1
+        if f.lower is None or f.upper is None:
+            return self._lost(node, "the column has no lower and upper bound in the metadata")
+        return f.lower, f.upper
+
+    def _abs(self, node) -> tuple:
+        lo, hi = self.interval(node.this)
+        if lo >= 0:
+            return lo, hi
+        if hi <= 0:
+            return -hi, -lo
+        return 0, max(-lo, hi)
+
+    def _case(self, node) -> tuple:
+        branches = [i.args.get("true") for i in node.args.get("ifs") or []]
+        if node.args.get("default") is not None:
+            branches.append(node.args["default"])
+        return _hull(self.interval(b) for b in branches)
+
+    def _to_integer(self, node) -> tuple:
+        """FLOOR / CEIL / TRUNC: monotone, so the ends map to the ends."""
+        lo, hi = self.interval(node.this)
+        f = {exp.Floor: math.floor, exp.Ceil: math.ceil, exp.Trunc: math.trunc}[type(node)]
+        return _outward(_monotone(f, lo, hi)) if math.isfinite(lo) and math.isfinite(hi) else (lo, hi)
+
+    def _round(self, node) -> tuple:
+        lo, hi = self.interval(node.this)
+        digits = _number(node.args.get("decimals")) or 0
+        if abs(digits) > 300:
+            return (-INF, INF)
+        step = 10.0 ** -digits
+        try:     # |x / step| beyond the doubles: the rounded interval is not computable
+            return (math.floor(lo / step) * step if math.isfinite(lo) else lo,
+                    math.ceil(hi / step) * step if math.isfinite(hi) else hi)
+        except OverflowError:
+            return (-INF, INF)
 
     def _cast(self, node) -> tuple:
         target = node.to.this.value

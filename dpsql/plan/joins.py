@@ -35,7 +35,7 @@ from ..metadata.model import Column, Table
 from .rewrite import column, typed_name
 from ..frontend.binding import Binder, fail
 from ..frontend.typecheck import Checker
-from ..engines.duckdb.dialect import truncated
+from .nodes import truncated
 from .relations import (HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation,
                         not_null_id)
 
@@ -175,113 +175,17 @@ class Join:
     # -- privacy -------------------------------------------------------------
     def _classify(self, fields, scope, cond, pairs, lmap, rmap):
         left, right = self.left, self.right
-        units = (left.unit, right.unit)
         lback = {v: k for k, v in lmap.items()}
         rback = {v: k for k, v in rmap.items()}
         steps = left.steps + right.steps
         kind = "CROSS" if self.cross else (self.side or "INNER")
-        tables = tuple(dict.fromkeys(left.tables + right.tables))
-        lsql, rsql = left, right
-        extra = []
-        if self.side == "FULL":
-            if units != ("public", "public"):
-                fail("FULL JOIN with a private table is not supported: its unmatched rows on "
-                     "both sides would belong to no one person; use a LEFT JOIN")
-        fanout, rows = left.fanout, None
-        if units == ("public", "public"):
-            result = dict(unit="public", pid=None, k=0, bounded=True, base=left.base, ref=None,
-                          groups=None, owner_left=True)
-            rows = self._public_rows(pairs, lback, rback)
-            how = "public x public" + (f": at most {rows:,} row(s)" if rows is not None else "")
-        elif "public" in units:
-            private, public = (left, right) if right.unit == "public" else (right, left)
-            if private is right and self.side == "LEFT":
-                fail("a LEFT JOIN that keeps a public table's unmatched rows makes rows that "
-                     "belong to no person; put the private table on the left (or use JOIN)")
-            keys = [(rback if private is left else lback)[b if private is left else a]
-                    for a, b in pairs]
-            reps = self._repetitions(private, public, keys)
-            unique = bool(keys) and not self.cross and self.resolver.public is not None \
-                and reps == 1
-            if unique:
-                # Checked on the public data when planning; enforced in the plan as well, so
-                # that a public table changed later (a plan is cached) cannot repeat a key.
-                once = _keys_once(public, keys)
-                if public is left:
-                    lsql = once
-                else:
-                    rsql = once
-            k, bounded, pid = private.k, private.bounded and unique, private.pid
-            fanout = private.fanout * reps
-            if private.unit == "row" and not unique:
-                if private.k > 1:
-                    fail("a row-privacy relation that holds a row more than once (a UNION ALL) "
-                         "cannot be joined with a public table on a key that repeats: the copies "
-                         "of one row could not be told to be one person; join each part first, "
-                         "or join on a key that is unique in the public table")
-                numbered = _row_numbered(private)
-                if private is left:
-                    lsql = numbered
-                else:
-                    rsql = numbered
-                private = numbered
-                pid, bounded = HIDDEN_PID, False
-            result = dict(unit="person" if pid else private.unit, pid=pid, k=k, bounded=bounded,
-                          base=private.base, ref=private.ref, groups=private.group_bounds,
-                          owner_left=private is left or private is lsql)
-            how = (f"private x public on a key unique in the public rows: at most {k} row(s) "
-                   "per person, as before" if unique else
-                   f"private x public (the public key can repeat): truncated again to {k} row(s) "
-                   "per person before aggregation")
-            if private.unit == "row" and not unique:
-                how += "; each row of the row-privacy table gets a random identity as its own person"
-        elif units == ("person", "person"):
-            if left.local_ids or right.local_ids:
-                fail(LOCAL_IDS.format(what="joined with other private rows"))
-            ids = [(a, b) for a, b in pairs if _is_id(left, lback[a]) and _is_id(right, rback[b])]
-            if not ids or self.cross:
-                fail("a join of two private tables must equate their privacy units (e.g. "
-                     "ON a.pid = b.pid): on anything else, one person's rows could meet "
-                     "unboundedly many other persons' rows")
-            k = left.k * right.k
-            # Each side is truncated to its own bound first, so one person's rows meet at
-            # most k_left x k_right times whatever their count (a chain of self-joins
-            # would otherwise make the work grow as a power of one person's rows).
-            lsql, rsql = _truncated_side(left, "l"), _truncated_side(right, "r")
-            fanout = _private_fanout(left, right)
-            result = dict(unit="person", pid=left.pid, k=k, bounded=left.bounded and right.bounded,
-                          base=left.base, ref=None, groups=None, owner_left=True)
-            if self.side != "LEFT":
-                for a, b in ids:      # in an inner join both are the id on every row
-                    fields[b.lower()].id_copy = True
-            how = (f"private x private on the person: each side truncated to its bound first, "
-                   f"so at most {left.k} x {right.k} = {k} row(s) per person")
-        elif "reference" in units:
-            result, how, extra = self._reference(fields, pairs, lback, rback)
-            fanout = _private_fanout(left, right)
-            ref_side = left if left.unit == "reference" else right
-            tables = tuple(dict.fromkeys(tables + (ref_side.ref[1],)))
-            if ref_side is left:
-                lsql = _filtered(left, extra)
-            else:
-                rsql = _filtered(right, extra)
-        else:
-            fail("a join of a row-privacy table with another private table is not supported: "
-                 "each row is its own person, so no join condition can say two rows are the "
-                 "same person")
+        result, how, lsql, rsql, fanout, rows, tables = self._by_units(fields, pairs, lback, rback)
         # Which columns are the person's id afterwards: the owner side's.
         owner_left = result.pop("owner_left")
         owner, owner_sql, mapping = (left, lsql, lmap) if owner_left else (right, rsql, rmap)
         pid = result["pid"]
         pid_name = mapping.get(pid) if pid is not None else None
-        for f in fields.values():
-            f.is_id = pid_name is not None and f.name == pid_name
-            if f.is_id or f.id_copy:
-                f.of_id = True
-        if self.side == "LEFT":
-            for f in right.visible():
-                nf = fields[rmap[f.name].lower()]
-                nf.nullable, nf.id_copy, nf.is_id = True, False, False
+        self._mark_ids(fields, pid_name, rmap)
         projections = [exp.alias_(exp.column(f.name, "_jl", quoted=True), lmap[f.name], quoted=True)
                        for f in left.visible()]
         projections += [exp.alias_(exp.column(f.name, "_jr", quoted=True), rmap[f.name], quoted=True)
@@ -310,6 +214,127 @@ class Join:
                        steps, result["unit"], tables, result["ref"], result["groups"],
                        owner_sql.local_ids and result["unit"] == "person", fanout, rows)
         return rel, scope
+
+    def _by_units(self, fields, pairs, lback, rback) -> tuple:
+        """The rule for the sides' kinds of rows: (result, how, lsql, rsql, fanout, rows, tables)."""
+        left, right = self.left, self.right
+        units = (left.unit, right.unit)
+        tables = tuple(dict.fromkeys(left.tables + right.tables))
+        lsql, rsql = left, right
+        if self.side == "FULL" and units != ("public", "public"):
+            fail("FULL JOIN with a private table is not supported: its unmatched rows on "
+                 "both sides would belong to no one person; use a LEFT JOIN")
+        fanout, rows = left.fanout, None
+        if units == ("public", "public"):
+            result, how, rows = self._public_public(pairs, lback, rback)
+        elif "public" in units:
+            result, how, lsql, rsql, fanout = self._private_public(pairs, lback, rback)
+        elif units == ("person", "person"):
+            result, how, lsql, rsql, fanout = self._person_person(fields, pairs, lback, rback)
+        elif "reference" in units:
+            result, how, lsql, rsql, fanout = self._through_reference(fields, pairs, lback, rback)
+            ref_side = left if left.unit == "reference" else right
+            tables = tuple(dict.fromkeys(tables + (ref_side.ref[1],)))
+        else:
+            fail("a join of a row-privacy table with another private table is not supported: "
+                 "each row is its own person, so no join condition can say two rows are the "
+                 "same person")
+        return result, how, lsql, rsql, fanout, rows, tables
+
+    def _public_public(self, pairs, lback, rback) -> tuple:
+        """(result, how, rows) of a join of two public relations."""
+        result = dict(unit="public", pid=None, k=0, bounded=True, base=self.left.base, ref=None,
+                      groups=None, owner_left=True)
+        rows = self._public_rows(pairs, lback, rback)
+        how = "public x public" + (f": at most {rows:,} row(s)" if rows is not None else "")
+        return result, how, rows
+
+    def _private_public(self, pairs, lback, rback) -> tuple:
+        """Private x public: the private side's person; a repeating public key multiplies rows."""
+        left, right = self.left, self.right
+        lsql, rsql = left, right
+        private, public = (left, right) if right.unit == "public" else (right, left)
+        if private is right and self.side == "LEFT":
+            fail("a LEFT JOIN that keeps a public table's unmatched rows makes rows that "
+                 "belong to no person; put the private table on the left (or use JOIN)")
+        keys = [(rback if private is left else lback)[b if private is left else a]
+                for a, b in pairs]
+        reps = self._repetitions(private, public, keys)
+        unique = bool(keys) and not self.cross and self.resolver.public is not None \
+            and reps == 1
+        if unique:
+            # Checked on the public data when planning; enforced in the plan as well, so
+            # that a public table changed later (a plan is cached) cannot repeat a key.
+            once = _keys_once(public, keys)
+            lsql, rsql = (once, rsql) if public is left else (lsql, once)
+        k, bounded, pid = private.k, private.bounded and unique, private.pid
+        fanout = private.fanout * reps
+        if private.unit == "row" and not unique:
+            if private.k > 1:
+                fail("a row-privacy relation that holds a row more than once (a UNION ALL) "
+                     "cannot be joined with a public table on a key that repeats: the copies "
+                     "of one row could not be told to be one person; join each part first, "
+                     "or join on a key that is unique in the public table")
+            numbered = _row_numbered(private)
+            lsql, rsql = (numbered, rsql) if private is left else (lsql, numbered)
+            private = numbered
+            pid, bounded = HIDDEN_PID, False
+        result = dict(unit="person" if pid else private.unit, pid=pid, k=k, bounded=bounded,
+                      base=private.base, ref=private.ref, groups=private.group_bounds,
+                      owner_left=private is left or private is lsql)
+        how = (f"private x public on a key unique in the public rows: at most {k} row(s) "
+               "per person, as before" if unique else
+               f"private x public (the public key can repeat): truncated again to {k} row(s) "
+               "per person before aggregation")
+        if private.unit == "row" and not unique:
+            how += "; each row of the row-privacy table gets a random identity as its own person"
+        return result, how, lsql, rsql, fanout
+
+    def _person_person(self, fields, pairs, lback, rback) -> tuple:
+        """Private x private: only on the person, each side truncated to its bound first."""
+        left, right = self.left, self.right
+        if left.local_ids or right.local_ids:
+            fail(LOCAL_IDS.format(what="joined with other private rows"))
+        ids = [(a, b) for a, b in pairs if _is_id(left, lback[a]) and _is_id(right, rback[b])]
+        if not ids or self.cross:
+            fail("a join of two private tables must equate their privacy units (e.g. "
+                 "ON a.pid = b.pid): on anything else, one person's rows could meet "
+                 "unboundedly many other persons' rows")
+        k = left.k * right.k
+        # Each side is truncated to its own bound first, so one person's rows meet at
+        # most k_left x k_right times whatever their count (a chain of self-joins
+        # would otherwise make the work grow as a power of one person's rows).
+        lsql, rsql = _truncated_side(left, "l"), _truncated_side(right, "r")
+        fanout = _private_fanout(left, right)
+        result = dict(unit="person", pid=left.pid, k=k, bounded=left.bounded and right.bounded,
+                      base=left.base, ref=None, groups=None, owner_left=True)
+        if self.side != "LEFT":
+            for a, b in ids:      # in an inner join both are the id on every row
+                fields[b.lower()].id_copy = True
+        how = (f"private x private on the person: each side truncated to its bound first, "
+               f"so at most {left.k} x {right.k} = {k} row(s) per person")
+        return result, how, lsql, rsql, fanout
+
+    def _through_reference(self, fields, pairs, lback, rback) -> tuple:
+        """A referencing table joined with the table it reaches its person through."""
+        left, right = self.left, self.right
+        result, how, extra = self._reference(fields, pairs, lback, rback)
+        fanout = _private_fanout(left, right)
+        ref_side = left if left.unit == "reference" else right
+        lsql = _filtered(left, extra) if ref_side is left else left
+        rsql = right if ref_side is left else _filtered(right, extra)
+        return result, how, lsql, rsql, fanout
+
+    def _mark_ids(self, fields, pid_name, rmap) -> None:
+        """Set which columns are the person's id (and copies of it) after the join."""
+        for f in fields.values():
+            f.is_id = pid_name is not None and f.name == pid_name
+            if f.is_id or f.id_copy:
+                f.of_id = True
+        if self.side == "LEFT":
+            for f in self.right.visible():
+                nf = fields[rmap[f.name].lower()]
+                nf.nullable, nf.id_copy, nf.is_id = True, False, False
 
     # -- work bounds -----------------------------------------------------------
     def _repetitions(self, private: Relation, public: Relation, keys: list) -> int:

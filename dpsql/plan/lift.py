@@ -24,6 +24,7 @@ from .rewrite import column, substitute
 from ..frontend.typecheck import check
 from .bounds import Deriver
 from .relations import Field, Relation, _unbounded_message
+from ..frontend.dialect import ANALYST_DIALECT
 
 BOUNDED_AGGREGATES = (exp.Sum, exp.Avg, exp.Variance, exp.VariancePop, exp.Stddev,
                       exp.StddevPop, exp.StddevSamp) + QUANTILE_NODES
@@ -37,7 +38,7 @@ def refuse_id_keys(query, relation: Relation) -> None:
             f = relation.fields.get(col.name.lower())
             if f is not None and (f.of_id or f.is_id or f.name == relation.pid):
                 raise QueryError(
-                    f"GROUP BY {key.sql('duckdb')[:60]} uses the privacy unit's id: releasing "
+                    f"GROUP BY {key.sql(ANALYST_DIALECT)[:60]} uses the privacy unit's id: releasing "
                     "one group per person (or per value computed from the id) would publish "
                     "who is in the data, whatever censor_dims says. Group per person inside a "
                     "subquery, e.g. SELECT AVG(n) FROM (SELECT id, COUNT(*) AS n FROM t "
@@ -66,28 +67,8 @@ def lift(query):
         if node.this in lifted:
             mapping.append((node, _with_argument(node, lifted[node.this])))
             continue
-        if isinstance(node.this, exp.Distinct):
-            raise QueryError(f"{node.sql('duckdb')[:60]}: DISTINCT is supported in COUNT only")
-        expr, kind = check(node.this, types, node.key.upper())
-        if kind not in ("int", "float", "boolean"):
-            raise QueryError(f"{node.sql('duckdb')[:60]} needs a number, but its argument is "
-                             f"of type {kind}")
-        deriver.unbounded = []
-        lo, hi = deriver.interval(expr)
-        if kind != "boolean" and not (math.isfinite(lo) and math.isfinite(hi)):
-            raise QueryError(_unbounded_message(node, deriver.unbounded))
-        if kind == "int":
-            lo, hi = math.floor(lo), math.ceil(hi)
-        exact = deriver.guaranteed(expr, kind)
-        if exact is not None and (exact[0] < lo or exact[1] > hi):
-            exact = None             # the metadata's bounds give a narrower interval: clamp
-        if exact is not None:        # holds for any data: no clamp needed
-            lo, hi = exact
         name = f"_dpsql_e{len(new_fields)}"
-        new_fields.append((Field(name, kind, lo if kind != "boolean" else None,
-                                 hi if kind != "boolean" else None,
-                                 origin=node.this.sql("duckdb")[:60],
-                                 in_bounds=exact is not None), expr))
+        new_fields.append(_lifted_argument(node, name, types, deriver))
         mapping.append((node, _with_argument(node, name)))
         lifted[node.this.copy()] = name
     for node in query.aggregates:
@@ -103,6 +84,36 @@ def lift(query):
             mapping.append((keys[i], column(f.name)))
     if not new_fields:
         return query
+    return _with_columns(query, relation, new_fields, mapping)
+
+
+def _lifted_argument(node, name: str, types: dict, deriver: Deriver) -> tuple:
+    """(field ``name``, typed expression) for the argument of bounded aggregate ``node``."""
+    if isinstance(node.this, exp.Distinct):
+        raise QueryError(f"{node.sql(ANALYST_DIALECT)[:60]}: DISTINCT is supported in COUNT only")
+    expr, kind = check(node.this, types, node.key.upper())
+    if kind not in ("int", "float", "boolean"):
+        raise QueryError(f"{node.sql(ANALYST_DIALECT)[:60]} needs a number, but its argument is "
+                         f"of type {kind}")
+    deriver.unbounded = []
+    lo, hi = deriver.interval(expr)
+    if kind != "boolean" and not (math.isfinite(lo) and math.isfinite(hi)):
+        raise QueryError(_unbounded_message(node, deriver.unbounded))
+    if kind == "int":
+        lo, hi = math.floor(lo), math.ceil(hi)
+    exact = deriver.guaranteed(expr, kind)
+    if exact is not None and (exact[0] < lo or exact[1] > hi):
+        exact = None             # the metadata's bounds give a narrower interval: clamp
+    if exact is not None:        # holds for any data: no clamp needed
+        lo, hi = exact
+    return (Field(name, kind, lo if kind != "boolean" else None,
+                  hi if kind != "boolean" else None,
+                  origin=node.this.sql(ANALYST_DIALECT)[:60],
+                  in_bounds=exact is not None), expr)
+
+
+def _with_columns(query, relation: Relation, new_fields: list, mapping: list):
+    """``query`` over ``relation`` plus the lifted columns, its expressions rewritten to read them."""
     fields = dict(relation.fields)
     projections = [exp.Star()]
     for f, expr in new_fields:
@@ -139,5 +150,5 @@ def _public_keys(query, relation: Relation, types: dict, deriver: Deriver) -> di
             return {}
         size *= max(len(domain), 1)
         lifted[i] = (Field(f"_dpsql_k{i}", kind, domain=tuple(domain),
-                           origin=key.sql("duckdb")[:60]), expr)
+                           origin=key.sql(ANALYST_DIALECT)[:60]), expr)
     return lifted if size <= MAX_GRID else {}

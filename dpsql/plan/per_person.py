@@ -21,9 +21,10 @@ from .rewrite import clamp, column, substitute
 from ..frontend.binding import Binder, expression_weight, fail
 from ..frontend.typecheck import Checker
 from .bounds import Deriver
-from ..engines.duckdb.dialect import truncated
+from .nodes import truncated
 from .relations import (HIDDEN_PID, Field, Relation, _check_name, _derive, _output_name,
                         _references_id, _unbounded_message, censored, not_null_id)
+from ..frontend.dialect import ANALYST_DIALECT
 
 PER_PERSON_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
 
@@ -35,6 +36,11 @@ class _PerPerson:
         self.tree, self.child, self.binder, self.name = tree, child, binder, name
         self.types = child.types()
         self.aggregates: list = []       # (bound node, output name, engine expression, Field)
+        self.fields: dict = {}           # output name (lower case) -> Field
+        self.projections: list = []
+        self.aggs: list = []             # (bound node, output name) of each computed aggregate
+        self.key_exprs: list = []        # the GROUP BY keys, typed
+        self.key_outputs: dict = {}      # key index -> the output column that holds it
 
     def key_list(self) -> list:
         group = self.tree.args.get("group")
@@ -67,7 +73,7 @@ class _PerPerson:
                  "in the outer query")
         if not ids:
             fail(f"GROUP BY inside {self.name!r} does not include the privacy unit's id "
-                 f"({self.child.base.private_ids[0]}): that aggregation mixes the rows of "
+                 f"({_person_column(self.child)}): that aggregation mixes the rows of "
                  "different persons. Group by the id (per-person aggregation) or aggregate in "
                  "the outer query")
         if self.child.bounded:
@@ -77,7 +83,7 @@ class _PerPerson:
 
     def aggregate(self, node: exp.Expression, out: str) -> Field:
         if not isinstance(node, PER_PERSON_AGGREGATES):
-            fail(f"{node.sql('duckdb')[:60]} is not supported in a per-person aggregation "
+            fail(f"{node.sql(ANALYST_DIALECT)[:60]} is not supported in a per-person aggregation "
                  f"(inside {self.name!r}); use COUNT, SUM, AVG, MIN or MAX")
         k = self.child.k
         checker = Checker(self.types, clause=f"the per-person aggregation {self.name!r}")
@@ -92,20 +98,20 @@ class _PerPerson:
             else:
                 agg, lo = exp.Count(this=checker.check(arg)[0]), 0
             return agg, Field(out, "int", lo, k, domain=tuple(range(lo, k + 1)), nullable=False,
-                              origin=f"{node.sql('duckdb')[:40]} per person, at most {k} rows",
+                              origin=f"{node.sql(ANALYST_DIALECT)[:40]} per person, at most {k} rows",
                               in_bounds=True)
         expr, kind = checker.check(arg)
         if isinstance(node, (exp.Min, exp.Max)) and kind not in ("int", "float", "boolean"):
-            return type(node)(this=expr), Field(out, kind, origin=node.sql("duckdb")[:40])
+            return type(node)(this=expr), Field(out, kind, origin=node.sql(ANALYST_DIALECT)[:40])
         if kind not in ("int", "float", "boolean"):
-            fail(f"{node.sql('duckdb')[:60]} needs a number (inside {self.name!r})")
+            fail(f"{node.sql(ANALYST_DIALECT)[:60]} needs a number (inside {self.name!r})")
         d = Deriver(self.child.fields)
         lo, hi = (0, 1) if kind == "boolean" else d.interval(expr)
         if kind == "boolean":
             expr, kind = exp.Cast(this=expr, to=exp.DataType.build("BIGINT")), "int"
         if not (math.isfinite(lo) and math.isfinite(hi)):
             if isinstance(node, (exp.Min, exp.Max)):
-                return type(node)(this=expr), Field(out, kind, origin=node.sql("duckdb")[:40])
+                return type(node)(this=expr), Field(out, kind, origin=node.sql(ANALYST_DIALECT)[:40])
             fail(_unbounded_message(node, d.unbounded))
         if kind == "int":
             lo, hi = math.floor(lo), math.ceil(hi)
@@ -121,6 +127,115 @@ class _PerPerson:
         return type(node)(this=value), Field(out, kind, lo, hi, origin=f"{node.key.upper()} per person",
                                              in_bounds=kind == "int")
 
+    def add_aggregate(self, node, out: str) -> str:
+        """Compute aggregate ``node`` as column ``out`` (once: a repeat reuses the first)."""
+        child = self.child
+        for existing, existing_out in self.aggs:
+            if existing == node:
+                return existing_out
+        agg, f = self.aggregate(node, out)
+        # Computed from the id (MIN(id), SUM(id), MAX(CAST(id AS VARCHAR)), COUNT(DISTINCT
+        # id), ...): never a released key. A MIN/MAX keeps its column's values, so it needs
+        # a threshold as that column does; any other aggregate is a new value that does.
+        f.of_id = _references_id(node, child)
+        f.censored = (not isinstance(node, (exp.Min, exp.Max))) or censored(node, child.fields)
+        f.weight = expression_weight(node, lambda c: child.fields.get(
+            c.name.lower(), Field("", "")).weight)
+        self.aggs.append((node, out))
+        self.fields[out.lower()] = f
+        self.projections.append(exp.alias_(agg, out, quoted=True))
+        return out
+
+    def add_outputs(self, keys: list) -> None:
+        """The SELECT list: each item a GROUP BY key or one aggregate."""
+        child, name, seen = self.child, self.name, set()
+        for item in self.tree.expressions:
+            out = _output_name(item)
+            _check_name(out, seen, name)
+            bound = self.binder.bind(item.unalias().copy(), "SELECT")
+            if bound in keys:
+                i = keys.index(bound)
+                is_id = isinstance(bound, exp.Column) and child.fields[bound.name.lower()].is_id
+                _, kind = Checker(self.types, clause=name).check(bound)
+                self.fields[out.lower()] = _derive(bound if is_id else self.key_exprs[i], kind, child,
+                                                   out, is_id)
+                self.projections.append(exp.alias_(self.key_exprs[i], out, quoted=True))
+                self.key_outputs.setdefault(i, out)
+            elif isinstance(bound, exp.AggFunc):
+                self.add_aggregate(bound, out)
+            else:
+                fail(f"{item.sql(ANALYST_DIALECT)[:60]} inside {name!r} is neither a GROUP BY key nor one "
+                     "aggregate; per-person columns are keys or COUNT/SUM/AVG/MIN/MAX(...)")
+
+    def mark_id(self) -> str:
+        """The one output column that is the person's id (a hidden one if none is selected)."""
+        fields, child = self.fields, self.child
+        ids = [f.name for f in fields.values() if f.is_id]
+        pid = ids[0] if ids else HIDDEN_PID
+        for f in fields.values():
+            f.is_id = f.name == pid
+        if not ids:
+            self.projections.append(exp.alias_(column(child.pid), HIDDEN_PID, quoted=True))
+            fields[HIDDEN_PID] = replace(child.fields[child.pid.lower()], name=HIDDEN_PID, is_id=True)
+        return pid
+
+    def having_condition(self, having, keys: list) -> exp.Expression:
+        """HAVING as a row-level filter over hidden columns of the per-person rows."""
+        name, fields = self.name, self.fields
+        bound = self.binder.bind(having.this.copy(), "HAVING")
+        mapping = []
+        for node in [n for n in bound.walk() if isinstance(n, exp.AggFunc)]:
+            out = self.add_aggregate(node, f"_dpsql_h{len(self.aggs)}")
+            mapping.append((node, column(out)))
+        for i, key in enumerate(keys):
+            if i not in self.key_outputs:
+                out = f"_dpsql_h{len(self.aggs)}_{i}"
+                _, kind = Checker(self.types, clause=name).check(key)
+                fields[out.lower()] = _derive(self.key_exprs[i], kind, self.child, out, False)
+                self.projections.append(exp.alias_(self.key_exprs[i], out, quoted=True))
+                self.key_outputs[i] = out
+            mapping.append((key, column(self.key_outputs[i])))
+        having_expr = substitute(bound, mapping)
+        return Checker({k: f.kind for k, f in fields.items()},
+                       clause=f"HAVING of {name!r}").predicate(having_expr)
+
+    def truncated_rows(self, keys: list) -> tuple:
+        """(the child's rows after its WHERE, at most k per person; how that was done)."""
+        child, name = self.child, self.name
+        # Truncate the child's rows (after its WHERE) to k per person, then aggregate.
+        rows = exp.select(exp.Star()).from_(child.source("_c"))
+        where = self.tree.args.get("where")
+        if where is not None:
+            rows = rows.where(Checker(self.types, clause=f"WHERE of {name!r}").predicate(
+                self.binder.bind(where.this.copy(), "WHERE")))
+        rows = not_null_id(rows, child.pid)
+        used = {child.pid} | {c.name for p in self.projections + self.key_exprs
+                              for c in p.find_all(exp.Column)}
+        used = sorted((child.fields[u.lower()].name for u in used if u.lower() in child.fields), key=str.lower)
+        # Counting rows per person alone: keeping k of a person's n rows and counting them
+        # gives min(n, k) whichever rows are kept, so the cap replaces the sampling.
+        count_only = len(keys) == 1 and all(_counts_rows(node) for node, _ in self.aggs)
+        if count_only:
+            cap = exp.Anonymous(this="LEAST", expressions=[exp.Count(this=exp.Star()),
+                                                            exp.Literal.number(child.k)])
+            self.projections = [p.transform(lambda n: cap.copy() if isinstance(n, exp.Count) else n)
+                                for p in self.projections]
+            how = f"COUNT(*) per person capped at {child.k} (the count of {child.k} kept rows)"
+        else:
+            rows = truncated(rows, child.pid, child.k, used, prefix=f"_{len(child.steps)}")
+            how = f"at most {child.k} row(s) per person kept (uniformly at random)"
+        return rows, how
+
+
+def _person_column(child: Relation) -> str:
+    """How the analyst names the person of ``child``: its table's id, or the column that
+    references the person's table."""
+    base = child.base
+    if base.private_ids:
+        return base.private_ids[0]
+    return next((f"{c.name}, which references {c.references}" for c in base.columns.values()
+                 if c.references), child.pid)
+
 
 def _counts_rows(node) -> bool:
     return isinstance(node, exp.Count) and isinstance(node.this, (exp.Star, exp.Literal, exp.Boolean))
@@ -129,96 +244,19 @@ def _counts_rows(node) -> bool:
 def per_person(tree: exp.Select, child: Relation, binder: Binder, name: str) -> Relation:
     builder = _PerPerson(tree, child, binder, name)
     keys = builder.key_list()
-    projections, fields, seen, aggs = [], {}, set(), []
-    key_exprs, key_outputs = [], {}
     for key in keys:
         expr, kind = Checker(builder.types, clause=f"GROUP BY of {name!r}").check(key)
-        key_exprs.append(expr)
-
-    def add_aggregate(node, out):
-        for existing, existing_out in aggs:
-            if existing == node:
-                return existing_out
-        agg, f = builder.aggregate(node, out)
-        # Computed from the id (MIN(id), SUM(id), MAX(CAST(id AS VARCHAR)), COUNT(DISTINCT
-        # id), ...): never a released key. A MIN/MAX keeps its column's values, so it needs
-        # a threshold as that column does; any other aggregate is a new value that does.
-        f.of_id = _references_id(node, child)
-        f.censored = (not isinstance(node, (exp.Min, exp.Max))) or censored(node, child.fields)
-        f.weight = expression_weight(node, lambda c: child.fields.get(
-            c.name.lower(), Field("", "")).weight)
-        aggs.append((node, out))
-        fields[out.lower()] = f
-        projections.append(exp.alias_(agg, out, quoted=True))
-        return out
-
-    for item in tree.expressions:
-        out = _output_name(item)
-        _check_name(out, seen, name)
-        bound = binder.bind(item.unalias().copy(), "SELECT")
-        if bound in keys:
-            i = keys.index(bound)
-            is_id = isinstance(bound, exp.Column) and child.fields[bound.name.lower()].is_id
-            _, kind = Checker(builder.types, clause=name).check(bound)
-            fields[out.lower()] = _derive(bound if is_id else key_exprs[i], kind, child, out, is_id)
-            projections.append(exp.alias_(key_exprs[i], out, quoted=True))
-            key_outputs.setdefault(i, out)
-        elif isinstance(bound, exp.AggFunc):
-            add_aggregate(bound, out)
-        else:
-            fail(f"{item.sql('duckdb')[:60]} inside {name!r} is neither a GROUP BY key nor one "
-                 "aggregate; per-person columns are keys or COUNT/SUM/AVG/MIN/MAX(...)")
-    ids = [f.name for f in fields.values() if f.is_id]
-    pid = ids[0] if ids else HIDDEN_PID
-    for f in fields.values():
-        f.is_id = f.name == pid
-    if not ids:
-        projections.append(exp.alias_(column(child.pid), HIDDEN_PID, quoted=True))
-        fields[HIDDEN_PID] = replace(child.fields[child.pid.lower()], name=HIDDEN_PID, is_id=True)
+        builder.key_exprs.append(expr)
+    builder.add_outputs(keys)
+    fields, key_exprs = builder.fields, builder.key_exprs
+    pid = builder.mark_id()
     having = tree.args.get("having")
-    condition = None
-    if having is not None:
-        bound = binder.bind(having.this.copy(), "HAVING")
-        mapping = []
-        for node in [n for n in bound.walk() if isinstance(n, exp.AggFunc)]:
-            out = add_aggregate(node, f"_dpsql_h{len(aggs)}")
-            mapping.append((node, column(out)))
-        for i, key in enumerate(keys):
-            if i not in key_outputs:
-                out = f"_dpsql_h{len(aggs)}_{i}"
-                _, kind = Checker(builder.types, clause=name).check(key)
-                fields[out.lower()] = _derive(key_exprs[i], kind, child, out, False)
-                projections.append(exp.alias_(key_exprs[i], out, quoted=True))
-                key_outputs[i] = out
-            mapping.append((key, column(key_outputs[i])))
-        having_expr = substitute(bound, mapping)
-        condition = Checker({k: f.kind for k, f in fields.items()},
-                            clause=f"HAVING of {name!r}").predicate(having_expr)
-    # Truncate the child's rows (after its WHERE) to k per person, then aggregate.
-    rows = exp.select(exp.Star()).from_(child.source("_c"))
-    where = tree.args.get("where")
-    if where is not None:
-        rows = rows.where(Checker(builder.types, clause=f"WHERE of {name!r}").predicate(
-            binder.bind(where.this.copy(), "WHERE")))
-    rows = not_null_id(rows, child.pid)
-    used = {child.pid} | {c.name for p in projections + key_exprs for c in p.find_all(exp.Column)}
-    used = sorted((child.fields[u.lower()].name for u in used if u.lower() in child.fields), key=str.lower)
-    # Counting rows per person alone: keeping k of a person's n rows and counting them
-    # gives min(n, k) whichever rows are kept, so the cap replaces the sampling.
-    count_only = len(keys) == 1 and all(_counts_rows(node) for node, _ in aggs)
-    if count_only:
-        cap = exp.Anonymous(this="LEAST", expressions=[exp.Count(this=exp.Star()),
-                                                        exp.Literal.number(child.k)])
-        projections = [p.transform(lambda n: cap.copy() if isinstance(n, exp.Count) else n)
-                       for p in projections]
-        how = f"COUNT(*) per person capped at {child.k} (the count of {child.k} kept rows)"
-    else:
-        rows = truncated(rows, child.pid, child.k, used, prefix=f"_{len(child.steps)}")
-        how = f"at most {child.k} row(s) per person kept (uniformly at random)"
+    condition = builder.having_condition(having, keys) if having is not None else None
+    rows, how = builder.truncated_rows(keys)
     groups = [e.copy() for e in key_exprs]
     if not any(isinstance(e, exp.Column) and e.name == child.pid for e in groups):
         groups.append(column(child.pid))
-    sql = exp.select(*projections).from_(exp.Subquery(
+    sql = exp.select(*builder.projections).from_(exp.Subquery(
         this=rows, alias=exp.TableAlias(this=exp.to_identifier("_t")))).group_by(*groups)
     if condition is not None:
         sql = exp.select(exp.Star()).from_(exp.Subquery(
@@ -227,11 +265,11 @@ def per_person(tree: exp.Select, child: Relation, binder: Binder, name: str) -> 
     hidden = [n for n in fields if n.startswith("_dpsql_h")]
     steps = list(child.steps)
     steps.append(f"truncation: {how}, before {name!r}")
-    steps.append(f"{name}: per-person aggregation by {', '.join(key.sql('duckdb') for key in keys)}"
+    steps.append(f"{name}: per-person aggregation by {', '.join(key.sql(ANALYST_DIALECT) for key in keys)}"
                  f" -> at most {k} row(s) per person: "
                  + ", ".join(f"{f.name} {f.bounds_text()}" for n, f in fields.items()
                              if n not in hidden and f.name != HIDDEN_PID)
-                 + (f"; HAVING {having.this.sql('duckdb')[:80]}" if having is not None else ""))
+                 + (f"; HAVING {having.this.sql(ANALYST_DIALECT)[:80]}" if having is not None else ""))
     out = child.derived(fields, pid, k, True, sql, steps)
     out.group_bounds = None
     return out

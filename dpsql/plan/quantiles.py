@@ -32,6 +32,7 @@ from .rewrite import bound_literal, clamp, column
 from ..frontend.binding import fail
 from ..frontend.typecheck import float_literal
 from .statistic import Statistic
+from ..frontend.dialect import ANALYST_DIALECT
 
 QUANTILE_NODES = (exp.PercentileCont, exp.PercentileDisc, exp.Min, exp.Max)
 MIN_P, MAX_P = Fraction(1, 100), Fraction(99, 100)
@@ -64,12 +65,12 @@ def _p_value(node: exp.Expression, where: exp.Expression) -> Fraction:
         negative ^= isinstance(node, exp.Neg)
         node = node.this
     if not (isinstance(node, exp.Literal) and not node.is_string):
-        fail(f"the quantile p of {where.sql('duckdb')[:60]}{{at}} must be a number literal in "
+        fail(f"the quantile p of {where.sql(ANALYST_DIALECT)[:60]}{{at}} must be a number literal in "
              "[0, 1] (or a list of them, [0.25, 0.5, 0.75]); it is part of the query, not of "
              "the data", where)
     p = quantile_fraction(("-" if negative else "") + node.this)
     if not 0 <= p <= 1:
-        fail(f"the quantile p = {node.this} of {where.sql('duckdb')[:60]}{{at}} is outside "
+        fail(f"the quantile p = {node.this} of {where.sql(ANALYST_DIALECT)[:60]}{{at}} is outside "
              "[0, 1]", where)
     return p
 
@@ -225,9 +226,9 @@ def quantile_statistic(stats, cell, grid, p, how, int_out, label):
         if existing.aggregate == marker:
             return existing
     rows = stats.l1_rows
-    item = Statistic(f"_s{len(stats.items)}", label, marker, Stat.quantile, rows, rows, int_out)
-    item.meta.update(cell=cell, grid=grid, p=p, how=how, calibrate=lambda eps: PermuteAndFlip.calibrate(
-        grid, p, rows, eps, how, int_out))
+    item = Statistic(f"_s{len(stats.items)}", label, marker, Stat.quantile, rows, rows, int_out,
+                     cell=cell, calibrator=lambda eps: PermuteAndFlip.calibrate(
+                         grid, p, rows, eps, how, int_out))
     stats.items.append(item)
     return item
 
@@ -239,10 +240,10 @@ def quantile_bounds(col, node):
     if _BOUNDS.get() and col.type in ("int", "float"):
         return None, None, col.type == "int"
     if col.type not in ("int", "float"):
-        raise QueryError(f"{node.sql('duckdb')}: column {col.name!r} is of type {col.type}; "
+        raise QueryError(f"{node.sql(ANALYST_DIALECT)}: column {col.name!r} is of type {col.type}; "
                          "quantiles, MEDIAN, MIN and MAX need a numeric column (int or float)")
     if col.lower is None or col.upper is None:
-        raise QueryError(f"{node.sql('duckdb')}: column {col.name!r} has no lower and upper bound "
+        raise QueryError(f"{node.sql(ANALYST_DIALECT)}: column {col.name!r} has no lower and upper bound "
                          "in the metadata; the candidates of a quantile are a grid over them. Add "
                          "both bounds (the data owner can estimate them privately with "
                          "`dpsql metadata bounds` or reader.estimate_bounds)")
@@ -259,9 +260,9 @@ def histograms(items: list) -> dict:
     """Cell expression SQL -> histogram column name, shared by quantiles of one grid."""
     out: dict = {}
     for s in items:
-        if s.stat is Stat.quantile:
-            key = s.meta["cell"].sql("duckdb")
-            s.meta["histogram"] = out.setdefault(key, (f"_h{len(out)}", s.meta["cell"]))[0]
+        if s.cell is not None:
+            key = s.cell.sql(ANALYST_DIALECT)
+            s.histogram = out.setdefault(key, (f"_h{len(out)}", s.cell))[0]
     return out
 
 

@@ -28,6 +28,7 @@ from .rewrite import column, typed_name
 from ..frontend.binding import Binder, expression_weight, fail
 from ..frontend.typecheck import Checker
 from .bounds import INF, Deriver
+from ..frontend.dialect import ANALYST_DIALECT
 
 HIDDEN_PID = "_dpsql_pid"
 """The column that carries the person's id through steps that do not select it."""
@@ -235,7 +236,7 @@ def _derive(expr: exp.Expression, kind: str, child: Relation, name: str, id_colu
     plain = child.fields.get(expr.name.lower()) if isinstance(expr, exp.Column) else None
     return Field(name, kind, lo if bounded else None, hi if bounded else None,
                  domain=tuple(domain) if domain is not None else None,
-                 of_id=_references_id(expr, child), origin=expr.sql("duckdb")[:60],
+                 of_id=_references_id(expr, child), origin=expr.sql(ANALYST_DIALECT)[:60],
                  censored=censored(expr, child.fields),
                  weight=expression_weight(expr, lambda c: child.fields.get(
                      c.name.lower(), Field("", "")).weight),
@@ -250,7 +251,7 @@ def _output_name(item: exp.Expression) -> str:
         return item.alias
     if isinstance(item, exp.Column):
         return item.name
-    fail(f"the column {item.sql('duckdb')[:60]} of a CTE or subquery needs a name: write "
+    fail(f"the column {item.sql(ANALYST_DIALECT)[:60]} of a CTE or subquery needs a name: write "
          "... AS name")
 
 
@@ -267,25 +268,7 @@ def select_rows(tree: exp.Select, child: Relation, binder: Binder, name: str) ->
     projections, fields, seen = [], {}, set()
     for item in tree.expressions:
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
-            star = item if isinstance(item, exp.Star) else item.this
-            if any(star.args.get(k) for k in ("replace", "rename")):
-                fail(f"* REPLACE/RENAME is not supported (inside {name!r}); list the columns")
-            excluded = set()
-            for col in star.args.get("except_") or star.args.get("except") or []:
-                if not isinstance(col, exp.Column) or child.fields.get(col.name.lower()) is None:
-                    fail(f"* EXCLUDE ({col.sql('duckdb')}): no such column (inside {name!r})")
-                excluded.add(col.name.lower())
-            owned = None                   # t.*: the columns of table t only
-            if isinstance(item, exp.Column) and item.table and binder.scope is not None:
-                cols = binder.scope.get(item.table.lower())
-                if cols is None:
-                    fail(f"unknown table or alias {item.table!r} in {item.table}.* (inside {name!r})")
-                owned = {t.lower() for t in cols.values()}
-            for f in [f for f in child.visible() if f.name.lower() not in excluded
-                      and (owned is None or f.name.lower() in owned)]:
-                _check_name(f.name, seen, name)
-                projections.append(exp.alias_(column(f.name), f.name, quoted=True))
-                fields[f.name.lower()] = replace(f)
+            _select_star(item, child, binder, name, seen, projections, fields)
             continue
         out = _output_name(item)
         _check_name(out, seen, name)
@@ -324,8 +307,32 @@ def select_rows(tree: exp.Select, child: Relation, binder: Binder, name: str) ->
     steps.append(f"{name}: row-level select (rows per person unchanged, at most {child.k}): "
                  + ", ".join(f"{f.name} {f.bounds_text()}" for f in fields.values()
                              if f.name != HIDDEN_PID)
-                 + ("; WHERE " + where.this.sql("duckdb")[:80] if where is not None else ""))
+                 + ("; WHERE " + where.this.sql(ANALYST_DIALECT)[:80] if where is not None else ""))
     return child.derived(fields, pid, child.k, child.bounded, sql, steps)
+
+
+def _select_star(item, child: Relation, binder: Binder, name: str, seen: set,
+                 projections: list, fields: dict) -> None:
+    """Add the columns ``*`` or ``t.*`` (less any EXCLUDE) of ``child`` to the select."""
+    star = item if isinstance(item, exp.Star) else item.this
+    if any(star.args.get(k) for k in ("replace", "rename")):
+        fail(f"* REPLACE/RENAME is not supported (inside {name!r}); list the columns")
+    excluded = set()
+    for col in star.args.get("except_") or star.args.get("except") or []:
+        if not isinstance(col, exp.Column) or child.fields.get(col.name.lower()) is None:
+            fail(f"* EXCLUDE ({col.sql(ANALYST_DIALECT)}): no such column (inside {name!r})")
+        excluded.add(col.name.lower())
+    owned = None                   # t.*: the columns of table t only
+    if isinstance(item, exp.Column) and item.table and binder.scope is not None:
+        cols = binder.scope.get(item.table.lower())
+        if cols is None:
+            fail(f"unknown table or alias {item.table!r} in {item.table}.* (inside {name!r})")
+        owned = {t.lower() for t in cols.values()}
+    for f in [f for f in child.visible() if f.name.lower() not in excluded
+              and (owned is None or f.name.lower() in owned)]:
+        _check_name(f.name, seen, name)
+        projections.append(exp.alias_(column(f.name), f.name, quoted=True))
+        fields[f.name.lower()] = replace(f)
 
 
 
@@ -336,7 +343,7 @@ def not_null_id(rows: exp.Select, pid: str) -> exp.Select:
 
 
 def _unbounded_message(node, parts) -> str:
-    where = "; ".join(dict.fromkeys(parts)) or node.sql("duckdb")[:80]
-    return (f"{node.sql('duckdb')[:80]} needs bounds, but its argument is unbounded: {where}. "
+    where = "; ".join(dict.fromkeys(parts)) or node.sql(ANALYST_DIALECT)[:80]
+    return (f"{node.sql(ANALYST_DIALECT)[:80]} needs bounds, but its argument is unbounded: {where}. "
             "Bound it in the query, e.g. LEAST(GREATEST(x, 0), 100), or give the column lower "
             "and upper bounds in the metadata (chosen without looking at the data)")

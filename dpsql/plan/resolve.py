@@ -20,6 +20,7 @@ from .joins import Join, conjuncts as _conjuncts, visible_scope
 from .setops import semi_join, union_all
 from .per_person import per_person
 from .relations import ROW_CLAUSES, Field, Relation, scan, select_rows
+from ..frontend.dialect import ANALYST_DIALECT
 
 
 class Resolver:
@@ -255,7 +256,7 @@ class Resolver:
                 cell = r[i]
                 if not isinstance(cell, (exp.Literal, exp.Null, exp.Boolean, exp.Neg)) or (
                         isinstance(cell, exp.Neg) and not isinstance(cell.this, exp.Literal)):
-                    fail(f"VALUES: {cell.sql('duckdb')[:40]} is not a literal")
+                    fail(f"VALUES: {cell.sql(ANALYST_DIALECT)[:40]} is not a literal")
                 kind = Checker({}, clause="VALUES").check(cell)[1]
                 if kind != "null":
                     kinds.add(kind)

@@ -77,37 +77,8 @@ def union_all(parts: list, name: str) -> Relation:
     unit = first.unit
     fields = {}
     for i, f in enumerate(first.visible()):
-        column_fields = [p.visible()[i] for p in parts]
-        kinds = {c.kind for c in column_fields}
-        if len(kinds) != 1:
-            fail(f"UNION ALL in {name!r}: column {i + 1} ({f.name}) is "
-                 f"{' in one part and '.join(sorted(kinds))} in another; CAST to one type")
-        bounded = all(c.lower is not None and c.upper is not None for c in column_fields)
-        domain = None
-        if all(c.domain is not None for c in column_fields):
-            domain = tuple(dict.fromkeys(v for c in column_fields for v in c.domain))
-        fields[f.name.lower()] = Field(
-            f.name, f.kind, min(c.lower for c in column_fields) if bounded else None,
-            max(c.upper for c in column_fields) if bounded else None, domain=domain,
-            nullable=any(c.nullable for c in column_fields),
-            of_id=any(c.of_id for c in column_fields),
-            censored=any(c.censored for c in column_fields),
-            weight=max(c.weight for c in column_fields),
-            in_bounds=all(c.in_bounds for c in column_fields),
-            id_copy=unit == "person" and all(c.is_id or c.id_copy for c in column_fields),
-            origin="UNION ALL")
-    selects = []
-    for p in parts:
-        items = [exp.alias_(column(c.name), f.name, quoted=True)
-                 for c, f in zip(p.visible(), first.visible())]
-        if unit == "person":
-            items.append(exp.alias_(column(p.pid), HIDDEN_PID, quoted=True))
-        selects.append(exp.select(*items).from_(p.source("_u")))
-    sql = selects[0]
-    for s in selects[1:]:
-        sql = exp.union(sql, s, distinct=False)
-    sql = exp.select(exp.Star()).from_(exp.Subquery(this=sql, alias=exp.TableAlias(
-        this=exp.to_identifier("_union"))))
+        fields[f.name.lower()] = _union_field(i, f, parts, unit, name)
+    sql = _union_sql(parts, unit)
     pid = None
     if unit == "person":
         fields[HIDDEN_PID] = Field(HIDDEN_PID, parts[0].fields[parts[0].pid.lower()].kind,
@@ -131,3 +102,43 @@ def union_all(parts: list, name: str) -> Relation:
              f"{MAX_PUBLIC_ROWS:,}")
     return Relation(first.base, fields, pid, k, bounded, sql, steps, unit, tables,
                     fanout=fanout, rows=rows)
+
+
+def _union_field(i: int, f: Field, parts: list, unit: str, name: str) -> Field:
+    """Column ``i`` (named ``f`` in the first part): the hull of the parts' columns."""
+    column_fields = [p.visible()[i] for p in parts]
+    kinds = {c.kind for c in column_fields}
+    if len(kinds) != 1:
+        fail(f"UNION ALL in {name!r}: column {i + 1} ({f.name}) is "
+             f"{' in one part and '.join(sorted(kinds))} in another; CAST to one type")
+    bounded = all(c.lower is not None and c.upper is not None for c in column_fields)
+    domain = None
+    if all(c.domain is not None for c in column_fields):
+        domain = tuple(dict.fromkeys(v for c in column_fields for v in c.domain))
+    return Field(
+        f.name, f.kind, min(c.lower for c in column_fields) if bounded else None,
+        max(c.upper for c in column_fields) if bounded else None, domain=domain,
+        nullable=any(c.nullable for c in column_fields),
+        of_id=any(c.of_id for c in column_fields),
+        censored=any(c.censored for c in column_fields),
+        weight=max(c.weight for c in column_fields),
+        in_bounds=all(c.in_bounds for c in column_fields),
+        id_copy=unit == "person" and all(c.is_id or c.id_copy for c in column_fields),
+        origin="UNION ALL")
+
+
+def _union_sql(parts: list, unit: str) -> exp.Select:
+    """The parts' rows under the first part's column names (and each person's id)."""
+    first = parts[0]
+    selects = []
+    for p in parts:
+        items = [exp.alias_(column(c.name), f.name, quoted=True)
+                 for c, f in zip(p.visible(), first.visible())]
+        if unit == "person":
+            items.append(exp.alias_(column(p.pid), HIDDEN_PID, quoted=True))
+        selects.append(exp.select(*items).from_(p.source("_u")))
+    sql = selects[0]
+    for s in selects[1:]:
+        sql = exp.union(sql, s, distinct=False)
+    return exp.select(exp.Star()).from_(exp.Subquery(this=sql, alias=exp.TableAlias(
+        this=exp.to_identifier("_union"))))

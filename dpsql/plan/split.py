@@ -25,7 +25,7 @@ its mechanism, and the query's cost, all before anything runs. The rule
   rho_i gets epsilon_i = sqrt(2 rho_i).
 * The threshold for unknown group keys takes its own delta.
 
-A query's cost is a 4-vector (``dpsql.privacy.accounting.ZERO``): (epsilon, delta) by
+A query's cost is a ``Spend`` (``dpsql.privacy.spend``): (epsilon, delta) by
 basic composition, and (rho, delta outside zCDP); sessions enforce one pair.
 """
 from __future__ import annotations
@@ -36,6 +36,7 @@ from ..privacy import zcdp
 from ..errors import QueryError
 from ..mechanisms.additive import calibrate, calibrate_rho
 from ..privacy.params import Privacy
+from ..privacy.spend import ZERO, Spend
 
 
 def _check_delta(privacy: Privacy, gaussian: bool, needs_threshold: bool) -> None:
@@ -103,12 +104,12 @@ def split(stats, privacy: Privacy, needs_threshold: bool) -> tuple:
     """Calibrate every statistic of ``stats``; returns (threshold delta, cost 4-vector)."""
     items = stats.items
     if not items:
-        return 0.0, (0.0, 0.0, 0.0, 0.0)     # public keys only: nothing noisy, nothing spent
+        return 0.0, ZERO     # public keys only: nothing noisy, nothing spent
     groups = stats.groups if stats.grouped else 1     # entries of a statistic one person moves
-    # A quantile calibrates its own mechanism (meta["calibrate"]: epsilon -> permute-and-
-    # flip, pure epsilon-DP); it counts with the Laplace statistics.
+    # A statistic with a calibrator has its own mechanism (a quantile: epsilon -> permute-
+    # and-flip, pure epsilon-DP); it counts with the Laplace statistics.
     chosen = {s.name: privacy.mechanisms.for_stat(s.stat) for s in items
-              if "calibrate" not in s.meta}
+              if s.calibrator is None}
     gauss = [s for s in items if s.name in chosen and chosen[s.name].is_gaussian]
     gauss_names = {s.name for s in gauss}
     laplace = [s for s in items if s.name not in gauss_names]
@@ -122,7 +123,7 @@ def split(stats, privacy: Privacy, needs_threshold: bool) -> tuple:
 
     def calibrate_laplace(s, eps):
         if s.name not in chosen:
-            s.mechanism = s.meta["calibrate"](eps)
+            s.mechanism = s.calibrator(eps)
             return
         s.mechanism = calibrate(chosen[s.name], l1=s.l1, l2=s.l2, epsilon=eps, delta=0.0,
                                 integer=s.integer, groups=groups)
@@ -157,7 +158,7 @@ def split(stats, privacy: Privacy, needs_threshold: bool) -> tuple:
     return delta_t, _cost(laplace, gauss, privacy, delta_g, delta_t, eps_g)
 
 
-def _cost(laplace, gauss, privacy, delta_g, delta_t, eps_g) -> tuple:
+def _cost(laplace, gauss, privacy, delta_g, delta_t, eps_g) -> Spend:
     eps_l = sum(s.mechanism.epsilon for s in laplace)
     rho_l = sum(s.mechanism.epsilon ** 2 / 2 for s in laplace)
     rho_g = sum(s.mechanism.rho for s in gauss)
@@ -167,9 +168,9 @@ def _cost(laplace, gauss, privacy, delta_g, delta_t, eps_g) -> tuple:
         # with Laplace statistics only, basic composition may be smaller: the smaller.
         conv_delta = privacy.delta - delta_t
         if gauss or (conv_delta > 0 and zcdp.epsilon_for(rho, conv_delta) < eps_l):
-            return (zcdp.epsilon_for(rho, conv_delta), privacy.delta, rho, delta_t)
-        return (eps_l, delta_t, rho, delta_t)
+            return Spend(zcdp.epsilon_for(rho, conv_delta), privacy.delta, rho, delta_t)
+        return Spend(eps_l, delta_t, rho, delta_t)
     eps = eps_l
     if gauss:
         eps += min(zcdp.epsilon_for(rho_g, delta_g), eps_g)
-    return (eps, (delta_g if gauss else 0.0) + delta_t, rho, delta_t)
+    return Spend(eps, (delta_g if gauss else 0.0) + delta_t, rho, delta_t)

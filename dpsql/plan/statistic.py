@@ -6,10 +6,12 @@ neither imports the other's module for it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Callable
 
 from sqlglot import exp
 
+from ..mechanisms.base import NoiseMechanism
 from ..privacy.params import Stat
 
 
@@ -25,5 +27,9 @@ class Statistic:
     l2: float
     integer: bool
     unit: float = 1.0         # exact value = engine value * unit
-    mechanism: object = None  # dpsql.mechanisms.additive.Calibrated, set by the planner
-    meta: dict = field(default_factory=dict)
+    mechanism: NoiseMechanism | None = None    # calibrated by dpsql.plan.split
+    centre: tuple | None = None  # (offset, count statistic): released is sum - offset * count
+    persons: bool = False        # counts distinct persons (a threshold needs no shift)
+    calibrator: Callable | None = None   # epsilon -> its own mechanism (not an additive one)
+    cell: exp.Expression | None = None   # a quantile's grid cell of each row
+    histogram: str | None = None         # the engine column of that cell's histogram

@@ -24,6 +24,7 @@ from ..privacy.params import Mechanisms, Stat
 from .rewrite import bound_literal, clamp, column, fixed_point, shift
 from ..frontend.typecheck import check, float_literal
 from .statistic import Statistic
+from ..frontend.dialect import ANALYST_DIALECT
 
 FIXED_POINT_BITS = 30
 """Float columns are summed as integers of |x| <= 2^30 units (exact in DuckDB)."""
@@ -72,11 +73,10 @@ class StatisticSet:
     def add(self, label, aggregate, stat, l1, l2, integer, unit=1.0, centre=None) -> Statistic:
         for existing in self.items:
             if (existing.aggregate == aggregate and existing.unit == unit
-                    and existing.meta.get("centre") == centre):
+                    and existing.centre == centre):
                 return existing
-        item = Statistic(f"_s{len(self.items)}", label, aggregate, stat, l1, l2, integer, unit)
-        if centre is not None:
-            item.meta["centre"] = centre
+        item = Statistic(f"_s{len(self.items)}", label, aggregate, stat, l1, l2, integer, unit,
+                         centre=centre)
         self.items.append(item)
         return item
 
@@ -92,7 +92,7 @@ class StatisticSet:
             item = self.add(label, agg, Stat.count, self.groups, math.sqrt(self.groups), True)
         else:
             item = self.add(label, agg, Stat.count, 1, 1, True)
-        item.meta["persons"] = True     # counts persons: a threshold needs no shift
+        item.persons = True     # counts persons: a threshold needs no shift
         return item
 
     def count_of(self, node: exp.Count) -> Statistic:
@@ -107,8 +107,8 @@ class StatisticSet:
                     and inner.name.lower() == self.private_id.lower()):
                 return self.count_distinct_persons()
             agg = exp.Count(this=exp.Distinct(expressions=[check(inner, self.types, "COUNT")[0]]))
-            return self.add(node.sql("duckdb"), agg, Stat.count, self.l1_rows, self.l2_rows, True)
-        return self.add(node.sql("duckdb"), exp.Count(this=check(arg, self.types, "COUNT")[0]),
+            return self.add(node.sql(ANALYST_DIALECT), agg, Stat.count, self.l1_rows, self.l2_rows, True)
+        return self.add(node.sql(ANALYST_DIALECT), exp.Count(this=check(arg, self.types, "COUNT")[0]),
                         Stat.count, self.l1_rows, self.l2_rows, True)
 
     # -- sums ---------------------------------------------------------------
@@ -174,10 +174,10 @@ def _bounds(col, node) -> tuple:
     if col.type == "boolean":
         return 0, 1, True
     if col.type not in ("int", "float"):
-        raise QueryError(f"{node.sql('duckdb')}: column {col.name!r} is of type {col.type}; "
+        raise QueryError(f"{node.sql(ANALYST_DIALECT)}: column {col.name!r} is of type {col.type}; "
                          "SUM/AVG/VAR/STDDEV need a numeric column (int or float) with bounds")
     if col.lower is None or col.upper is None:
-        raise QueryError(f"{node.sql('duckdb')}: column {col.name!r} has no lower and upper "
+        raise QueryError(f"{node.sql(ANALYST_DIALECT)}: column {col.name!r} has no lower and upper "
                          "bound in the metadata, so its sensitivity is unknown; add both bounds "
                          "(chosen without looking at the data)")
     # Integer arithmetic is exact below 2^53; wider bounds are summed in fixed point.
@@ -257,7 +257,7 @@ def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expr
         return column(count.name)
     arg = node.this
     if not isinstance(arg, exp.Column):
-        raise QueryError(f"{node.sql('duckdb')}: {node.key.upper()} takes a column of the table, "
+        raise QueryError(f"{node.sql(ANALYST_DIALECT)}: {node.key.upper()} takes a column of the table, "
                          "not an expression (its bounds would be unknown); compute with the "
                          "aggregate instead, e.g. SUM(x) * 2")
     col = table.column(arg.name)
@@ -272,7 +272,7 @@ def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expr
     log_width = _log_width(lower, upper)
     centred = col.name.lower() in counted or ("*" in counted and col.nullable is False)
     if isinstance(node, exp.Sum) and not centred:
-        total = stats.sum_of(value, lower, upper, integer, label=node.sql("duckdb"),
+        total = stats.sum_of(value, lower, upper, integer, label=node.sql(ANALYST_DIALECT),
                              in_bounds=col.name.lower() in stats.in_bounds)
         stats.weigh(total, -2 * log_width)
         return column(total.name)

@@ -20,6 +20,7 @@ from .resolve import resolve
 from .quantiles import QUANTILE_NODES, normalise_quantile
 from ..frontend.binding import Binder as _Binder
 from ..frontend.binding import fail as _fail
+from ..frontend.dialect import ANALYST_DIALECT
 
 SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Variance, exp.VariancePop,
                         exp.Stddev, exp.StddevPop, exp.StddevSamp) + QUANTILE_NODES
@@ -102,7 +103,7 @@ def _check_contained(tree: exp.Select) -> None:
 def _check_row_level(expr: exp.Expression, clause: str) -> None:
     for node in expr.walk():
         if isinstance(node, (exp.AggFunc,) + SUPPORTED_AGGREGATES):
-            _fail(f"aggregate {node.sql('duckdb')} is not allowed in {clause}{{at}}", node)
+            _fail(f"aggregate {node.sql(ANALYST_DIALECT)} is not allowed in {clause}{{at}}", node)
         if isinstance(node, exp.Window):
             _fail(f"window functions are not supported ({clause}){{at}}", node)
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)) and node is not expr:
@@ -117,12 +118,12 @@ def _aggregates_in(expr: exp.Expression) -> list:
     for node in expr.walk():
         if isinstance(node, exp.AggFunc):
             if not isinstance(node, SUPPORTED_AGGREGATES):
-                _fail(f"aggregate {node.sql('duckdb')} is not supported{{at}}; supported: "
+                _fail(f"aggregate {node.sql(ANALYST_DIALECT)} is not supported{{at}}; supported: "
                       "COUNT, SUM, AVG, VAR/VARIANCE, STDDEV/STD, MEDIAN, QUANTILE_CONT/DISC, "
                       "PERCENTILE_CONT/DISC, APPROX_QUANTILE, MIN, MAX", node)
             inner = [n for n in node.this.walk() if isinstance(n, exp.AggFunc)] if node.this else []
             if inner:
-                _fail(f"nested aggregates are not allowed: {node.sql('duckdb')}{{at}}", node)
+                _fail(f"nested aggregates are not allowed: {node.sql(ANALYST_DIALECT)}{{at}}", node)
             if not (isinstance(node, exp.Count) and isinstance(node.this, exp.Star)):
                 _check_row_level(node.this, f"the argument of {node.key.upper()}")
             found.append(node)
@@ -142,7 +143,7 @@ def _output_name(item: exp.Expression) -> str:
         return item.alias
     if isinstance(item, exp.Column):
         return item.name
-    return item.sql("duckdb")
+    return item.sql(ANALYST_DIALECT)
 
 
 def _uses_only_keys(expr: exp.Expression, keys: list, clause: str) -> None:
@@ -153,7 +154,7 @@ def _uses_only_keys(expr: exp.Expression, keys: list, clause: str) -> None:
         if isinstance(node, exp.Column):
             hint = (" (in HAVING a table column wins over an output alias of the same name, "
                     "as in DuckDB: rename the alias)" if clause == "HAVING" else "")
-            _fail(f"column {node.sql('duckdb')} in {clause} is neither grouped nor aggregated"
+            _fail(f"column {node.sql(ANALYST_DIALECT)} in {clause} is neither grouped nor aggregated"
                   "{at}; dpsql releases aggregates only (add it to GROUP BY or aggregate it)"
                   + hint, node)
         if isinstance(node, exp.Star):
@@ -223,6 +224,27 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
         _check_row_level(where.this, "WHERE")
         where = binder.bind(where.this.copy(), "WHERE")
     keys = _resolve_group(tree, binder, items)
+    keys, distinct = _select_distinct(tree, binder, items, keys)
+    outputs, aggregates = _outputs(items, binder, keys)
+    aliases = {name.lower(): expr for name, expr in reversed(outputs)}
+    having, in_having = _having(tree, binder, aliases, keys)
+    order, in_order = _order(tree, outputs, binder, aliases, keys, distinct)
+    aggregates += in_having + in_order
+    if not aggregates and not keys:
+        _fail("the query selects no aggregate; dpsql releases aggregates such as COUNT(*), "
+              "SUM(col) or AVG(col), optionally with GROUP BY")
+    unique = []
+    for agg in aggregates:
+        if agg not in unique:
+            unique.append(agg)
+    return Query(tree=original, table=table, relation=relation, where=where, keys=keys, aggregates=unique,
+                 outputs=outputs, having=having, order=order,
+                 limit=_int_literal(tree.args.get("limit"), "LIMIT"),
+                 offset=_int_literal(tree.args.get("offset"), "OFFSET"), distinct=distinct)
+
+
+def _select_distinct(tree: exp.Select, binder: _Binder, items: list, keys: list) -> tuple:
+    """(keys, distinct): ``SELECT DISTINCT`` without aggregates becomes a GROUP BY."""
     distinct = bool(tree.args.get("distinct"))
     if distinct and tree.args["distinct"].args.get("on") is not None:
         _fail("DISTINCT ON is not supported: which row it keeps depends on the order of rows")
@@ -232,6 +254,11 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
             _check_row_level(item.unalias(), "SELECT DISTINCT")
         keys = [binder.bind(item.unalias().copy(), "SELECT DISTINCT") for item in items]
         distinct = False
+    return keys, distinct
+
+
+def _outputs(items: list, binder: _Binder, keys: list) -> tuple:
+    """(outputs as (name, expression), the aggregates they use) of the SELECT list."""
     aggregates: list = []
     outputs = []
     for item in items:
@@ -245,31 +272,32 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
         if name.lower() in seen:
             _fail(f"two output columns are named {name!r}; give each a different alias")
         seen.add(name.lower())
-    aliases = {name.lower(): expr for name, expr in reversed(outputs)}
+    return outputs, aggregates
+
+
+def _having(tree: exp.Select, binder: _Binder, aliases: dict, keys: list) -> tuple:
+    """(bound HAVING or None, the aggregates it uses)."""
     having = tree.args.get("having")
-    if having is not None:
-        _check_row_level_except_aggregates(having.this)
-        having = binder.bind(having.this.copy(), "HAVING", aliases, keys)
-        aggregates += _aggregates_in(having)
-        _uses_only_keys(having, keys, "HAVING")
-    order = []
+    if having is None:
+        return None, []
+    _check_row_level_except_aggregates(having.this)
+    having = binder.bind(having.this.copy(), "HAVING", aliases, keys)
+    aggregates = _aggregates_in(having)
+    _uses_only_keys(having, keys, "HAVING")
+    return having, aggregates
+
+
+def _order(tree: exp.Select, outputs: list, binder: _Binder, aliases: dict, keys: list,
+           distinct: bool) -> tuple:
+    """(resolved ORDER BY terms, the aggregates they use)."""
+    order, aggregates = [], []
     order_node = tree.args.get("order")
     for ordered in (order_node.expressions if order_node else []):
         resolved = _resolve_order(ordered, outputs, binder, aliases, keys, distinct)
         order.append(resolved)
         if not (isinstance(resolved.this, exp.Column) and resolved.this.name.startswith("_o")):
             aggregates += _aggregates_in(resolved.this)
-    if not aggregates and not keys:
-        _fail("the query selects no aggregate; dpsql releases aggregates such as COUNT(*), "
-              "SUM(col) or AVG(col), optionally with GROUP BY")
-    unique = []
-    for agg in aggregates:
-        if agg not in unique:
-            unique.append(agg)
-    return Query(tree=original, table=table, relation=relation, where=where, keys=keys, aggregates=unique,
-                 outputs=outputs, having=having, order=order,
-                 limit=_int_literal(tree.args.get("limit"), "LIMIT"),
-                 offset=_int_literal(tree.args.get("offset"), "OFFSET"), distinct=distinct)
+    return order, aggregates
 
 
 def _position(key: exp.Expression, clause: str, size: int) -> int | None:
@@ -302,7 +330,7 @@ def _resolve_order(ordered: exp.Ordered, outputs: list, binder: _Binder, aliases
         matches = [i for i, (_, expr) in enumerate(outputs) if expr == bound]
         if not matches:
             if distinct:
-                _fail(f"ORDER BY {key.sql('duckdb')} is not in the output of SELECT DISTINCT"
+                _fail(f"ORDER BY {key.sql(ANALYST_DIALECT)} is not in the output of SELECT DISTINCT"
                       "{at}; order by a selected column, alias or position", key)
             _check_row_level_except_aggregates(bound)
             _uses_only_keys(bound, keys, "ORDER BY")

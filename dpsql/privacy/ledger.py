@@ -50,25 +50,16 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from .accounting import ZERO, add, budget_message, exceeds, remaining, reported, vector
+from .records import ReleaseRecord
+from .spend import ZERO, Spend, budget_message, exceeds, remaining
+from .zcdp import reported
 from ..errors import BudgetExceededError, LedgerError, ProgrammingError
 from .params import Budget
 
 FORMAT_VERSION = 1
 
 
-@dataclass(frozen=True)
-class Release:
-    """One charged release: what was asked, when, and what it cost."""
-
-    time: str
-    query: str
-    epsilon: float
-    delta: float
-    rho: float = 0.0          # zCDP cost (a pure-epsilon statistic counts epsilon^2 / 2)
-    rho_delta: float = 0.0    # delta outside zCDP (thresholds)
-    key: str = ""             # dpsql.release.report.fingerprint: what a replay must match
-    details: dict | None = field(default=None, compare=False)   # dpsql.release.report.details
+Release = ReleaseRecord   # the name this module has always used
 
 
 def _now() -> str:
@@ -187,9 +178,9 @@ class Ledger:
         ``rho_delta`` (delta outside zCDP) are what a zCDP budget counts; without them an
         (epsilon, delta) release counts as delta-approximately epsilon^2/2-zCDP."""
         if rho is None:
-            cost = vector((epsilon, delta))
+            cost = Spend.of((epsilon, delta))
         else:
-            cost = (float(epsilon), float(delta), float(rho), float(rho_delta))
+            cost = Spend.of((epsilon, delta, rho, rho_delta))
         if not all(math.isfinite(c) and c >= 0 for c in cost):
             # A negative or NaN charge would refund budget: never accept one.
             raise ProgrammingError(f"ledger charge must be finite and >= 0, got {cost!r}")
@@ -198,7 +189,8 @@ class Ledger:
             if exceeds(self._spent, cost, self._budget):
                 raise BudgetExceededError(budget_message(self._spent, cost, self._budget))
             record = {"kind": "release", "time": _now(), "query": str(query),
-                      "epsilon": cost[0], "delta": cost[1], "rho": cost[2], "rho_delta": cost[3]}
+                      "epsilon": cost.epsilon, "delta": cost.delta, "rho": cost.rho,
+                      "rho_delta": cost.rho_delta}
             if key:
                 record["key"] = str(key)
             if details is not None:
@@ -455,7 +447,7 @@ class Ledger:
                 # delta-approximately eps^2/2-zCDP.
                 rho = float(record.get("rho", eps * eps / 2))
                 rho_delta = float(record.get("rho_delta", delta if "rho" not in record else 0.0))
-                cost = (eps, delta, rho, rho_delta)
+                cost = Spend(eps, delta, rho, rho_delta)
                 if not all(math.isfinite(c) and c >= 0 for c in cost):
                     raise ValueError("negative or non-finite cost")
                 details = record.get("details")
@@ -463,7 +455,7 @@ class Ledger:
                     raise ValueError("details is not an object")
                 self._records.append(Release(str(record["time"]), str(record["query"]), *cost,
                                              key=str(record.get("key", "")), details=details))
-                self._spent = add(self._spent, cost)
+                self._spent = self._spent + cost
             elif record.get("kind") == "stored":
                 if not isinstance(record["key"], str) or not isinstance(record["noisy"], list):
                     raise ValueError("a stored release needs a key and its noisy statistics")

@@ -5,13 +5,12 @@ arithmetic on privacy lives here; the mechanisms and the accountant do that.
 """
 from __future__ import annotations
 
-import threading
-
 import enum
 import math
 from dataclasses import dataclass, field
 
 from . import zcdp
+from .pools import pool_of
 from ..errors import ProgrammingError
 
 DEFAULT_DELTA = 1e-10
@@ -206,8 +205,6 @@ class Budget:
     delta: float = 1e-6
     """Default: room for 10,000 queries at the default per-query delta."""
     rho: float | None = None
-    _spent: tuple = field(default=(0.0, 0.0, 0.0, 0.0), init=False, repr=False, compare=False)
-    _lock: object = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.epsilon is None) == (self.rho is None):
@@ -221,7 +218,6 @@ class Budget:
                                        "delta) is reported at that delta)")
         else:
             _check_eps_delta(self.epsilon, self.delta, "Budget")
-        self._lock = threading.Lock()
 
     @property
     def zcdp(self) -> bool:
@@ -230,4 +226,4 @@ class Budget:
     @property
     def spent(self) -> tuple:
         """(epsilon, delta) spent from this pool by every session that shares it."""
-        return zcdp.reported(self._spent, self)
+        return zcdp.reported(pool_of(self).spent, self)

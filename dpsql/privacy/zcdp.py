@@ -130,8 +130,9 @@ def reported(spent: tuple, budget) -> tuple:
     for a zCDP budget the tight conversion of its rho at the budget's delta, less what
     thresholds spent outside zCDP. Here, not in the accountant, so that ``Budget`` can
     report its own spend without importing the accountant."""
+    epsilon, delta, rho, rho_delta = spent
     if budget is None or not budget.zcdp:
-        return (spent[0], spent[1])
-    if spent[2] <= 0:
-        return (0.0, spent[3])
-    return (epsilon_for(spent[2], budget.delta - spent[3]), budget.delta)
+        return (epsilon, delta)
+    if rho <= 0:
+        return (0.0, rho_delta)
+    return (epsilon_for(rho, budget.delta - rho_delta), budget.delta)

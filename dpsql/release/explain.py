@@ -8,27 +8,20 @@ from __future__ import annotations
 
 from .intervals import describe_outputs
 from ..plan import Plan
-from ..privacy.params import Stat
 from ..plan.rewrite import typed_name
 from ..frontend.allowed import ENGINE_TYPES
 
-DIALECT = "duckdb"
-_QUANTILE_VALUE = {"cont": "a uniform point of the chosen cell (the integer itself on an "
-                           "integer grid)",
-                   "mid": "the chosen cell's middle, rounded for int columns (the integer itself "
-                          "on an integer grid)",
-                   "low": "the chosen cell's lower edge", "high": "the chosen cell's upper edge"}
-
-
 def _centring(stat) -> str:
-    if "centre" not in stat.meta:
+    if stat.centre is None:
         return ""
-    offset, count = stat.meta["centre"]
+    offset, count = stat.centre
     return (f"; centred exactly before noise: the engine's {stat.name} minus "
             f"{offset * stat.unit:.6g} x the exact {count}")
 
 
-def describe(plan: Plan) -> str:
+def describe(plan: Plan, engine_sql: str, post_sql: str) -> str:
+    """``plan`` as text; ``engine_sql`` and ``post_sql``: its two queries as the engine and
+    the post-processing connection render them."""
     relation = plan.query.relation
     table = relation.base
     eps, delta = plan.cost
@@ -61,22 +54,11 @@ def describe(plan: Plan) -> str:
     lines += [f"  {i + 1}. {step}" for i, step in enumerate(relation.steps)]
     lines += [f"  {len(relation.steps) + 1}. DP aggregation: each person adds at most {k} row(s); "
               f"truncation: {where}", "",
-              "bounded plan (runs on the engine):", plan.exact.sql(DIALECT, pretty=True), "",
+              "bounded plan (runs on the engine):", engine_sql, "",
              "noisy statistics:"]
     for stat in plan.statistics:
-        m = stat.mechanism
-        if stat.stat is Stat.quantile:
-            lines.append(f"  {stat.name} = {stat.label}: quantile, {m.describe()} "
-                         f"({m.epsilon / eps:.0%} of the query); released value: "
-                         f"{_QUANTILE_VALUE[m.how]}; accuracy {m.accuracy_text(0.05)}")
-            continue
-        sens = f"L1={stat.l1:.6g}" + (f", L2={stat.l2:.6g}" if stat.l2 != stat.l1 else "")
-        lines.append(
-            f"  {stat.name} = {stat.label}: {stat.stat.value}, sensitivity {sens}, "
-            f"{m.mechanism.value} scale={m.scale:.6g} grid={m.grid:.6g}, "
-            f"95% accuracy +/-{m.accuracy(0.05):.6g}, "
-            f"epsilon={m.epsilon:.6g} ({m.epsilon / eps:.0%} of the query), delta={m.delta:.3g}"
-            + _centring(stat))
+        lines.append(f"  {stat.name} = {stat.label}: {stat.mechanism.explain(stat, eps)}"
+                     + _centring(stat))
     if plan.threshold is not None:
         lines.append(f"  threshold: a group is released only if {plan.threshold.name} >= "
                      f"{plan.tau:.6g} (delta={plan.threshold_delta:.3g} for keys not public)")
@@ -89,5 +71,5 @@ def describe(plan: Plan) -> str:
     if outputs:
         lines += ["", "accuracy of each noisy output (execute_with_accuracy_df, --accuracy; "
                   "noise only, not the bias of clamping or truncation):", *outputs]
-    lines += ["", "post-processing (on noisy values only):", plan.post.sql(DIALECT, pretty=True)]
+    lines += ["", "post-processing (on noisy values only):", post_sql]
     return "\n".join(lines)

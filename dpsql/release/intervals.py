@@ -59,11 +59,12 @@ def _paren(node):
 def statistic_interval(stat, value: exp.Expression, beta: float) -> tuple:
     """(lower, upper) expressions around one noisy statistic's column."""
     m = stat.mechanism
-    if stat.stat is Stat.quantile:
-        return _num(float(m.grid.lower)), _num(float(m.grid.upper))
+    fixed = m.value_bounds()
+    if fixed is not None:
+        return _num(fixed[0]), _num(fixed[1])
     half = m.accuracy(beta)
     counts = stat.stat in (Stat.count, Stat.threshold)
-    if counts and getattr(m, "grid", 1) < 1:
+    if counts and not m.integer_output:
         half += 0.5                  # released rounded to a whole number
     # Not cut at 0 for counts: an interval then always holds its own release (a count
     # released below 0 where the table does not clamp counts), at the cost of a little width.
@@ -181,12 +182,12 @@ def describe_outputs(plan, alpha: float = 0.05) -> list:
         parts = []
         for n in names:
             s = stats[n]
-            if s.stat is Stat.quantile:
+            if s.mechanism.value_bounds() is not None:
                 parts.append(f"{s.label}: the column's bounds in value (rank: "
                              f"{s.mechanism.accuracy_text(beta)})")
             else:
-                parts.append(f"{s.label} +/-{s.mechanism.accuracy(beta):.6g}")
-        if any(stats[n].stat is Stat.quantile for n in names):
+                parts.append(f"{s.label} {s.mechanism.accuracy_text(beta)}")
+        if any(stats[n].mechanism.value_bounds() is not None for n in names):
             how = "the bounds of the quantile's column (its accuracy is in rank)"
         elif len(names) == 1 and body.find(exp.Div, exp.Pow, exp.Sqrt, exp.Mul) is None:
             how = "exact, from the mechanism's distribution"

@@ -52,11 +52,11 @@ def add_noise(plan, exact: dict) -> dict:
     clamp_counts = plan.query.table.clamp_counts
     rows = len(next(iter(exact.values()))) if exact else 0
     for stat in plan.statistics:
-        if stat.stat is Stat.quantile:
+        if stat.mechanism.reads_histograms:
             continue                   # released below, for the groups that are kept
         values = np.ma.filled(np.ma.asarray(exact[stat.name], dtype=np.float64), 0.0)
-        if "centre" in stat.meta:      # sum - offset * count, exactly (see statistics.sum_of)
-            offset, count = stat.meta["centre"]
+        if stat.centre is not None:    # sum - offset * count, exactly (see statistics.sum_of)
+            offset, count = stat.centre
             values = values - offset * np.ma.filled(np.ma.asarray(exact[count], dtype=np.float64), 0.0)
         if stat.unit != 1.0:
             values = values * stat.unit
@@ -73,12 +73,12 @@ def add_noise(plan, exact: dict) -> dict:
         keep = columns[plan.threshold.name] >= plan.tau
         columns = {name: values[keep] for name, values in columns.items()}
     for stat in plan.statistics:
-        if stat.stat is Stat.quantile:
-            columns[stat.name] = stat.mechanism.release(_histograms(exact[stat.meta["histogram"]], keep))
+        if stat.mechanism.reads_histograms:
+            columns[stat.name] = stat.mechanism.release(_histograms(exact[stat.histogram], keep))
     for stat in plan.statistics:
         # A count on a fine grid (Gaussian, Laplace) is shown as a whole number: rounding
         # noisy values is post-processing, and analysts expect integer counts.
-        if stat.stat in (Stat.count, Stat.threshold) and columns[stat.name].dtype.kind == "f":
+        if _shown_whole(stat) and columns[stat.name].dtype.kind == "f":
             columns[stat.name] = np.rint(columns[stat.name]).astype(np.int64)
     return columns
 
@@ -91,3 +91,27 @@ def _histograms(column, keep) -> list:
     if keep is not None:
         out = [h for h, k in zip(out, keep) if k]
     return out
+
+
+_NUMPY_TYPES = {"int": np.int64, "float": np.float64, "string": object, "boolean": np.bool_,
+                "datetime": "datetime64[us]", "date": "datetime64[us]"}
+
+
+def empty_noisy(plan) -> dict:
+    """A zero-row stand-in for the noisy table ``add_noise`` returns, typed as it will be
+    (for a dry run of post-processing before any data is read)."""
+    cols = {}
+    for name, kind in zip(plan.key_names, plan.key_kinds):
+        cols[name] = np.array([], dtype=_NUMPY_TYPES[kind])
+        cols[name + NULL_SUFFIX] = np.array([], dtype=np.bool_)
+    for stat in plan.statistics:
+        integer = stat.mechanism.integer_output or _shown_whole(stat)
+        cols[stat.name] = np.array([], dtype=np.int64 if integer else np.float64)
+    if not cols:
+        cols["_none"] = np.array([], dtype=np.int64)
+    return cols
+
+
+def _shown_whole(stat) -> bool:
+    """Counts are shown as whole numbers whatever their grid (post-processing)."""
+    return stat.stat in (Stat.count, Stat.threshold)

@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from ..errors import LedgerError, ProgrammingError
 from ..privacy.params import Stat
+from ..privacy.spend import Spend
 
 FORMATS = ("dataframe", "markdown", "html", "json")
 MAX_STORED_VALUES = 100_000
@@ -60,13 +61,7 @@ def _statistic(part, stat) -> dict:
     m = stat.mechanism
     entry = {"name": stat.name, "label": stat.label, "kind": stat.stat.value,
              "epsilon": float(m.epsilon), "bounds": _bounds(part, stat)}
-    if stat.stat is Stat.quantile:
-        entry.update(mechanism="permute_and_flip", grid=m.grid.describe(),
-                     scale=float(m.scale), accuracy95=m.accuracy_text(0.05))
-    else:
-        entry.update(mechanism=m.mechanism.value, scale=float(m.scale), l1=float(stat.l1),
-                     l2=float(stat.l2), delta=float(m.delta),
-                     accuracy95=f"+/-{m.accuracy(0.05):.6g}")
+    entry.update(m.report(stat))
     return entry
 
 
@@ -92,22 +87,13 @@ def details(plan) -> dict:
     return out
 
 
-def fingerprint(plan, privacy_key) -> str:
+def fingerprint(plan, privacy_key, explained: list) -> str:
     """What makes two requests one release across processes: the query with its
-    parameters bound, the privacy, and the plan the metadata gives it (its engine SQL
-    and every mechanism): a changed bound, type or contribution limit is a new release."""
-    from .explain import describe
-    cache = getattr(plan, "_fingerprints", None)
-    if cache is None:
-        cache = {}
-        try:
-            plan._fingerprints = cache
-        except AttributeError:
-            pass
-    if privacy_key not in cache:
-        text = repr((plan.bound_sql, privacy_key, [describe(p) for p in _parts(plan)]))
-        cache[privacy_key] = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return cache[privacy_key]
+    parameters bound, the privacy, and the plan the metadata gives it (``explained``:
+    the explain text of each part, with its engine SQL and every mechanism): a changed
+    bound, type or contribution limit is a new release."""
+    text = repr((plan.bound_sql, privacy_key, list(explained)))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 # -- stored noisy statistics -------------------------------------------------------------
@@ -162,15 +148,15 @@ def _stat_text(s: dict) -> str:
 
 
 def frame(records: list) -> pd.DataFrame:
-    """One row per release (records: dicts with time, query, epsilon, delta, rho, details)."""
+    """One row per release (``dpsql.privacy.records.ReleaseRecord``)."""
     rows = []
     for r in records:
-        parts = (r.get("details") or {}).get("parts") or [{}]
+        parts = (r.details or {}).get("parts") or [{}]
         rows.append({
-            "time": r["time"], "query": r["query"], "replay": bool(r.get("replay", False)),
+            "time": r.time, "query": r.query, "replay": bool(r.replay),
             "privacy_unit": "; ".join(p.get("unit", "?") for p in parts),
             "max_ids": ", ".join(str(p.get("max_ids", "?")) for p in parts),
-            "epsilon": r["epsilon"], "delta": r["delta"], "rho": r.get("rho", 0.0),
+            "epsilon": r.epsilon, "delta": r.delta, "rho": r.rho,
             "statistics": "; ".join(_stat_text(s) for p in parts for s in p.get("statistics", [])),
             "threshold": "; ".join(f"{t['statistic']} >= {t['tau']:.4g} (delta {t['delta']:.2g})"
                                    for p in parts if (t := p.get("threshold"))),
@@ -181,7 +167,8 @@ def frame(records: list) -> pd.DataFrame:
 
 
 def _totals(budget, spent: tuple, spending: tuple, remaining) -> dict:
-    out = {"spent_epsilon": spent[0], "spent_delta": spent[1], "spent_rho": spending[2]}
+    out = {"spent_epsilon": spent[0], "spent_delta": spent[1],
+           "spent_rho": Spend.of(spending).rho}
     if budget is None:
         out["budget"] = None
     elif budget.zcdp:
@@ -204,7 +191,7 @@ def render(records: list, budget, spent: tuple, spending: tuple, remaining, fmt:
     totals = _totals(budget, spent, spending, remaining)
     if fmt == "json":
         return json.dumps({"releases": table.to_dict(orient="records"),
-                           "details": [r.get("details") for r in records], **totals}, indent=2)
+                           "details": [r.details for r in records], **totals}, indent=2)
     if fmt == "markdown":
         return _markdown(table, totals)
     return _html(table, totals, records)
@@ -250,7 +237,7 @@ def _chart(records: list, totals: dict) -> str:
     """Cumulative spending against release number, with the budget line: inline SVG."""
     zcdp = bool(totals["budget"] and "rho" in totals["budget"])
     key = "rho" if zcdp else "epsilon"
-    values = np.cumsum([float(r.get(key, 0.0) or 0.0) for r in records]) if records else np.zeros(0)
+    values = np.cumsum([float(getattr(r, key) or 0.0) for r in records]) if records else np.zeros(0)
     limit = totals["budget"][key] if totals["budget"] else None
     top = max([limit or 0.0, float(values[-1]) if values.size else 0.0, 1e-12])
     w, h, pad = 480, 180, 30

@@ -10,7 +10,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from dpsql import noise  # noqa: E402
+from dpsql.mechanisms import samplers as noise  # noqa: E402
 
 SCALES = [0.5, 1, 1.01, 3.7, 10, 100, 1e3, 1e4, 1e6]
 TARGETS = {"discrete_laplace": 2_000_000, "discrete_gaussian": 500_000}

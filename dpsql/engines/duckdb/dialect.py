@@ -1,14 +1,11 @@
-"""The DuckDB engine's dialect: every construct of a plan that only DuckDB has.
+"""The DuckDB engine's dialect: how DuckDB spells the plan's engine-neutral nodes.
 
-Owns: the pieces of the bounded plan that are DuckDB-specific, so that another
-engine (PostgreSQL, Spark) later supplies its own module with the same functions
-and transpiles the rest of the same sqlglot tree:
-- ``guard``: evaluate an expression that can fail on some values as NULL instead
-  (DuckDB's ``TRY(...)``);
-- ``epoch_us``: a timestamp as microseconds since 1970 (``EPOCH_US``);
-- ``truncated``: keep a uniformly random subset of at most k rows per person
+Owns: the DuckDB compilation of ``dpsql.plan.nodes`` (the rest of the plan is
+rendered by sqlglot's DuckDB generator: ``exp.Try`` is ``TRY(...)``,
+``exp.UnixMicros`` is ``EPOCH_US``):
+- ``Truncated``: keep a uniformly random subset of at most k rows per person
   (``ARG_MIN(struct, RANDOM(), k)`` and ``UNNEST(..., recursive := true)``);
-- ``truncated_groups``: keep at most g groups per person and r rows per person in
+- ``TruncatedGroups``: keep at most g groups per person and r rows per person in
   each (window functions).
 Running plans on a DuckDB connection is ``dpsql.engines.duckdb.engine``.
 """
@@ -16,18 +13,29 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ...plan.dialect import Dialect
+from ...plan.nodes import Truncated, TruncatedGroups
+
+NAME = "duckdb"
+
+
+class DuckDB(Dialect):
+    """DuckDB's compilation of the plan (sqlglot dialect ``duckdb``)."""
+
+    name = NAME
+
+    def truncated(self, node: Truncated) -> exp.Select:
+        return truncated(self.lower(node.this), node.args["pid"], node.args["k"],
+                         list(node.args["fields"]), node.args.get("prefix") or "")
+
+    def truncated_groups(self, node: TruncatedGroups) -> exp.Select:
+        return truncated_groups(self.lower(node.this), node.args["pid"],
+                                [k.copy() for k in node.args["keys"]],
+                                node.args["max_groups"], node.args["max_rows"])
+
 
 def column(name: str) -> exp.Column:
     return exp.column(name, quoted=True)
-
-
-def guard(node: exp.Expression) -> exp.Expression:
-    """``node``, NULL where evaluating it would raise."""
-    return exp.Try(this=node)
-
-
-def epoch_us(node: exp.Expression) -> exp.Expression:
-    return guard(exp.Anonymous(this="EPOCH_US", expressions=[node]))
 
 
 def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = "") -> exp.Select:

@@ -1,4 +1,4 @@
-"""Step 4: run the bounded plan on DuckDB; only exact aggregates come back.
+"""Step 5: run the bounded plan on DuckDB; only exact aggregates come back.
 
 Owns: the DuckDB connections and the typed relation each plan reads. Private
 tables are bound as views over the caller's DataFrames (scanned in place,
@@ -9,8 +9,7 @@ its table through the typed relation (``rewrite.typed_relation``: each column
 cast once to its metadata type), so nothing downstream sees how the data
 happens to be stored. Before a plan first runs, a dry run on one row of NULLs
 surfaces every error that depends on the query alone, as a free QueryError.
-Post-processing of noisy results runs on a second, private in-memory
-connection that never sees the data. Errors while *running* on the data could
+Errors while *running* on the data could
 depend on values: their text is withheld and only their class is logged.
 """
 from __future__ import annotations
@@ -22,13 +21,13 @@ import threading
 from pathlib import Path
 
 import duckdb
-import numpy as np
 import pandas as pd
 from sqlglot import exp
 
 from ...errors import (DataError, InternalError, MetadataError, OperationalError, ProgrammingError,
                      QueryError)
 from ...metadata.model import Metadata, Table
+from .dialect import DuckDB
 from ...plan.rewrite import null_relation, typed_name, typed_relation, with_source
 
 DIALECT = "duckdb"
@@ -38,6 +37,8 @@ log = logging.getLogger("dpsql")
 class Engine:
     """The private tables of one session, and how to reach them in DuckDB."""
 
+    dialect = DuckDB()
+
     def __init__(self, con: duckdb.DuckDBPyConnection, physical: dict, metadata: Metadata) -> None:
         self.con = con
         self.physical = physical          # Table.full_name.lower() -> exp.Table
@@ -46,12 +47,6 @@ class Engine:
         for table in metadata.tables.values():
             if table.full_name.lower() in physical:
                 self.column_types(table)      # every metadata column must exist
-        # Post-processing sees noisy values only, and can reach nothing else: no files,
-        # no extensions, no settings changes.
-        # One thread: its tables have one row per group, and thread hand-offs cost
-        # more than they save (0.35 ms of 2 ms per query).
-        self._post = duckdb.connect(config={"enable_external_access": False, "threads": 1,
-                                            "lock_configuration": True})
 
     @classmethod
     def from_data(cls, data, metadata: Metadata) -> "Engine":
@@ -127,8 +122,8 @@ class Engine:
             self._types[key] = stored
         return self._types[key]
 
-    def attach(self, plan) -> None:
-        """Give ``plan`` its engine SQL over the typed relation, after a dry run.
+    def compile(self, plan) -> str:
+        """The engine SQL of ``plan`` over the typed relation, after a dry run.
 
         The dry run executes the whole plan on one row of NULLs: an error there
         depends on the query alone, so it is a QueryError, raised before any
@@ -136,13 +131,14 @@ class Engine:
         tables = plan.query.relation.tables
         typed = {typed_name(t): typed_relation(t, self.table_node(t), self.column_types(t))
                  for t in tables}
-        dry = with_source(plan.exact, {typed_name(t): null_relation(t) for t in tables}).sql(DIALECT)
+        dry = self.dialect.render(with_source(plan.exact, {typed_name(t): null_relation(t)
+                                                           for t in tables}))
         try:
             with self._lock:
                 self.con.execute(dry).fetchall()
         except duckdb.Error as err:
             raise QueryError(f"the engine refuses the query: {_first_line(err)}") from None
-        plan.exact_sql = with_source(plan.exact, typed).sql(DIALECT)
+        return self.dialect.render(with_source(plan.exact, typed))
 
     def public_rows(self, select: exp.Select, tables) -> list:
         """Rows of a query over public tables only (their data is not private: the planner
@@ -172,36 +168,6 @@ class Engine:
             raise OperationalError(
                 "the query failed while reading the data; the engine's message is withheld "
                 "because it could depend on private values") from None
-
-    def post_process(self, sql: str, noisy: dict) -> dict:
-        """Evaluate the user's SELECT list, HAVING, ORDER BY, LIMIT on noisy rows.
-
-        ``noisy``: column name -> numpy array. Registering a dict of arrays costs
-        about a third of registering a DataFrame; results come back as arrays too.
-        """
-        from ...plan import NOISY_TABLE
-        with self._lock:
-            self._post.register(NOISY_TABLE, noisy)
-            try:
-                return {name: _plain(values) for name, values in
-                        self._post.execute(sql).fetchnumpy().items()}
-            except duckdb.Error as err:
-                raise QueryError(f"post-processing failed: {_first_line(err)}") from None
-            finally:
-                self._post.unregister(NOISY_TABLE)
-
-
-def _plain(values):
-    """A masked array (DuckDB's NULLs) as a plain one: NaN for floats, None otherwise."""
-    if isinstance(values, np.ma.MaskedArray):
-        if not values.mask.any():
-            return values.data
-        if values.dtype.kind == "f":
-            return values.filled(np.nan)
-        out = values.data.astype(object)
-        out[values.mask] = None
-        return out
-    return values
 
 
 def _first_line(err: Exception) -> str:

@@ -1,0 +1,43 @@
+"""What a bounded plan needs of an engine's SQL dialect.
+
+Owns: the seam between the engine-neutral plan and an engine. A plan is a sqlglot
+tree in which the constructs dialects spell differently are nodes of
+``dpsql.plan.nodes``; an engine supplies a ``Dialect`` that compiles them
+(``lower``) and renders the result (``render``). Everything else in the plan is
+plain sqlglot, transpiled by sqlglot's own generator for ``name``. To add an
+engine's dialect: subclass, set ``name``, implement the two truncations, and check
+that sqlglot renders ``exp.Try`` (NULL where evaluation would raise),
+``exp.UnixMicros``, ``exp.TryCast``, ``exp.Uuid`` and ``exp.Rand`` for it
+(override ``lower`` to rewrite any it does not).
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from .nodes import Truncated, TruncatedGroups
+
+
+class Dialect:
+    """One engine's SQL: the compilation of the plan's engine-neutral nodes."""
+
+    name: str = ""
+    """The sqlglot dialect the plan is rendered in."""
+
+    def truncated(self, node: Truncated) -> exp.Select:
+        raise NotImplementedError
+
+    def truncated_groups(self, node: TruncatedGroups) -> exp.Select:
+        raise NotImplementedError
+
+    def lower(self, tree: exp.Expression) -> exp.Expression:
+        """``tree`` with every engine-neutral node replaced by this engine's construct."""
+        def compile_node(node):
+            if isinstance(node, Truncated):
+                return self.truncated(node)
+            if isinstance(node, TruncatedGroups):
+                return self.truncated_groups(node)
+            return node
+        return tree.copy().transform(compile_node, copy=False)
+
+    def render(self, tree: exp.Expression, pretty: bool = False) -> str:
+        return self.lower(tree).sql(self.name, pretty=pretty)

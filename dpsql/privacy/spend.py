@@ -1,0 +1,102 @@
+"""What a query costs and a session has spent: one named vector and its arithmetic.
+
+Owns: ``Spend`` and the rules that compare it with a ``Budget``. Every cost is kept
+both ways and sessions add both up: (epsilon, delta) by basic sequential
+composition, and (rho, delta outside zCDP). The budget's kind decides which pair is
+enforced and how spending is reported. A pure-epsilon statistic is epsilon^2/2-zCDP;
+thresholds' delta is not zCDP and is kept apart (``rho_delta``).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+_SLACK = 1e-12  # float sums of equal shares must not refuse the last share
+
+
+class Spend(NamedTuple):
+    """A cost or a total: (epsilon, delta) by basic composition, and (rho, delta outside
+    zCDP). A tuple, so that it unpacks and compares like the 4-tuples of old ledgers."""
+
+    epsilon: float = 0.0
+    delta: float = 0.0
+    rho: float = 0.0
+    rho_delta: float = 0.0
+
+    @classmethod
+    def of(cls, cost) -> "Spend":
+        """A cost given as a Spend, a 4-tuple, or an (epsilon, delta) pair: a pair is
+        delta-approximately epsilon^2/2-zCDP (Bun & Steinke 2016), so that is its rho."""
+        values = tuple(float(c) for c in cost)
+        if len(values) == 2:
+            return cls(values[0], values[1], values[0] ** 2 / 2, values[1])
+        return cls(*values)
+
+    def __add__(self, other) -> "Spend":       # element-wise, not tuple concatenation
+        other = Spend.of(other)
+        return Spend(*(a + b for a, b in zip(self, other)))
+
+    @property
+    def pair(self) -> tuple:
+        """(epsilon, delta) by basic composition."""
+        return (self.epsilon, self.delta)
+
+
+ZERO = Spend()
+
+
+def exceeds(spent: Spend, cost: Spend, budget) -> bool:
+    """True if spending ``cost`` on top of ``spent`` would pass ``budget``."""
+    if budget is None:
+        return False
+    total = spent + cost
+    if budget.zcdp:
+        # Thresholds may use half the session's delta; the rest converts rho to epsilon.
+        return (total.rho > budget.rho * (1 + _SLACK)
+                or total.rho_delta > budget.delta / 2 * (1 + _SLACK) + 1e-300)
+    return (total.epsilon > budget.epsilon * (1 + _SLACK)
+            or total.delta > budget.delta * (1 + _SLACK) + 1e-300)
+
+
+def remaining(spent: Spend, budget) -> tuple | None:
+    """(epsilon, delta) left, or for a zCDP budget (rho, delta for thresholds); never
+    negative; None without a budget."""
+    if budget is None:
+        return None
+    spent = Spend.of(spent)
+    if budget.zcdp:
+        return (max(budget.rho - spent.rho, 0.0), max(budget.delta / 2 - spent.rho_delta, 0.0))
+    return (max(budget.epsilon - spent.epsilon, 0.0), max(budget.delta - spent.delta, 0.0))
+
+
+def budget_message(spent: Spend, cost: Spend, budget) -> str:
+    """Why ``cost`` does not fit, and what to do."""
+    if budget.zcdp:
+        return _zcdp_message(spent, cost, budget)
+    if spent.epsilon >= budget.epsilon * (1 - 1e-6):
+        return (f"the session budget (epsilon={budget.epsilon:.6g}) is spent; this query "
+                f"(epsilon={cost.epsilon:.6g}) was not run and nothing was charged. No further "
+                "query can be answered in this session.")
+    short = []
+    if spent.epsilon + cost.epsilon > budget.epsilon * (1 + _SLACK):
+        short.append("epsilon")
+    if spent.delta + cost.delta > budget.delta * (1 + _SLACK) + 1e-300:
+        short.append(f"delta (the budget's delta is {budget.delta:.3g}; Budget(delta=...) "
+                     "defaults to 1e-6)")
+    return (f"not enough {' and '.join(short)} left: "
+            f"query would cost (epsilon={cost.epsilon:.6g}, delta={cost.delta:.3g}) but only "
+            f"(epsilon={max(budget.epsilon - spent.epsilon, 0):.6g}, "
+            f"delta={max(budget.delta - spent.delta, 0):.3g}) of the session budget remains; "
+            "nothing was run or spent. Lower the query's epsilon/delta to fit what remains.")
+
+
+def _zcdp_message(spent: Spend, cost: Spend, budget) -> str:
+    short = []
+    if spent.rho + cost.rho > budget.rho * (1 + _SLACK):
+        short.append(f"rho (the query needs rho={cost.rho:.6g}; "
+                     f"{max(budget.rho - spent.rho, 0):.6g} of rho={budget.rho:.6g} remains)")
+    if spent.rho_delta + cost.rho_delta > budget.delta / 2 * (1 + _SLACK) + 1e-300:
+        short.append(f"delta for thresholds (the query needs {cost.rho_delta:.3g}; thresholds "
+                     f"may use half the session's delta, {budget.delta / 2:.3g}, and "
+                     f"{spent.rho_delta:.3g} is spent)")
+    return (f"not enough {' and '.join(short)} left in the zCDP session budget; nothing "
+            "was run or spent. Lower the query's privacy to fit what remains.")
