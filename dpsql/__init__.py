@@ -18,7 +18,8 @@ from .errors import (BudgetExceededError, DatabaseError, DataError, Error, Integ
                      OperationalError, ProgrammingError, QueryError, Warning)
 from .metadata.model import Metadata
 from .privacy.params import DEFAULT_DELTA, Budget, Mechanism, Mechanisms, Privacy, Stat
-from .api.reader import Reader, from_connection, from_df
+from .api.reader import Reader
+from .api.session import from_connection, from_df
 
 __version__ = "0.1.0"
 

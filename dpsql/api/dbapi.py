@@ -136,48 +136,27 @@ def connect(database=None, *, metadata, tables=None, privacy=None, budget=None,
     """
     import duckdb
 
-    import dpsql
-
     from ..privacy.ledger import Ledger
+    from .session import open_session
 
     if (database is None) == (tables is None):
         raise InterfaceError("connect: give either database= (a DuckDB file) or tables= "
                              "(DataFrames or .csv/.parquet paths), not both and not neither")
-    owned = None
+    if isinstance(ledger, Ledger) and budget is not None and ledger.budget != budget:
+        raise OperationalError(f"connect: budget {budget} differs from the budget "
+                               f"recorded in {ledger.path}; a ledger's budget is fixed "
+                               "when it is created")
+    if isinstance(database, duckdb.DuckDBPyConnection):
+        source = {"connection": database}
+    elif database is not None:
+        source = {"database": database}
+    else:
+        source = {"tables": tables}
     try:
-        if ledger is not None and not isinstance(ledger, Ledger):
-            ledger = Ledger(ledger, budget)
-        elif isinstance(ledger, Ledger) and budget is not None and ledger.budget != budget:
-            raise OperationalError(f"connect: budget {budget} differs from the budget "
-                                   f"recorded in {ledger.path}; a ledger's budget is fixed "
-                                   "when it is created")
-        if tables is not None:
-            reader = dpsql.from_df(tables, metadata, privacy=privacy,
-                                   budget=budget, ledger=ledger)
-        else:
-            if isinstance(database, duckdb.DuckDBPyConnection):
-                con = database
-            elif not isinstance(database, (str, bytes, os.PathLike)):
-                kind = type(database)
-                raise ProgrammingError(
-                    f"connect: database must be the path of a DuckDB file or a "
-                    f"duckdb.DuckDBPyConnection, not {kind.__module__}.{kind.__qualname__}; "
-                    "dpsql runs on DuckDB only")
-            else:
-                path = os.fspath(database)
-                if not os.path.isfile(path):
-                    raise OperationalError(f"connect: database file not found: {path}")
-                con = owned = duckdb.connect(path, read_only=True)
-            reader = dpsql.from_connection(con, metadata, privacy=privacy,
-                                           budget=budget, ledger=ledger)
+        reader, owned = open_session(metadata, privacy=privacy, budget=budget, ledger=ledger,
+                                     **source)
     except (duckdb.Error, OSError) as exc:
-        if owned is not None:
-            owned.close()
         raise OperationalError(f"connect: could not open the data: {exc}") from None
-    except BaseException:
-        if owned is not None:
-            owned.close()
-        raise
     return Connection(reader, owned)
 
 

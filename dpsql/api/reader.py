@@ -1,7 +1,6 @@
 """The session: one place that runs the steps in order.
 
-Owns: orchestration and the public Python API (``from_df``, ``from_connection``,
-``Reader``). Data flows one way: parse -> validate -> plan (with its cost) ->
+Owns: orchestration: the ``Reader`` (opened by ``dpsql.api.session``). Data flows one way: parse -> validate -> plan (with its cost) ->
 budget check -> execute -> charge -> noise -> post-process -> result. The
 budget check comes before any data is touched; the charge comes as soon as the
 data has been read, so an answer is never released uncharged and a refused
@@ -9,7 +8,6 @@ query costs nothing.
 """
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from datetime import datetime, timezone
@@ -373,85 +371,3 @@ def _native(value):
     if isinstance(value, float) and value != value:
         return None
     return value
-
-
-def _load(metadata) -> Metadata:
-    return Metadata.load(metadata)
-
-
-def from_df(data, metadata, privacy: Privacy | None = None, budget: Budget | None = None,
-            ledger=None) -> Reader:
-    """A session over DataFrames (or .csv/.parquet paths), scanned in place by DuckDB.
-
-    A DataFrame whose columns are views with negative strides (``df.iloc[::-1]``)
-    cannot be scanned by DuckDB: those columns alone are copied, the rest are
-    shared (copy on write). The index is not data, except a named one
-    (``df.set_index('age')``), which becomes columns again unless a column
-    already has its name.
-    """
-    import duckdb
-
-    from ..errors import DataError
-
-    def reversed_view(array) -> bool:
-        buffers = [array] + [getattr(array, name, None)
-                             for name in ("_ndarray", "_data", "_mask", "_codes")]
-        return any(isinstance(b, np.ndarray) and any(s < 0 for s in b.strides) for b in buffers)
-
-    def scannable(frame):
-        if not isinstance(frame, pd.DataFrame):
-            return frame
-        names = [n for n in frame.index.names if n is not None]
-        if names and not any(n in frame.columns for n in names):
-            frame = frame.reset_index()
-        flipped = [i for i in range(frame.shape[1]) if reversed_view(frame.iloc[:, i].array)]
-        if not flipped:
-            return frame
-        out = frame.copy(deep=False)
-        for i in flipped:
-            out.isetitem(i, frame.iloc[:, i].copy(deep=True))
-        return out
-
-    meta = _load(metadata)
-    if isinstance(data, dict):
-        data = {name: scannable(source) for name, source in data.items()}
-    else:
-        data = scannable(data)
-    try:
-        engine = Engine.from_data(data, meta)
-    except duckdb.Error as err:
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise DataError(f"DuckDB cannot scan the data: {first}; pass DataFrames with plain "
-                        "columns (e.g. df.copy()) or .csv/.parquet paths") from None
-    return Reader(engine, meta, privacy, budget, _ledger(ledger, budget))
-
-
-def from_connection(connection, metadata, privacy: Privacy | None = None,
-                    budget: Budget | None = None, ledger=None, engine: str | None = None) -> Reader:
-    """A session over tables that already live in a DuckDB connection.
-
-    ``engine`` is accepted for SmartNoise compatibility and must name DuckDB.
-    """
-    if engine is not None and str(engine).lower() != "duckdb":
-        raise ProgrammingError(f"engine {engine!r} is not supported; dpsql runs on DuckDB "
-                               "(pass a duckdb connection, or leave engine out)")
-    import duckdb
-    if not isinstance(connection, duckdb.DuckDBPyConnection):
-        kind = type(connection)
-        raise ProgrammingError(f"from_connection needs a duckdb.DuckDBPyConnection (from "
-                               f"duckdb.connect()), not {kind.__module__}.{kind.__qualname__}; "
-                               "dpsql runs on DuckDB only (for DataFrames or files use "
-                               "dpsql.from_df)")
-    meta = _load(metadata)
-    return Reader(Engine.from_connection(connection, meta), meta, privacy, budget,
-                  _ledger(ledger, budget))
-
-
-def _ledger(ledger, budget):
-    if ledger is None or hasattr(ledger, "charge"):
-        return ledger
-    if not isinstance(ledger, (str, os.PathLike)):
-        raise ProgrammingError(f"ledger must be a file path (str or os.PathLike) or a "
-                               f"dpsql Ledger, not {type(ledger).__name__}")
-    from ..privacy.ledger import Ledger
-    return Ledger(ledger, budget)

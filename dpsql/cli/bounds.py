@@ -21,9 +21,8 @@ from ..errors import MetadataError
 
 
 def run(args) -> int:
-    import dpsql
-
     from .text import UsageError, _require_file
+    from ..api.session import open_session
     from ..privacy.ledger import Ledger
     from ..metadata.model import Metadata
     if args.budget is not None and args.ledger is None:
@@ -36,7 +35,7 @@ def run(args) -> int:
     table = args.table[0][0]
     ledger = Ledger(args.ledger, args.budget) if args.ledger else None
     warnings.filterwarnings("ignore", message="dpsql: no budget set")
-    reader = dpsql.from_df(tables, args.metadata, ledger=ledger)
+    reader, _ = open_session(args.metadata, tables=tables, ledger=ledger)
     meta_table = reader.metadata.find_table(table)
     col = meta_table.column(args.column) if meta_table is not None else None
     lower, upper = reader.estimate_bounds(table, args.column, epsilon=args.epsilon)

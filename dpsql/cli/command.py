@@ -214,7 +214,7 @@ def _read_sql(text: str) -> str:
 
 
 def cmd_query(args) -> int:
-    import dpsql
+    from ..api.session import open_session
     from ..privacy.params import Privacy
 
     _check_query_args(args)
@@ -234,12 +234,8 @@ def cmd_query(args) -> int:
         # CLI says it in its own terms, once a release has been made (main()
         # scopes this filter with catch_warnings).
         warnings.filterwarnings("ignore", message="dpsql: no budget set")
-        if args.database:
-            import duckdb
-            con = duckdb.connect(args.database, read_only=True)
-            reader = dpsql.from_connection(con, args.metadata, privacy=privacy, ledger=ledger)
-        else:
-            reader = dpsql.from_df(tables, args.metadata, privacy=privacy, ledger=ledger)
+        source = {"database": args.database} if args.database else {"tables": tables}
+        reader, con = open_session(args.metadata, privacy=privacy, ledger=ledger, **source)
         if args.explain:
             note = _ledger_note(args.ledger, ledger, reader, sql)
             _write(reader.explain(sql).rstrip("\n") + "\n" + note)

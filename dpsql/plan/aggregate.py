@@ -26,7 +26,8 @@ from ..privacy.spend import ZERO, Spend
 from .rewrite import column, substitute
 from ..frontend.allowed import ENGINE_TYPES
 from ..frontend.typecheck import Checker, check, float_literal, predicate
-from .statistics import Statistic, StatisticSet, aggregate_type, plan_aggregates
+from .aggregates import aggregate_type, plan_aggregates
+from .statistics import Statistic, StatisticSet
 from .nodes import epoch_us, truncated, truncated_groups
 from .lift import MAX_GRID, lift
 from .query import Query
@@ -178,12 +179,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
     query = lift(query)
     table = query.table
     types = metadata_types(table)
-    keys = []
-    for key in query.keys:
-        node, kind = check(key, types, "GROUP BY")
-        if kind == "null":
-            raise QueryError(f"GROUP BY {key.sql(ANALYST_DIALECT)} is a constant NULL; group by a column")
-        keys.append((node, kind))
+    keys = _typed_keys(query, types)
     k = _contribution_bound(query.relation)
     pid = query.relation.pid
     domains = _public_key_columns(query) if query.keys else None
@@ -199,19 +195,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
         stats.bound_groups(*group_bounds)
     stats.in_bounds = {name for name, f in query.relation.fields.items() if f.in_bounds}
     aggregate_outputs = plan_aggregates(query.aggregates, table, stats)
-    threshold = None
-    if needs_threshold:
-        # The threshold reuses a released noisy count when it can: first a
-        # COUNT(DISTINCT id) (persons: no shift), then a COUNT(*) or COUNT(x) (a
-        # person holds at most k rows of a key: tau is raised by k - 1); otherwise a
-        # COUNT(*) of its own is added, cheaper to compute than a distinct count.
-        persons = [s for s in stats.items if s.persons]
-        # Any count of rows will do (COUNT(x) <= COUNT(*)): a person holds at most
-        # per-key rows of a key, so a key of one person's still stays below tau.
-        rows = ([s for s in stats.items if s.aggregate == exp.Count(this=exp.Star())]
-                + [s for s in stats.items if isinstance(s.aggregate, exp.Count)
-                   and not isinstance(s.aggregate.this, (exp.Star, exp.Distinct))])
-        threshold = (persons or rows or [stats.count_rows(Stat.threshold)])[0]
+    threshold = _threshold_statistic(stats) if needs_threshold else None
     delta_t, spend = split(stats, privacy, needs_threshold)
 
     # The exact query: typed relation -> filtered rows -> truncated -> grouped aggregates.
@@ -226,15 +210,61 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
                          for c in e.find_all(exp.Column)}, key=str.lower)
         rows = truncated(rows, pid, k, [table.column(f).name if table.column(f) else f for f in fields])
     key_names = [f"_k{i}" for i in range(len(query.keys))]
-    plain = [s for s in stats.items if s.cell is None]      # read from the engine as values
-    hists = histograms(stats.items)
+    exact = _exact_query(rows, keys, key_names, stats.items, domains, truncating)
+    check_rows_independent(exact)
+    post = _post_query(query, aggregate_outputs, key_names, [kind for _, kind in keys],
+                       [s.name for s in stats.items])
+    plan = Plan(query=query, exact=exact, post=post, statistics=stats.items, key_names=key_names,
+                output_names=[name for name, _ in query.outputs], public_keys=bool(domains),
+                passthrough=_passthrough(query, post), key_kinds=[kind for _, kind in keys],
+                threshold=threshold, threshold_delta=delta_t, spend=spend, cost=spend.pair)
+    if threshold is not None:
+        per_key = stats.per_group or k       # rows of one person in a key
+        shift = 0 if threshold.persons else per_key - 1
+        plan.tau = threshold.mechanism.threshold(max_groups=stats.groups, delta=delta_t) + shift
+    plan.notes += _notes(group_bounds, bool(query.keys and not domains and not needs_threshold))
+    return plan
+
+
+def _typed_keys(query: Query, types: dict) -> list:
+    """(guarded expression, type) of each GROUP BY key."""
+    keys = []
+    for key in query.keys:
+        node, kind = check(key, types, "GROUP BY")
+        if kind == "null":
+            raise QueryError(f"GROUP BY {key.sql(ANALYST_DIALECT)} is a constant NULL; group by a column")
+        keys.append((node, kind))
+    return keys
+
+
+def _threshold_statistic(stats: StatisticSet) -> Statistic:
+    """The noisy count a group's release is decided by.
+
+    It reuses a released noisy count when it can: first a COUNT(DISTINCT id) (persons:
+    no shift), then a COUNT(*) or COUNT(x) (a person holds at most k rows of a key: tau
+    is raised by k - 1); otherwise a COUNT(*) of its own is added, cheaper to compute
+    than a distinct count."""
+    persons = [s for s in stats.items if s.persons]
+    # Any count of rows will do (COUNT(x) <= COUNT(*)): a person holds at most
+    # per-key rows of a key, so a key of one person's still stays below tau.
+    rows = ([s for s in stats.items if s.aggregate == exp.Count(this=exp.Star())]
+            + [s for s in stats.items if isinstance(s.aggregate, exp.Count)
+               and not isinstance(s.aggregate.this, (exp.Star, exp.Distinct))])
+    return (persons or rows or [stats.count_rows(Stat.threshold)])[0]
+
+
+def _exact_query(rows, keys: list, key_names: list, items: list, domains,
+                 truncating: bool) -> exp.Select:
+    """The grouped aggregates (and quantile histograms) over the bounded rows."""
+    plain = [s for s in items if s.cell is None]      # read from the engine as values
+    hists = histograms(items)
     source = (exp.to_table(BOUNDED_CTE) if hists else
               exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier("_bounded"))))
     exact = exp.select(*[exp.alias_(key_output(node, kind), name, quoted=True)
                          for (node, kind), name in zip(keys, key_names)],
                        *[exp.alias_(s.aggregate, s.name, quoted=True) for s in plain]
                        ).from_(source)
-    if query.keys:
+    if keys:
         exact = exact.group_by(*[column(n) for n in key_names])
     star = exp.Count(this=exp.Star())
     if len(hists) == 1 and all(s.aggregate == star for s in plain):
@@ -242,37 +272,27 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
                                       key_names, hists, [s.name for s in plain])
     elif hists:
         # Quantiles: one histogram per group over the same bounded rows (dpsql.plan.quantiles).
-        exact = with_histograms(exact if (plain or query.keys) else None, rows,
+        exact = with_histograms(exact if (plain or keys) else None, rows,
                                 [key_output(node, kind) for node, kind in keys], key_names,
                                 hists, materialize=truncating)
     if domains:
         exact = _join_grid(exact, domains, key_names, plain, [n for n, _ in hists.values()])
+    return exact
 
-    check_rows_independent(exact)
-    post = _post_query(query, aggregate_outputs, key_names, [kind for _, kind in keys],
-                       [s.name for s in stats.items])
-    passthrough = _passthrough(query, post)
-    plan = Plan(query=query, exact=exact, post=post, statistics=stats.items, key_names=key_names,
-                output_names=[name for name, _ in query.outputs], public_keys=bool(domains),
-                passthrough=passthrough, key_kinds=[kind for _, kind in keys],
-                threshold=threshold, threshold_delta=delta_t)
-    if threshold is not None:
-        per_key = stats.per_group or k       # rows of one person in a key
-        shift = 0 if threshold.persons else per_key - 1
-        plan.tau = threshold.mechanism.threshold(max_groups=stats.groups, delta=delta_t) + shift
+
+def _notes(group_bounds, keys_public_by_owner: bool) -> list:
+    notes = []
     if group_bounds:
         g, r = group_bounds
-        plan.notes.append(
+        notes.append(
             f"contribution bounds from max_groups={g}, max_rows_per_group={r}: a person adds "
             f"rows to at most {g} group(s), at most {r} in each (truncation keeps {g} random "
             f"groups and {r} random rows in each); Laplace noise uses L1 = {g} x {r} = {g * r} "
             f"rows, Gaussian noise L2 = sqrt({g}) x {r} = {math.sqrt(g) * r:.4g} rows")
-    plan.spend = spend
-    plan.cost = spend.pair
-    if query.keys and not domains and not needs_threshold:
-        plan.notes.append("censor_dims is false: the owner asserts the group keys are public, "
-                          "so they are released without a threshold")
-    return plan
+    if keys_public_by_owner:
+        notes.append("censor_dims is false: the owner asserts the group keys are public, "
+                     "so they are released without a threshold")
+    return notes
 
 
 def _join_grid(exact: exp.Select, domains, key_names, stats, lists=()) -> exp.Select:

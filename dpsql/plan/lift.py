@@ -19,15 +19,14 @@ from dataclasses import replace
 from sqlglot import exp
 
 from ..errors import QueryError
-from .quantiles import QUANTILE_NODES
+from .aggregates import BOUNDED
 from .rewrite import column, substitute
 from ..frontend.typecheck import check
 from .bounds import Deriver
 from .relations import Field, Relation, _unbounded_message
 from ..frontend.dialect import ANALYST_DIALECT
 
-BOUNDED_AGGREGATES = (exp.Sum, exp.Avg, exp.Variance, exp.VariancePop, exp.Stddev,
-                      exp.StddevPop, exp.StddevSamp) + QUANTILE_NODES
+BOUNDED_AGGREGATES = BOUNDED       # dpsql.plan.aggregates: their argument needs bounds
 MAX_GRID = 10_000
 """Most public key combinations one query may release (each a noisy row)."""
 

@@ -21,12 +21,13 @@ from .rewrite import clamp, column, substitute
 from ..frontend.binding import Binder, expression_weight, fail
 from ..frontend.typecheck import Checker
 from .bounds import Deriver
+from .aggregates import PER_PERSON
 from .nodes import truncated
 from .relations import (HIDDEN_PID, Field, Relation, _check_name, _derive, _output_name,
                         _references_id, _unbounded_message, censored, not_null_id)
 from ..frontend.dialect import ANALYST_DIALECT
 
-PER_PERSON_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+PER_PERSON_AGGREGATES = PER_PERSON   # dpsql.plan.aggregates
 
 
 class _PerPerson:

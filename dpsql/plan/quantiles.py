@@ -34,7 +34,6 @@ from ..frontend.typecheck import float_literal
 from .statistic import Statistic
 from ..frontend.dialect import ANALYST_DIALECT
 
-QUANTILE_NODES = (exp.PercentileCont, exp.PercentileDisc, exp.Min, exp.Max)
 MIN_P, MAX_P = Fraction(1, 100), Fraction(99, 100)
 """MIN(x) and MAX(x) are released as QUANTILE_DISC(x, 0.01) and QUANTILE_DISC(x, 0.99)."""
 MAX_LIST = 100

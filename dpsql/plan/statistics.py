@@ -186,20 +186,6 @@ def _bounds(col, node) -> tuple:
     return col.lower, col.upper, integer
 
 
-def aggregate_type(node, table) -> str:
-    """The language type of an aggregate's released value (for post-processing)."""
-    from .quantiles import QUANTILE_NODES, output_type
-    if isinstance(node, QUANTILE_NODES):
-        return output_type(node, table)
-    if isinstance(node, exp.Count):
-        return "int"
-    if isinstance(node, exp.Sum) and isinstance(node.this, exp.Column):
-        col = table.column(node.this.name)
-        if col is not None and col.type in ("int", "boolean") and _integral_bounds(col):
-            return "int"
-    return "float"
-
-
 def _integral_bounds(col) -> bool:
     return col.type == "boolean" or (col.lower is not None and col.upper is not None and float(
         col.lower).is_integer() and float(col.upper).is_integer())
@@ -210,24 +196,6 @@ def _value(col) -> exp.Expression:
     if col.type == "boolean":
         return exp.Cast(this=node, to=exp.DataType.build("INT"))
     return node
-
-
-def plan_aggregates(aggregates: list, table, stats: StatisticSet) -> list:
-    """Map each aggregate node to its post-processing expression over statistic columns."""
-    counted = set()   # columns whose COUNT is released anyway, so sums can be centred
-    for node in aggregates:
-        if isinstance(node, exp.Count) and (isinstance(node.this, (exp.Star, exp.Literal,
-                                                                   exp.Boolean))):
-            counted.add("*")  # COUNT(*): every row, so the count of a non-nullable column
-        if isinstance(node, (exp.Avg, exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevPop,
-                             exp.StddevSamp)) or (isinstance(node, exp.Count)
-                                                  and isinstance(node.this, exp.Column)):
-            counted.add(node.this.name.lower() if isinstance(node.this, exp.Column) else None)
-    planned = []
-    for node in aggregates:
-        stats.outputs.append({})
-        planned.append((node, _post_expression(node, table, stats, counted)))
-    return planned
 
 
 def _log_abs(x) -> float:
@@ -250,87 +218,146 @@ def _log_width(lower, upper) -> float:
     return _log_abs(width)
 
 
-def _post_expression(node, table, stats: StatisticSet, counted: set) -> exp.Expression:
-    if isinstance(node, exp.Count):
-        count = stats.count_of(node)
-        stats.weigh(count, 0.0)       # a count's error against the count (log weight)
-        return column(count.name)
-    arg = node.this
-    if not isinstance(arg, exp.Column):
-        raise QueryError(f"{node.sql(ANALYST_DIALECT)}: {node.key.upper()} takes a column of the table, "
-                         "not an expression (its bounds would be unknown); compute with the "
-                         "aggregate instead, e.g. SUM(x) * 2")
-    col = table.column(arg.name)
-    from .quantiles import QUANTILE_NODES, plan_quantile, quantile_bounds
-    if isinstance(node, QUANTILE_NODES):
-        lower, upper, integer = quantile_bounds(col, node)
-        return plan_quantile(node, col, _value(col), lower, upper, integer, stats,
-                             col.name.lower() in stats.in_bounds)
-    lower, upper, integer = _bounds(col, node)
-    value = _value(col)
-    # Weights (dpsql.plan.split): each output's error against its natural range.
-    log_width = _log_width(lower, upper)
-    centred = col.name.lower() in counted or ("*" in counted and col.nullable is False)
-    if isinstance(node, exp.Sum) and not centred:
-        total = stats.sum_of(value, lower, upper, integer, label=node.sql(ANALYST_DIALECT),
-                             in_bounds=col.name.lower() in stats.in_bounds)
-        stats.weigh(total, -2 * log_width)
+def sum_type(node, table) -> str:
+    """The released type of a SUM: int for an integer column with integral bounds."""
+    if isinstance(node.this, exp.Column):
+        col = table.column(node.this.name)
+        if col is not None and col.type in ("int", "boolean") and _integral_bounds(col):
+            return "int"
+    return "float"
+
+
+def column_of(node, table):
+    """The metadata column an aggregate reads (lifting has made every argument one)."""
+    if not isinstance(node.this, exp.Column):
+        raise QueryError(f"{node.sql(ANALYST_DIALECT)}: {node.key.upper()} takes a column of the "
+                         "table, not an expression (its bounds would be unknown); compute with "
+                         "the aggregate instead, e.g. SUM(x) * 2")
+    return table.column(node.this.name)
+
+
+def value_of(col) -> exp.Expression:
+    """The column as a number (booleans as 0/1)."""
+    return _value(col)
+
+
+def plan_count(node, table, stats: StatisticSet, counted: set) -> exp.Expression:
+    count = stats.count_of(node)
+    stats.weigh(count, 0.0)       # a count's error against the count (log weight)
+    return column(count.name)
+
+
+class _Moments:
+    """What SUM, AVG, VAR and STDDEV of one bounded column share: its bounds, its count
+    and its centred sum (SUM = centred sum + mid * count)."""
+
+    def __init__(self, node, table, stats: StatisticSet, counted: set):
+        col = column_of(node, table)
+        self.node, self.col, self.stats = node, col, stats
+        self.lower, self.upper, self.integer = _bounds(col, node)
+        self.value = _value(col)
+        self.in_bounds = col.name.lower() in stats.in_bounds
+        # Weights (dpsql.plan.split): each output's error against its natural range.
+        self.log_width = _log_width(self.lower, self.upper)
+        self.centred = col.name.lower() in counted or ("*" in counted and col.nullable is False)
+
+    def plain_sum(self) -> exp.Expression:
+        total = self.stats.sum_of(self.value, self.lower, self.upper, self.integer,
+                                  label=self.node.sql(ANALYST_DIALECT), in_bounds=self.in_bounds)
+        self.stats.weigh(total, -2 * self.log_width)
         return column(total.name)
-    mid = (lower + upper) // 2 if integer else (lower + upper) / 2
-    # A column declared non-nullable has COUNT(x) = COUNT(*): one statistic fewer. Sums
-    # are then centred per row, since a cell that fails its cast is NULL all the same.
-    counter = stats.count_rows() if col.nullable is False else stats.count_of(exp.Count(this=arg.copy()))
-    same_rows = counter if col.nullable is not False else None
-    n = column(counter.name)
-    centred_sum = stats.sum_of(value, lower, upper, integer, offset=mid,
-                               in_bounds=col.name.lower() in stats.in_bounds,
-                               label=f"SUM({col.name} - {mid})", count=same_rows)
-    s = column(centred_sum.name)
-    if isinstance(node, exp.Sum):
-        stats.weigh(centred_sum, -2 * log_width)
-        stats.weigh(counter, 2 * _log_abs(mid) - 2 * log_width)     # SUM = centred + mid * n
+
+    def centre(self) -> None:
+        """The count and the sum centred on the midpoint, as statistics."""
+        lower, upper, col, stats = self.lower, self.upper, self.col, self.stats
+        self.mid = (lower + upper) // 2 if self.integer else (lower + upper) / 2
+        # A column declared non-nullable has COUNT(x) = COUNT(*): one statistic fewer. Sums
+        # are then centred per row, since a cell that fails its cast is NULL all the same.
+        self.counter = (stats.count_rows() if col.nullable is False
+                        else stats.count_of(exp.Count(this=self.node.this.copy())))
+        self.same_rows = self.counter if col.nullable is not False else None
+        self.n = column(self.counter.name)
+        self.centred_sum = stats.sum_of(self.value, lower, upper, self.integer, offset=self.mid,
+                                        in_bounds=self.in_bounds, count=self.same_rows,
+                                        label=f"SUM({col.name} - {self.mid})")
+        self.s = column(self.centred_sum.name)
+        self.safe_n = _greatest(self.n, exp.Literal.number(1))
+        self.mean = exp.Div(this=exp.Cast(this=self.s, to=exp.DataType.build("DOUBLE")),
+                            expression=self.safe_n)
+
+    def centred_total(self) -> exp.Expression:
+        self.stats.weigh(self.centred_sum, -2 * self.log_width)
+        self.stats.weigh(self.counter, 2 * _log_abs(self.mid) - 2 * self.log_width)
+        s, n, mid = self.s, self.n, self.mid
         # Rebuilt from noisy values: computed where it cannot overflow (HUGEINT for
         # integers, DOUBLE otherwise), so post-processing never fails on a noisy count.
-        if integer:
+        if self.integer:
             wide = exp.DataType.build("HUGEINT")
             total = exp.Add(this=exp.Cast(this=s, to=wide), expression=exp.Mul(
                 this=bound_literal(mid), expression=exp.Cast(this=n, to=wide.copy())))
             return exp.TryCast(this=total, to=exp.DataType.build("BIGINT"))
-        return exp.Add(this=exp.Cast(this=s, to=exp.DataType.build("DOUBLE")), expression=exp.Mul(
-            this=float_literal(float(mid)), expression=exp.Cast(this=n, to=exp.DataType.build("DOUBLE"))))
-    safe_n = _greatest(n, exp.Literal.number(1))
-    mean = exp.Div(this=exp.Cast(this=s, to=exp.DataType.build("DOUBLE")), expression=safe_n)
-    if isinstance(node, exp.Avg):
-        stats.weigh(centred_sum, -2 * log_width)
+        double = exp.DataType.build("DOUBLE")
+        return exp.Add(this=exp.Cast(this=s, to=double), expression=exp.Mul(
+            this=float_literal(float(mid)), expression=exp.Cast(this=n, to=double.copy())))
+
+    def average(self) -> exp.Expression:
+        self.stats.weigh(self.centred_sum, -2 * self.log_width)
         # (mean - mid) / n per unit of n, against the width: E[(mean - mid)^2] taken as
         # half^2 / 2, between a mean spread evenly over the bounds (half^2 / 3) and one at
         # an end (half^2), where skewed data such as incomes put it.
-        stats.weigh(counter, -math.log(8))
-        return _between(exp.Add(this=mean, expression=float_literal(float(mid))), lower, upper)
-    half = max(upper - mid, mid - lower)
-    centre2 = (half * half) // 2 if integer else half * half / 2
-    s2 = column(stats.sum_of(value, lower, upper, integer, offset=mid, square_offset=centre2,
-                             label=f"SUM(({col.name} - {mid})^2 - {centre2})", count=same_rows).name)
-    # VAR = s2/n + c2 - (s/n)^2 against width^2: d/ds2 = 1/n; d/ds = -2 (mean - mid)/n;
-    # d/dn = (c2 - E(x - mid)^2 + 2 (mean - mid)^2) / n. Both depend on the data; taken
-    # at |mean - mid| = half / 4 and a derivative in n of c2, which gives the three
-    # statistics equal shares: the choice that was not worse on any column measured
-    # (tests/benchmarks/bench_accuracy.py; docs/privacy.md).
-    stats.weigh(next(t for t in stats.items if t.name == s2.name), -4 * log_width)
-    stats.weigh(centred_sum, -2 * log_width - 2 * math.log(4))
-    stats.weigh(counter, -2 * math.log(8))
-    second = exp.Add(this=exp.Div(this=exp.Cast(this=s2, to=exp.DataType.build("DOUBLE")),
-                                  expression=safe_n.copy()),
-                     expression=float_literal(float(centre2)))
-    var_pop = exp.Sub(this=second, expression=exp.Pow(this=mean.copy(), expression=exp.Literal.number(2)))
-    if isinstance(node, (exp.Variance, exp.Stddev, exp.StddevSamp)):
-        n_minus_1 = _greatest(exp.Sub(this=n.copy(), expression=exp.Literal.number(1)),
+        self.stats.weigh(self.counter, -math.log(8))
+        return _between(exp.Add(this=self.mean, expression=float_literal(float(self.mid))),
+                        self.lower, self.upper)
+
+    def variance(self, sample: bool) -> tuple:
+        """(variance expression, its largest value): population or sample variance."""
+        lower, upper, mid, col, stats = self.lower, self.upper, self.mid, self.col, self.stats
+        half = max(upper - mid, mid - lower)
+        centre2 = (half * half) // 2 if self.integer else half * half / 2
+        s2 = column(stats.sum_of(self.value, lower, upper, self.integer, offset=mid,
+                                 square_offset=centre2, count=self.same_rows,
+                                 label=f"SUM(({col.name} - {mid})^2 - {centre2})").name)
+        # VAR = s2/n + c2 - (s/n)^2 against width^2: d/ds2 = 1/n; d/ds = -2 (mean - mid)/n;
+        # d/dn = (c2 - E(x - mid)^2 + 2 (mean - mid)^2) / n. Both depend on the data; taken
+        # at |mean - mid| = half / 4 and a derivative in n of c2, which gives the three
+        # statistics equal shares: the choice that was not worse on any column measured
+        # (tests/benchmarks/bench_accuracy.py; docs/privacy.md).
+        stats.weigh(next(t for t in stats.items if t.name == s2.name), -4 * self.log_width)
+        stats.weigh(self.centred_sum, -2 * self.log_width - 2 * math.log(4))
+        stats.weigh(self.counter, -2 * math.log(8))
+        second = exp.Add(this=exp.Div(this=exp.Cast(this=s2, to=exp.DataType.build("DOUBLE")),
+                                      expression=self.safe_n.copy()),
+                         expression=float_literal(float(centre2)))
+        var_pop = exp.Sub(this=second, expression=exp.Pow(this=self.mean.copy(),
+                                                          expression=exp.Literal.number(2)))
+        if not sample:
+            return var_pop, half * half
+        n_minus_1 = _greatest(exp.Sub(this=self.n.copy(), expression=exp.Literal.number(1)),
                               exp.Literal.number(1))
-        var = exp.Div(this=exp.Mul(this=exp.Paren(this=var_pop), expression=safe_n.copy()),
-                      expression=n_minus_1)
-    else:
-        var = var_pop
-    var = _between(var, 0, half * half * (2 if var is not var_pop else 1))
+        return exp.Div(this=exp.Mul(this=exp.Paren(this=var_pop), expression=self.safe_n.copy()),
+                       expression=n_minus_1), half * half * 2
+
+
+def plan_sum(node, table, stats: StatisticSet, counted: set) -> exp.Expression:
+    moments = _Moments(node, table, stats, counted)
+    if not moments.centred:
+        return moments.plain_sum()
+    moments.centre()
+    return moments.centred_total()
+
+
+def plan_average(node, table, stats: StatisticSet, counted: set) -> exp.Expression:
+    moments = _Moments(node, table, stats, counted)
+    moments.centre()
+    return moments.average()
+
+
+def plan_spread(node, table, stats: StatisticSet, counted: set) -> exp.Expression:
+    """VAR_SAMP/VAR_POP and STDDEV_SAMP/STDDEV_POP (VARIANCE and STDDEV are the samples)."""
+    moments = _Moments(node, table, stats, counted)
+    moments.centre()
+    var, top = moments.variance(isinstance(node, (exp.Variance, exp.Stddev, exp.StddevSamp)))
+    var = _between(var, 0, top)
     if isinstance(node, (exp.Stddev, exp.StddevPop, exp.StddevSamp)):
         return exp.Sqrt(this=var)
     return var

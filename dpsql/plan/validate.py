@@ -17,13 +17,13 @@ from sqlglot import exp
 from ..metadata.model import Metadata
 from .query import Query
 from .resolve import resolve
-from .quantiles import QUANTILE_NODES, normalise_quantile
+from .aggregates import RELEASED
+from .quantiles import normalise_quantile
 from ..frontend.binding import Binder as _Binder
 from ..frontend.binding import fail as _fail
 from ..frontend.dialect import ANALYST_DIALECT
 
-SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Variance, exp.VariancePop,
-                        exp.Stddev, exp.StddevPop, exp.StddevSamp) + QUANTILE_NODES
+SUPPORTED_AGGREGATES = RELEASED     # dpsql.plan.aggregates
 # SmartNoise spellings that sqlglot leaves as anonymous functions.
 ANONYMOUS_AGGREGATES = {"var": exp.Variance, "std": exp.Stddev, "var_samp": exp.Variance,
                         "variance_samp": exp.Variance}

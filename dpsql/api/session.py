@@ -1,0 +1,140 @@
+"""Opening a session: data, metadata, ledger and budget, the same way for every client.
+
+Owns: the one opener behind ``dpsql.from_df``, ``dpsql.from_connection``,
+``dpsql.connect`` and the ``dpsql`` command. It reads the metadata, binds the data to
+an engine (DataFrames and files, an open connection, or a database file opened
+read-only), turns a ledger path into a ``Ledger`` with the session's budget, and
+returns a ``Reader``. Nothing is read from the private data here beyond column types.
+"""
+from __future__ import annotations
+
+import os
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from ..engines.duckdb.engine import Engine
+from ..errors import DataError, OperationalError, ProgrammingError
+from ..metadata.model import Metadata
+from ..privacy.params import Budget, Privacy
+from .reader import Reader
+
+
+def open_session(metadata, *, tables=None, connection=None, database=None,
+                 privacy: Privacy | None = None, budget: Budget | None = None, ledger=None,
+                 engine: str | None = None) -> tuple:
+    """(reader, connection the session opened itself or None) over exactly one of
+    ``tables`` (as ``from_df``), ``connection`` (an open DuckDB connection) or
+    ``database`` (the path of a DuckDB file, opened read-only)."""
+    meta = Metadata.load(metadata)
+    if tables is not None:
+        return _reader(_engine_over_tables(tables, meta), meta, privacy, budget, ledger), None
+    owned = _open_database(database) if database is not None else None
+    try:
+        bound = _engine_over_connection(owned or connection, meta, engine)
+        return _reader(bound, meta, privacy, budget, ledger), owned
+    except BaseException:
+        if owned is not None:
+            owned.close()
+        raise
+
+
+def _reader(engine, meta: Metadata, privacy, budget, ledger) -> Reader:
+    return Reader(engine, meta, privacy, budget, ledger_for(ledger, budget))
+
+
+def from_df(data, metadata, privacy: Privacy | None = None, budget: Budget | None = None,
+            ledger=None) -> Reader:
+    """A session over DataFrames (or .csv/.parquet paths), scanned in place by DuckDB.
+
+    A DataFrame whose columns are views with negative strides (``df.iloc[::-1]``)
+    cannot be scanned by DuckDB: those columns alone are copied, the rest are
+    shared (copy on write). The index is not data, except a named one
+    (``df.set_index('age')``), which becomes columns again unless a column
+    already has its name.
+    """
+    return open_session(metadata, tables=data, privacy=privacy, budget=budget, ledger=ledger)[0]
+
+
+def from_connection(connection, metadata, privacy: Privacy | None = None,
+                    budget: Budget | None = None, ledger=None, engine: str | None = None) -> Reader:
+    """A session over tables that already live in a DuckDB connection.
+
+    ``engine`` is accepted for SmartNoise compatibility and must name DuckDB.
+    """
+    return open_session(metadata, connection=connection, privacy=privacy, budget=budget,
+                        ledger=ledger, engine=engine)[0]
+
+
+def ledger_for(ledger, budget):
+    """A ledger path as a ``Ledger`` holding ``budget``; a Ledger object as it is."""
+    if ledger is None or hasattr(ledger, "charge"):
+        return ledger
+    if not isinstance(ledger, (str, os.PathLike)):
+        raise ProgrammingError(f"ledger must be a file path (str or os.PathLike) or a "
+                               f"dpsql Ledger, not {type(ledger).__name__}")
+    from ..privacy.ledger import Ledger
+    return Ledger(ledger, budget)
+
+
+def _engine_over_tables(data, meta: Metadata):
+    if isinstance(data, dict):
+        data = {name: _scannable(source) for name, source in data.items()}
+    else:
+        data = _scannable(data)
+    try:
+        return Engine.from_data(data, meta)
+    except duckdb.Error as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise DataError(f"DuckDB cannot scan the data: {first}; pass DataFrames with plain "
+                        "columns (e.g. df.copy()) or .csv/.parquet paths") from None
+
+
+def _engine_over_connection(connection, meta: Metadata, engine: str | None):
+    if engine is not None and str(engine).lower() != "duckdb":
+        raise ProgrammingError(f"engine {engine!r} is not supported; dpsql runs on DuckDB "
+                               "(pass a duckdb connection, or leave engine out)")
+    if not isinstance(connection, duckdb.DuckDBPyConnection):
+        kind = type(connection)
+        raise ProgrammingError(f"from_connection needs a duckdb.DuckDBPyConnection (from "
+                               f"duckdb.connect()), not {kind.__module__}.{kind.__qualname__}; "
+                               "dpsql runs on DuckDB only (for DataFrames or files use "
+                               "dpsql.from_df)")
+    return Engine.from_connection(connection, meta)
+
+
+def _open_database(path):
+    """A DuckDB database file, read-only."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        kind = type(path)
+        raise ProgrammingError(
+            f"connect: database must be the path of a DuckDB file or a "
+            f"duckdb.DuckDBPyConnection, not {kind.__module__}.{kind.__qualname__}; "
+            "dpsql runs on DuckDB only")
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise OperationalError(f"connect: database file not found: {path}")
+    return duckdb.connect(path, read_only=True)
+
+
+def _reversed_view(array) -> bool:
+    buffers = [array] + [getattr(array, name, None)
+                         for name in ("_ndarray", "_data", "_mask", "_codes")]
+    return any(isinstance(b, np.ndarray) and any(s < 0 for s in b.strides) for b in buffers)
+
+
+def _scannable(frame):
+    """``frame`` as DuckDB can scan it in place (see ``from_df``)."""
+    if not isinstance(frame, pd.DataFrame):
+        return frame
+    names = [n for n in frame.index.names if n is not None]
+    if names and not any(n in frame.columns for n in names):
+        frame = frame.reset_index()
+    flipped = [i for i in range(frame.shape[1]) if _reversed_view(frame.iloc[:, i].array)]
+    if not flipped:
+        return frame
+    out = frame.copy(deep=False)
+    for i in flipped:
+        out.isetitem(i, frame.iloc[:, i].copy(deep=True))
+    return out

@@ -1,0 +1,105 @@
+"""The aggregates dpsql knows: one registry entry per aggregate function.
+
+Owns: which aggregate functions a query may use, where (released by the DP
+aggregation, inside a per-person aggregation), whether their argument needs bounds,
+the type of what they release, and the planner that turns each into noisy statistics
+and a post-processing expression (``dpsql.plan.statistics`` for counts and moments,
+``dpsql.plan.quantiles`` for quantiles, MIN and MAX). To add an aggregate: write its
+planner, and add one entry here (docs/architecture.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from sqlglot import exp
+
+from .quantiles import output_type, plan_quantile, quantile_bounds
+from .statistics import (StatisticSet, column_of, plan_average, plan_count, plan_spread,
+                         plan_sum, sum_type, value_of)
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One aggregate function and how dpsql plans it."""
+
+    plan: Callable | None    # (node, table, stats, counted) -> post-processing expression
+    output_type: Callable    # (node, table) -> the language type of its released value
+    bounded: bool            # its argument needs bounds (an expression becomes a column)
+    per_person: bool         # allowed inside a per-person aggregation (GROUP BY the id)
+    reads_count: bool        # releases the count of its column (lets a SUM be centred)
+
+
+def _quantile(node, table, stats: StatisticSet, counted: set) -> exp.Expression:
+    col = column_of(node, table)
+    lower, upper, integer = quantile_bounds(col, node)
+    return plan_quantile(node, col, value_of(col), lower, upper, integer, stats,
+                         col.name.lower() in stats.in_bounds)
+
+
+def _count_type(node, table) -> str:
+    return "int"
+
+
+def _float_type(node, table) -> str:
+    return "float"
+
+
+_MOMENT = dict(output_type=_float_type, bounded=True, reads_count=True)
+_QUANTILE = dict(plan=_quantile, output_type=output_type, bounded=True, reads_count=False)
+
+REGISTRY: dict = {
+    exp.Count: Aggregate(plan_count, _count_type, bounded=False, per_person=True,
+                         reads_count=True),
+    exp.Sum: Aggregate(plan_sum, sum_type, bounded=True, per_person=True, reads_count=False),
+    exp.Avg: Aggregate(plan_average, per_person=True, **_MOMENT),
+    exp.Variance: Aggregate(plan_spread, per_person=False, **_MOMENT),
+    exp.VariancePop: Aggregate(plan_spread, per_person=False, **_MOMENT),
+    exp.Stddev: Aggregate(plan_spread, per_person=False, **_MOMENT),
+    exp.StddevPop: Aggregate(plan_spread, per_person=False, **_MOMENT),
+    exp.StddevSamp: Aggregate(plan_spread, per_person=False, **_MOMENT),
+    exp.PercentileCont: Aggregate(per_person=False, **_QUANTILE),
+    exp.PercentileDisc: Aggregate(per_person=False, **_QUANTILE),
+    exp.Min: Aggregate(per_person=True, **_QUANTILE),
+    exp.Max: Aggregate(per_person=True, **_QUANTILE),
+}
+
+RELEASED = tuple(REGISTRY)
+"""Node types the DP aggregation releases."""
+BOUNDED = tuple(t for t, a in REGISTRY.items() if a.bounded)
+PER_PERSON = tuple(t for t, a in REGISTRY.items() if a.per_person)
+
+
+def entry(node: exp.Expression) -> Aggregate | None:
+    return REGISTRY.get(type(node))
+
+
+def aggregate_type(node, table) -> str:
+    """The language type of an aggregate's released value (for post-processing)."""
+    return REGISTRY[type(node)].output_type(node, table)
+
+
+def counted_columns(aggregates: list) -> set:
+    """Columns whose COUNT the query releases anyway ("*": COUNT(*)), so sums of them
+    are centred on their midpoint (half the sensitivity)."""
+    counted = set()
+    for node in aggregates:
+        if isinstance(node, exp.Count) and isinstance(node.this, (exp.Star, exp.Literal,
+                                                                  exp.Boolean)):
+            counted.add("*")   # COUNT(*): every row, so the count of a non-nullable column
+        elif isinstance(node, exp.Count):
+            if isinstance(node.this, exp.Column):
+                counted.add(node.this.name.lower())
+        elif REGISTRY[type(node)].reads_count:
+            counted.add(node.this.name.lower() if isinstance(node.this, exp.Column) else None)
+    return counted
+
+
+def plan_aggregates(aggregates: list, table, stats: StatisticSet) -> list:
+    """Map each aggregate node to its post-processing expression over statistic columns."""
+    counted = counted_columns(aggregates)
+    planned = []
+    for node in aggregates:
+        stats.outputs.append({})
+        planned.append((node, REGISTRY[type(node)].plan(node, table, stats, counted)))
+    return planned
