@@ -220,7 +220,7 @@ def test_each_bounds_rule_charges_its_interval(readers, rule):
     assert stat.l1 == pytest.approx(6 * max(abs(lo), abs(hi)), rel=1e-3)
     # the exact value the plan computes without the person (read from the engine by the
     # test, never released), so the bucket follows the plan whatever its bounds
-    base = float(readers["without"].engine.run(readers["without"]._sql(plan)[0])[stat.name][0]) * stat.unit
+    base = float(readers["without"].engine.run(readers["without"]._sql(plan)[0])[stat.name][0]) * stat.step
     sign = -1 if abs(lo) > abs(hi) else 1      # the side of the person's extreme values
     a, b = attack(_pair(readers), sql, lambda df: bool(sign * (df.s[0] - base) > 2 * stat.l1),
                   runs=100)

@@ -73,7 +73,7 @@ class Reader:
             self._compile(plan)
             plans.append(plan)
         if len(plans) > 1:
-            plan = Releases(plans, tree.sql(ANALYST_DIALECT))
+            plan = UnionPlan(plans, tree.sql(ANALYST_DIALECT))
         with self._lock:
             self._plans[key] = plan
             if len(self._plans) > _PLAN_CACHE_SIZE:
@@ -98,7 +98,7 @@ class Reader:
         return found
 
     def _forget(self, plan) -> None:
-        for part in plan.parts if isinstance(plan, Releases) else [plan]:
+        for part in plan.parts if isinstance(plan, UnionPlan) else [plan]:
             self._compiled.pop(id(part), None)
         self._marks = {k: v for k, v in self._marks.items() if k[0] != id(plan)}
 
@@ -109,7 +109,7 @@ class Reader:
     def _fingerprint(self, plan, privacy_key) -> str:
         mark = self._marks.get((id(plan), privacy_key))
         if mark is None:
-            parts = plan.parts if isinstance(plan, Releases) else [plan]
+            parts = plan.parts if isinstance(plan, UnionPlan) else [plan]
             mark = report.fingerprint(plan, privacy_key, [self._describe(p) for p in parts])
             with self._lock:
                 self._marks[(id(plan), privacy_key)] = mark
@@ -135,7 +135,7 @@ class Reader:
     def explain(self, sql: str, params=None, privacy: Privacy | None = None) -> str:
         """The bounded plan and, per noisy statistic, its sensitivity, noise and budget share."""
         plan = self._plan(sql, params, privacy)
-        if isinstance(plan, Releases):
+        if isinstance(plan, UnionPlan):
             eps, delta = plan.cost
             return "\n\n".join(
                 [f"UNION ALL of {len(plan.parts)} queries, each its own release; cost: the sum, "
@@ -215,7 +215,7 @@ class Reader:
         replay nothing: the intervals come from the stored noisy statistics)."""
         alpha = check_alpha(alpha)
         plan, noisy = self._noisy(sql, params, privacy, replay)
-        parts = plan.parts if isinstance(plan, Releases) else [plan]
+        parts = plan.parts if isinstance(plan, UnionPlan) else [plan]
         frames = [self._with_intervals(part, columns, alpha) for part, columns in zip(parts, noisy)]
         return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
@@ -296,7 +296,7 @@ class Reader:
 
     def _fresh(self, plan, mark: str = "") -> list:
         """Read the data, charge, add noise: the noisy statistics of every part."""
-        parts = plan.parts if isinstance(plan, Releases) else [plan]
+        parts = plan.parts if isinstance(plan, UnionPlan) else [plan]
         self.accountant.check(plan.spend)
         details = report.details(plan)
         exacts = []
@@ -322,15 +322,15 @@ class Reader:
 
     def _present(self, plan, noisy: list) -> pd.DataFrame:
         """Post-processing of stored noisy statistics (no data touched, nothing spent)."""
-        parts = plan.parts if isinstance(plan, Releases) else [plan]
-        frames = [self._release(part, columns) for part, columns in zip(parts, noisy)]
+        parts = plan.parts if isinstance(plan, UnionPlan) else [plan]
+        frames = [self._present_part(part, columns) for part, columns in zip(parts, noisy)]
         if len(frames) == 1:
             return frames[0]
         for frame in frames[1:]:
             frame.columns = frames[0].columns
         return pd.concat(frames, ignore_index=True)
 
-    def _release(self, plan: Plan, noisy: dict) -> pd.DataFrame:
+    def _present_part(self, plan: Plan, noisy: dict) -> pd.DataFrame:
         if plan.passthrough is not None:
             columns = {f"_o{i}": noisy[name].copy() for i, name in enumerate(plan.passthrough)}
         else:
@@ -350,8 +350,9 @@ class Reader:
         return [tuple(df.columns)] + rows
 
 
-class Releases:
-    """A UNION ALL of whole queries: each part its own release; the cost is their sum."""
+class UnionPlan:
+    """The plan of a UNION ALL of whole queries: each part its own release; the cost is
+    their sum."""
 
     def __init__(self, parts: list, sql: str):
         widths = {len(p.output_names) for p in parts}

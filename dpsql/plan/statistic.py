@@ -26,7 +26,7 @@ class Statistic:
     l1: float
     l2: float
     integer: bool
-    unit: float = 1.0         # exact value = engine value * unit
+    step: float = 1.0         # fixed-point step: exact value = engine value * step
     mechanism: NoiseMechanism | None = None    # calibrated by dpsql.plan.split
     centre: tuple | None = None  # (offset, count statistic): released is sum - offset * count
     persons: bool = False        # counts distinct persons (a threshold needs no shift)

@@ -70,12 +70,12 @@ class StatisticSet:
         return (math.sqrt(self.groups) * self.per_group if self.grouped and self.per_group
                 else self.k)
 
-    def add(self, label, aggregate, stat, l1, l2, integer, unit=1.0, centre=None) -> Statistic:
+    def add(self, label, aggregate, stat, l1, l2, integer, step=1.0, centre=None) -> Statistic:
         for existing in self.items:
-            if (existing.aggregate == aggregate and existing.unit == unit
+            if (existing.aggregate == aggregate and existing.step == step
                     and existing.centre == centre):
                 return existing
-        item = Statistic(f"_s{len(self.items)}", label, aggregate, stat, l1, l2, integer, unit,
+        item = Statistic(f"_s{len(self.items)}", label, aggregate, stat, l1, l2, integer, step,
                          centre=centre)
         self.items.append(item)
         return item
@@ -124,7 +124,7 @@ class StatisticSet:
 
         The last subtraction is not done per row: the engine sums clamp(value) (or
         the square) and release subtracts offset * COUNT exactly, from the exact
-        count ``count`` of the same rows (2 ms less per 10^7 rows). Only the
+        count ``count`` of the same rows (docs/performance.md). Only the
         sensitivity depends on the centring, and it is the centred one.
         """
         row = value if in_bounds else clamp(value, lower, upper)
@@ -145,29 +145,29 @@ class StatisticSet:
             row = exp.Mul(this=exp.Paren(this=d), expression=exp.Paren(this=d.copy()))
             magnitude, subtract = bound * bound, square_offset
             bound = max(square_offset, bound * bound - square_offset)
-        unit = 1.0
+        step = 1.0
         if not integer:
             exponent = FIXED_POINT_BITS - max(math.ceil(math.log2(magnitude)), -60) if magnitude > 0 else 0
-            row, unit = fixed_point(row, exponent), 2.0 ** -exponent
-            # Rounding each row to the grid moves it by half a unit at most; the
+            row, step = fixed_point(row, exponent), 2.0 ** -exponent
+            # Rounding each row to the grid moves it by half a step at most; the
             # final int->float conversion of a sum of up to 2^40 rows by one ulp.
-            bound += unit / 2 + magnitude * 2.0 ** -12
+            bound += step / 2 + magnitude * 2.0 ** -12
         centre = None
         if subtract and count is None:
             # No exact count of exactly these rows: subtract per row, a whole number of
-            # units so the sum stays integer (its rounding: another half unit).
-            row = shift(row, subtract if unit == 1.0 else round(subtract / unit))
-            bound += unit / 2 if unit != 1.0 else 0
+            # units so the sum stays integer (its rounding: another half step).
+            row = shift(row, subtract if step == 1.0 else round(subtract / step))
+            bound += step / 2 if step != 1.0 else 0
         elif subtract:
-            centre = (subtract / unit, count.name)
+            centre = (subtract / step, count.name)
         if bound <= 0:
             # A constant column (lower == upper): the centred sum is always 0. Its noise
-            # is calibrated to one unit rather than refused (a sensitivity of 0 is not a
+            # is calibrated to one step rather than refused (a sensitivity of 0 is not a
             # mechanism); it costs accuracy only.
-            bound = unit
+            bound = step
         agg = exp.Sum(this=row)
         return self.add(label, agg, self._sum_stat(bound, integer), self.l1_rows * bound,
-                        self.l2_rows * bound, integer, unit, centre)
+                        self.l2_rows * bound, integer, step, centre)
 
 
 def _bounds(col, node) -> tuple:

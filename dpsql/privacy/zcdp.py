@@ -14,7 +14,7 @@ optimum by a little only costs a little utility, never privacy. Calibration
 inverts the map in one step: epsilon(rho) <= epsilon iff some a has
 a rho + c(a) <= epsilon, so the largest rho is sup_a (epsilon - c(a)) / a.
 Both searches are a log-spaced scan of ``a`` refined by golden section
-(about 0.2 ms), cached per argument. The scan's upper end grows with the
+(docs/performance.md), cached per argument. The scan's upper end grows with the
 optimum: for small epsilon (or rho) the best order is a* ~ 2 log(1/delta) /
 epsilon ~ sqrt(log(1/delta) / rho), so the scan reaches log(4 (log(1/delta) + 1)
 / epsilon) + 2 and beyond; a positive rho always exists (c(a) -> 0 as a grows)

@@ -16,7 +16,7 @@ def _centring(stat) -> str:
         return ""
     offset, count = stat.centre
     return (f"; centred exactly before noise: the engine's {stat.name} minus "
-            f"{offset * stat.unit:.6g} x the exact {count}")
+            f"{offset * stat.step:.6g} x the exact {count}")
 
 
 def describe(plan: Plan, engine_sql: str, post_sql: str) -> str:

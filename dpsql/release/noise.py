@@ -58,8 +58,8 @@ def add_noise(plan, exact: dict) -> dict:
         if stat.centre is not None:    # sum - offset * count, exactly (see statistics.sum_of)
             offset, count = stat.centre
             values = values - offset * np.ma.filled(np.ma.asarray(exact[count], dtype=np.float64), 0.0)
-        if stat.unit != 1.0:
-            values = values * stat.unit
+        if stat.step != 1.0:
+            values = values * stat.step
         if stat.integer:
             # Clamped before the integer conversion, which would wrap around silently;
             # the mechanism clamps to its own range again (1-Lipschitz, sensitivity holds).

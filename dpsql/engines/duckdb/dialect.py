@@ -43,8 +43,8 @@ def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = ""
 
     Persons with at most k rows keep them all (what a uniform k-subset gives them
     anyway); only the rows of persons with more go through ARG_MIN(struct,
-    RANDOM(), k), which keeps the k rows with the smallest random tags. Splitting
-    the two measured 1.6-2x faster than sampling everyone. Rows whose id is NULL
+    RANDOM(), k), which keeps the k rows with the smallest random tags (splitting
+    the two is faster: docs/performance.md). Rows whose id is NULL
     were dropped before: they cannot be attributed, so no bound could hold.
     """
     fields = fields or ["_one"]
