@@ -91,31 +91,68 @@ def _engine_over_tables(data, meta: Metadata):
                         "columns (e.g. df.copy()) or .csv/.parquet paths") from None
 
 
+ENGINES = ("duckdb", "postgres", "postgresql")
+
+
 def _engine_over_connection(connection, meta: Metadata, engine: str | None):
-    if engine is not None and str(engine).lower() != "duckdb":
-        raise ProgrammingError(f"engine {engine!r} is not supported; dpsql runs on DuckDB "
-                               "(pass a duckdb connection, or leave engine out)")
+    """The engine that reaches ``connection``'s tables, from the connection's type."""
+    named = None if engine is None else str(engine).lower()
+    if named is not None and named not in ENGINES:
+        raise ProgrammingError(f"engine {engine!r} is not supported; dpsql runs on "
+                               f"{', '.join(ENGINES[:2])} (or leave engine out: it follows "
+                               "from the connection)")
+    if _is_postgres(connection):
+        if named not in (None, "postgres", "postgresql"):
+            raise ProgrammingError(f"engine={engine!r} but the connection is PostgreSQL's")
+        from ..engines.postgres.engine import PostgresEngine
+        return PostgresEngine.from_connection(connection, meta)
     if not isinstance(connection, duckdb.DuckDBPyConnection):
         kind = type(connection)
         raise ProgrammingError(f"from_connection needs a duckdb.DuckDBPyConnection (from "
-                               f"duckdb.connect()), not {kind.__module__}.{kind.__qualname__}; "
-                               "dpsql runs on DuckDB only (for DataFrames or files use "
-                               "dpsql.from_df)")
+                               f"duckdb.connect()) or a psycopg 3 connection, not "
+                               f"{kind.__module__}.{kind.__qualname__} (for DataFrames or "
+                               "files use dpsql.from_df)")
+    if named not in (None, "duckdb"):
+        raise ProgrammingError(f"engine={engine!r} but the connection is DuckDB's")
     return Engine.from_connection(connection, meta)
 
 
+def _is_postgres(connection) -> bool:
+    kind = type(connection)
+    return kind.__module__.startswith("psycopg") and hasattr(connection, "cursor") and not \
+        isinstance(connection, duckdb.DuckDBPyConnection)
+
+
 def _open_database(path):
-    """A DuckDB database file, read-only."""
+    """A DuckDB database file, read-only; or a PostgreSQL server named by a libpq URL
+    (``postgresql://user@host/db``; the password comes from libpq's environment or
+    password file, and no URL is ever repeated in a message)."""
+    if isinstance(path, str) and path.startswith(("postgresql://", "postgres://")):
+        return _connect_postgres(path)
     if not isinstance(path, (str, bytes, os.PathLike)):
         kind = type(path)
         raise ProgrammingError(
-            f"connect: database must be the path of a DuckDB file or a "
-            f"duckdb.DuckDBPyConnection, not {kind.__module__}.{kind.__qualname__}; "
-            "dpsql runs on DuckDB only")
+            f"connect: database must be the path of a DuckDB file, a postgresql:// URL or "
+            f"a duckdb.DuckDBPyConnection, not {kind.__module__}.{kind.__qualname__}")
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise OperationalError(f"connect: database file not found: {path}")
     return duckdb.connect(path, read_only=True)
+
+
+def _connect_postgres(url: str):
+    try:
+        import psycopg
+    except ImportError:
+        raise OperationalError("a postgresql:// database needs psycopg 3 (pip install "
+                               "'psycopg[binary]')") from None
+    try:
+        return psycopg.connect(url)
+    except psycopg.Error as err:
+        # libpq's message names the host and user, never the password; the URL (which
+        # may hold one) is not repeated.
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise OperationalError(f"cannot connect to the PostgreSQL server: {first}") from None
 
 
 def _reversed_view(array) -> bool:

@@ -27,6 +27,17 @@ MAX_STRING_LITERAL = 1000   # characters of a string literal or string parameter
 Typed = tuple  # (expression, type name)
 
 
+def _annotated(node: exp.Expression, kind: str) -> exp.Expression:
+    """``node`` with its engine type recorded (sqlglot's ``.type``), so that an engine's
+    dialect can compile a guard by the type it protects (``dpsql.plan.dialect``)."""
+    engine_type = ENGINE_TYPES.get(kind)
+    if engine_type is not None:
+        node.type = engine_type
+        if isinstance(node, exp.Try) and node.this.type is None:
+            node.this.type = engine_type
+    return node
+
+
 def guard(node: exp.Expression) -> exp.Expression:
     """``node``, NULL where evaluating it would raise: sqlglot's neutral ``exp.Try``, which
     each engine's dialect compiles (DuckDB: ``TRY(...)``)."""
@@ -79,13 +90,14 @@ class Checker:
         if self.leaf is not None:
             kind = self.leaf(node)
             if kind is not None:
-                return node, kind
+                return _annotated(node, kind), kind
         entry = entry_for(node)
         if entry is None:
             _refuse(f"{name_of(node)} is not allowed in {self.clause} "
                     f"({node.sql(ANALYST_DIALECT)[:80]}); dpsql accepts only the functions and "
                     "operators listed in docs/sql.md, whose failures it can rule out")
-        return getattr(self, "_" + entry.rule)(node)
+        out, kind = getattr(self, "_" + entry.rule)(node)
+        return _annotated(out, kind), kind
 
     def predicate(self, node: exp.Expression) -> exp.Expression:
         out, kind = self.check(node)

@@ -269,7 +269,8 @@ class Join:
             lsql, rsql = (once, rsql) if public is left else (lsql, once)
         k, bounded, pid = private.k, private.bounded and unique, private.pid
         fanout = private.fanout * reps
-        if private.unit == "row" and not unique:
+        row_identities = private.unit == "row" and not unique
+        if row_identities:
             if private.k > 1:
                 fail("a row-privacy relation that holds a row more than once (a UNION ALL) "
                      "cannot be joined with a public table on a key that repeats: the copies "
@@ -286,7 +287,7 @@ class Join:
                "per person, as before" if unique else
                f"private x public (the public key can repeat): truncated again to {k} row(s) "
                "per person before aggregation")
-        if private.unit == "row" and not unique:
+        if row_identities:
             how += "; each row of the row-privacy table gets a random identity as its own person"
         return result, how, lsql, rsql, fanout
 

@@ -28,6 +28,7 @@ from ...errors import (DataError, InternalError, MetadataError, OperationalError
                      QueryError)
 from ...metadata.model import Metadata, Table
 from .dialect import DuckDB
+from ...plan.aggregate import check_rows_independent
 from ...plan.rewrite import null_relation, typed_name, typed_relation, with_source
 
 DIALECT = "duckdb"
@@ -131,6 +132,8 @@ class Engine:
         tables = plan.query.relation.tables
         typed = {typed_name(t): typed_relation(t, self.table_node(t), self.column_types(t))
                  for t in tables}
+        # The invariant holds of what runs, this engine's constructs included.
+        check_rows_independent(self.dialect.lower(plan.exact))
         dry = self.dialect.render(with_source(plan.exact, {typed_name(t): null_relation(t)
                                                            for t in tables}))
         try:

@@ -1,0 +1,1 @@
+"""The PostgreSQL engine: its dialect (``dialect``) and its runner (``engine``)."""

@@ -1,0 +1,380 @@
+"""The PostgreSQL engine's dialect: the plan's engine-neutral nodes, and guards, in PostgreSQL.
+
+Owns: compiling a bounded plan for PostgreSQL. PostgreSQL has no ``TRY``, and it raises
+where DuckDB does not (float overflow and underflow, ``ln(0)``, a negative substring
+length, an infinite timestamp's epoch), so every node of an analyst's expression is
+compiled by a rule that makes it total on every value of its type, by the type the
+typecheck recorded on it; ``exp.Try`` is then redundant and dropped. The rules are an
+allow-list: a node type without one, in an expression the analyst wrote, is refused
+here (before anything runs, for free) with a message that names it. Plan-generated
+arithmetic (clamping, fixed point, histogram cells) works on clamped values and cannot
+fail; it carries no type and is rendered as it is.
+
+Truncation: ``ROW_NUMBER() OVER (PARTITION BY person ORDER BY random())`` keeps at most
+k uniformly random rows per person; ``TruncatedGroups`` ranks a person's groups by a
+hash of (person, keys, a seed drawn once per run), as the DuckDB dialect does.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ...errors import QueryError
+from ...plan.dialect import Dialect
+from ...plan.nodes import Truncated, TruncatedGroups
+
+NAME = "postgres"
+INT64 = (-(2 ** 63), 2 ** 63 - 1)
+FLOAT_MAX = "1.7976931348623157e308"
+FLOAT_TINY = "4.9406564584124654e-324"
+EXP_LIMIT = 700       # |b ln|a|| below this: power and exp neither overflow nor underflow
+
+
+def _col(name: str) -> exp.Column:
+    return exp.column(name, quoted=True)
+
+
+def _type(node: exp.Expression) -> str | None:
+    t = node.type
+    return t.sql("postgres").upper() if t is not None and not t.is_type("unknown") else None
+
+
+def _numeric(node: exp.Expression) -> exp.Expression:
+    return exp.Cast(this=node.copy(), to=exp.DataType.build("DECIMAL"))
+
+
+def _num(value) -> exp.Expression:
+    return exp.Literal.number(value)
+
+
+def _case(condition: exp.Expression, value: exp.Expression) -> exp.Expression:
+    return exp.Case(ifs=[exp.If(this=condition, true=value)])
+
+
+def _fn(name: str, *args) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _within_int64(value: exp.Expression) -> exp.Expression:
+    return exp.Between(this=value, low=_num(INT64[0]), high=_num(INT64[1]))
+
+
+def _float_fits(exact: exp.Expression) -> exp.Expression:
+    """An exact (NUMERIC) result that a DOUBLE holds without overflow or underflow."""
+    magnitude = exp.Abs(this=exact)
+    return exp.or_(exp.EQ(this=exact.copy(), expression=_num(0)),
+                   exp.Between(this=magnitude, low=_num(FLOAT_TINY), high=_num(FLOAT_MAX)))
+
+
+def _finite(node: exp.Expression) -> exp.Expression:
+    """A float that is neither infinite nor NaN (NaN is the greatest float in PostgreSQL)."""
+    return exp.Between(this=node.copy(), low=exp.Neg(this=_num(FLOAT_MAX)), high=_num(FLOAT_MAX))
+
+
+class Postgres(Dialect):
+    """PostgreSQL's compilation of the plan (sqlglot dialect ``postgres``)."""
+
+    name = NAME
+
+    # -- truncation ---------------------------------------------------------------
+    def truncated(self, node: Truncated) -> exp.Select:
+        pid, k = node.args["pid"], node.args["k"]
+        fields = list(node.args["fields"]) or ["_one"]
+        rows = self.lower(node.this)
+        rank = exp.Window(this=exp.RowNumber(), partition_by=[_col(pid)],
+                          order=exp.Order(expressions=[exp.Ordered(this=exp.Rand())]))
+        numbered = exp.select(exp.Star(), exp.alias_(rank, "_dpsql_rn", quoted=True)).from_(
+            exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier("_rows"))))
+        values = [_col(f) if f != "_one" else exp.alias_(_num(1), "_one", quoted=True)
+                  for f in fields]
+        return exp.select(*values).from_(exp.Subquery(
+            this=numbered, alias=exp.TableAlias(this=exp.to_identifier("_numbered")))).where(
+            exp.LTE(this=_col("_dpsql_rn"), expression=_num(k)))
+
+    def truncated_groups(self, node: TruncatedGroups) -> exp.Select:
+        pid, keys = node.args["pid"], [self.lower(k) for k in node.args["keys"]]
+        seed = exp.select(exp.alias_(exp.Cast(this=exp.Mul(this=exp.Rand(), expression=_num(
+            2 ** 62)), to=exp.DataType.build("BIGINT")), "_dpsql_seed", quoted=True))
+        text = exp.Cast(this=exp.Anonymous(this="ROW", expressions=[_col(pid)] + [
+            k.copy() for k in keys]), to=exp.DataType.build("TEXT"))
+        hashed = _fn("hashtextextended", text, _col("_dpsql_seed"))
+        group_rank = exp.Window(this=exp.Anonymous(this="DENSE_RANK"), partition_by=[_col(pid)],
+                                order=exp.Order(expressions=[exp.Ordered(this=hashed)] + [
+                                    exp.Ordered(this=k.copy(), nulls_first=False) for k in keys]))
+        ranked = exp.select(exp.Star(), exp.alias_(group_rank, "_dpsql_g", quoted=True),
+                            exp.alias_(exp.Rand(), "_dpsql_u", quoted=True)).from_(
+            exp.Subquery(this=self.lower(node.this), alias=exp.TableAlias(
+                this=exp.to_identifier("_gr")))).join(
+            exp.Subquery(this=seed, alias=exp.TableAlias(this=exp.to_identifier("_seed"))),
+            join_type="CROSS")
+        row_rank = exp.Window(this=exp.RowNumber(), partition_by=[_col(pid), _col("_dpsql_g")],
+                              order=exp.Order(expressions=[exp.Ordered(this=_col("_dpsql_u"))]))
+        numbered = exp.select(exp.Star(), exp.alias_(row_rank, "_dpsql_r", quoted=True)).from_(
+            exp.Subquery(this=ranked, alias=exp.TableAlias(this=exp.to_identifier("_gk"))))
+        return exp.select(exp.Star()).from_(exp.Subquery(
+            this=numbered, alias=exp.TableAlias(this=exp.to_identifier("_rk")))).where(exp.and_(
+                exp.LTE(this=_col("_dpsql_g"), expression=_num(node.args["max_groups"])),
+                exp.LTE(this=_col("_dpsql_r"), expression=_num(node.args["max_rows"]))))
+
+    # -- every other node ------------------------------------------------------------
+    def lower(self, tree: exp.Expression) -> exp.Expression:
+        tree = super().lower(tree)
+        # Deepest first (reversed breadth-first order): a rule sees its operands compiled.
+        for node in reversed(list(tree.walk(bfs=True))):
+            rule = RULES.get(type(node))
+            if rule is None:
+                _check_total(node)
+                continue
+            parent, key, index = node.parent, node.arg_key, node.index
+            new = rule(node)
+            if new is node:
+                continue
+            if parent is None:
+                tree = new
+            else:
+                parent.set(key, new, index=index)
+        return tree
+
+
+def _check_total(node: exp.Expression) -> None:
+    """Refuse an analyst-written (typed) function or operator with no rule and not total."""
+    if node.type is None or isinstance(node, TOTAL) or not isinstance(
+            node, (exp.Func, exp.Binary, exp.Unary)):
+        return
+    raise QueryError(f"{node.key.upper()} is not supported on PostgreSQL (it could fail on "
+                     "some values there); use the DuckDB engine")
+
+
+# ----------------------------------------------------------------------------------
+# Rules: node -> a node that cannot raise on any value of its operands' types
+
+
+def _arith(node):
+    """+ - * of analyst expressions: computed exactly (NUMERIC) first, and NULL where the
+    engine type would overflow (or, for floats, underflow)."""
+    kind = _type(node)
+    if kind is None:
+        return node
+    exact = type(node)(this=_numeric(node.this), expression=_numeric(node.expression))
+    if kind == "BIGINT":
+        return _case(_within_int64(exact), node)
+    a, b = node.this, node.expression
+    return _case(exp.and_(_finite(a), _finite(b), _float_fits(exact)), node)
+
+
+def _div(node):
+    """/: a float division (as in DuckDB, whatever the operands), NULL for a zero divisor
+    or a result a DOUBLE cannot hold."""
+    if _type(node) is None:
+        return node
+    a, b = node.this, node.expression
+    double = exp.DataType.build("DOUBLE")
+    quotient = exp.Div(this=exp.Cast(this=a.copy(), to=double),
+                       expression=exp.Cast(this=b.copy(), to=double.copy()))
+    exact = exp.Div(this=_numeric(a), expression=_numeric(b))
+    safe = exp.and_(exp.NEQ(this=b.copy(), expression=_num(0)), _finite(a), _finite(b),
+                    _float_fits(exact))
+    return _case(safe, quotient)
+
+
+def _int_div(node):
+    """// of integers: truncated toward zero (as DuckDB), NULL for a zero divisor."""
+    a, b = node.this, node.expression
+    exact = _fn("TRUNC", exp.Div(this=_numeric(a), expression=_numeric(b)))
+    safe = exp.and_(exp.NEQ(this=b.copy(), expression=_num(0)), _within_int64(exact.copy()))
+    return _case(safe, exp.Cast(this=exact, to=exp.DataType.build("BIGINT")))
+
+
+def _mod(node):
+    a, b = node.this, node.expression
+    return _case(exp.NEQ(this=b.copy(), expression=_num(0)), exp.Mod(this=a, expression=b))
+
+
+def _neg(node):
+    if _type(node) == "BIGINT":
+        return _case(exp.NEQ(this=node.this.copy(), expression=_num(INT64[0])), node)
+    return node
+
+
+def _abs(node):
+    return _neg(node)
+
+
+def _ln(node):
+    return _case(exp.GT(this=node.this.copy(), expression=_num(0)), node)
+
+
+def _sqrt(node):
+    return _case(exp.GTE(this=node.this.copy(), expression=_num(0)), node)
+
+
+def _exp(node):
+    return _case(exp.Between(this=node.this.copy(), low=_num(-EXP_LIMIT), high=_num(EXP_LIMIT)),
+                 node)
+
+
+def _pow(node):
+    """power(a, b): NULL for 0 to a negative power, a negative base to a fraction, and
+    results beyond a DOUBLE (|b ln|a|| > 700)."""
+    a, b = exp.Cast(this=node.this, to=exp.DataType.build("DOUBLE")), node.expression
+    zero = exp.EQ(this=a.copy(), expression=_num(0))
+    size = exp.Abs(this=exp.Mul(this=exp.Cast(this=b.copy(), to=exp.DataType.build("DOUBLE")),
+                                expression=exp.Ln(this=exp.Abs(this=a.copy()))))
+    safe = exp.and_(_finite(a), _finite(exp.Cast(this=b.copy(), to=exp.DataType.build("DOUBLE"))),
+                    exp.or_(exp.and_(zero, exp.GT(this=b.copy(), expression=_num(0))),
+                            exp.and_(exp.not_(zero.copy()), exp.LTE(this=size, expression=_num(
+                                EXP_LIMIT)), exp.or_(exp.GT(this=a.copy(), expression=_num(0)),
+                                                     exp.EQ(this=b.copy(), expression=_fn(
+                                                         "FLOOR", b.copy()))))))
+    power = exp.Pow(this=a.copy(), expression=exp.Cast(this=b.copy(),
+                                                       to=exp.DataType.build("DOUBLE")))
+    if _type(node) == "BIGINT":
+        return _case(exp.and_(safe, _within_int64(_numeric(power))),
+                     exp.Cast(this=power.copy(), to=exp.DataType.build("BIGINT")))
+    return _case(safe, power)
+
+
+def _round(node):
+    """ROUND(x[, n]): PostgreSQL rounds a DOUBLE to places only as NUMERIC."""
+    places = node.args.get("decimals")
+    if places is None or _type(node) == "BIGINT":
+        return node
+    rounded = exp.Round(this=_numeric(node.this), decimals=places)
+    return _case(_finite(node.this), exp.Cast(this=rounded, to=exp.DataType.build("DOUBLE")))
+
+
+def _integral(node):
+    """FLOOR/CEIL/SIGN: the type the analyst's expression has (PostgreSQL returns DOUBLE or
+    NUMERIC)."""
+    kind = _type(node)
+    if kind == "BIGINT":
+        inner = exp.Cast(this=node, to=exp.DataType.build("BIGINT"))
+        return _case(_within_int64(_numeric(node.this)), inner) if not isinstance(
+            node, exp.Sign) else inner
+    return node
+
+
+def _date_part(node):
+    """YEAR(x), MONTH(x), EXTRACT: an integer, NULL for an infinite timestamp."""
+    value = node.this if not isinstance(node, exp.Extract) else node.expression
+    return _case(_fn("ISFINITE", value.copy()), exp.Cast(this=node, to=exp.DataType.build(
+        "BIGINT")))
+
+
+def _epoch_us(node):
+    value = node.this
+    micros = exp.Mul(this=exp.Extract(this=exp.var("EPOCH"), expression=value.copy()),
+                     expression=_num(1_000_000))
+    return _case(_fn("ISFINITE", value.copy()), exp.Cast(this=_fn("TRUNC", micros),
+                                                         to=exp.DataType.build("BIGINT")))
+
+
+def _substring(node):
+    length = node.args.get("length")
+    if length is None:
+        return node
+    return _case(exp.GTE(this=length.copy(), expression=_num(0)), node)
+
+
+def _is_nan(node):
+    return exp.EQ(this=node.this, expression=exp.Cast(this=exp.Literal.string("NaN"),
+                                                      to=exp.DataType.build("DOUBLE")))
+
+
+def _contains(node):
+    return exp.GT(this=_fn("STRPOS", node.this, node.expression), expression=_num(0))
+
+
+def _like(node):
+    """LIKE without ESCAPE: DuckDB has no escape character, PostgreSQL has backslash."""
+    if isinstance(node.parent, exp.Escape):
+        return node
+    return exp.Escape(this=node.copy(), expression=exp.Literal.string(""))
+
+
+def _try(node):
+    return node.this          # every rule above is total already
+
+
+_FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "TINYINT": "int",
+           "DOUBLE PRECISION": "float", "DOUBLE": "float", "FLOAT": "float", "REAL": "float",
+           "TEXT": "string", "VARCHAR": "string", "BOOLEAN": "boolean", "TIMESTAMP": "datetime",
+           "DATE": "date"}
+_NUMBER = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?\s*$"
+_SPECIAL = r"^\s*[+-]?(inf|infinity|nan)\s*$"
+
+
+def _family(type_name: str | None) -> str | None:
+    return _FAMILY.get((type_name or "").split("(")[0].strip())
+
+
+def _try_cast(node):
+    """TRY_CAST: PostgreSQL raises where DuckDB gives NULL, so every cast is either total on
+    its source type or guarded; the rest are refused."""
+    source, target = _family(_type(node.this)), _family(node.to.sql("postgres").upper())
+    to = exp.DataType.build(_TARGETS[target]) if target in _TARGETS else node.to
+    if source is None or source == target or target == "string":
+        if source == "boolean" and target == "string":
+            return _case_bool_text(node.this)
+        return exp.Cast(this=node.this, to=to)
+    if (source, target) in {("int", "float"), ("date", "datetime"), ("datetime", "date")}:
+        return exp.Cast(this=node.this, to=to)
+    if (source, target) == ("float", "int"):
+        return _case(exp.Between(this=node.this.copy(), low=_num(-9.2e18), high=_num(9.2e18)),
+                     exp.Cast(this=_fn("ROUND", node.this), to=to))
+    if (source, target) == ("boolean", "int"):
+        return exp.Cast(this=exp.Cast(this=node.this, to=exp.DataType.build("INT")), to=to)
+    if source == "string" and target in ("int", "float"):
+        return _string_to_number(node.this, target)
+    raise QueryError(f"CAST from {source} to {target} is not supported on PostgreSQL (it "
+                     "raises there on some values); use the DuckDB engine")
+
+
+_TARGETS = {"int": "BIGINT", "float": "DOUBLE", "string": "TEXT", "boolean": "BOOLEAN",
+            "datetime": "TIMESTAMP", "date": "DATE"}
+
+
+def _string_to_number(text: exp.Expression, target: str) -> exp.Expression:
+    """Text in decimal or scientific notation (and, for floats, inf and nan), NULL
+    otherwise; integers round half away from zero, as DuckDB's cast does."""
+    matches = exp.RegexpLike(this=text.copy(), expression=exp.Literal.string(_NUMBER))
+    exact = exp.Cast(this=_fn("TRIM", text.copy()), to=exp.DataType.build("DECIMAL"))
+    if target == "int":
+        rounded = _fn("ROUND", exact)
+        return _case(exp.and_(matches, _within_int64(rounded.copy())),
+                     exp.Cast(this=rounded, to=exp.DataType.build("BIGINT")))
+    special = exp.RegexpILike(this=text.copy(), expression=exp.Literal.string(_SPECIAL))
+    double = exp.DataType.build("DOUBLE")
+    return exp.Case(ifs=[
+        exp.If(this=special, true=exp.Cast(this=_fn("TRIM", text.copy()), to=double)),
+        exp.If(this=exp.and_(matches, exp.Between(
+            this=exact.copy(), low=exp.Neg(this=_num(FLOAT_MAX)), high=_num(FLOAT_MAX))),
+            true=exp.Cast(this=exact, to=double.copy()))])
+
+
+def _case_bool_text(node):
+    return exp.Case(ifs=[exp.If(this=node.copy(), true=exp.Literal.string("true")),
+                         exp.If(this=exp.not_(node.copy()), true=exp.Literal.string("false"))])
+
+
+def _list(node):
+    if node.name.upper() == "LIST":
+        return exp.Anonymous(this="ARRAY_AGG", expressions=node.expressions)
+    return node
+
+
+RULES = {
+    exp.Add: _arith, exp.Sub: _arith, exp.Mul: _arith, exp.Div: _div, exp.IntDiv: _int_div,
+    exp.Mod: _mod, exp.Neg: _neg, exp.Abs: _abs, exp.Ln: _ln, exp.Sqrt: _sqrt, exp.Exp: _exp,
+    exp.Pow: _pow, exp.Round: _round, exp.Floor: _integral, exp.Ceil: _integral,
+    exp.Sign: _integral, exp.Year: _date_part, exp.Month: _date_part, exp.Day: _date_part,
+    exp.Extract: _date_part, exp.UnixMicros: _epoch_us, exp.Substring: _substring,
+    exp.IsNan: _is_nan, exp.Contains: _contains, exp.Like: _like, exp.ILike: _like,
+    exp.Try: _try, exp.TryCast: _try_cast, exp.Anonymous: _list,
+}
+
+TOTAL = (exp.Column, exp.Literal, exp.Paren, exp.Case, exp.If, exp.Coalesce, exp.Cast,
+         exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.And, exp.Or, exp.Not,
+         exp.Is, exp.In, exp.Between, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DPipe, exp.Upper,
+         exp.Lower, exp.Length, exp.StartsWith, exp.TimestampTrunc, exp.Escape,
+         exp.Concat, exp.Greatest, exp.Least, exp.Trim)
+"""Analyst-writable nodes that cannot raise in PostgreSQL on any value of their types."""
