@@ -1,10 +1,16 @@
-"""Shared fixtures: the real data sets shipped in tests/data."""
+"""Shared fixtures: the real data sets shipped in tests/data, and readers over them.
+
+The data frames are session-scoped and shared by every test: a test that changes one
+works on a copy (``frame.copy()``, ``dict(frames)``).
+"""
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-DATA = Path(__file__).parent / "data"
+import dpsql
+
+from tests.paths import DATA, SHOP_TABLES
 
 
 @pytest.fixture(scope="session")
@@ -35,3 +41,38 @@ def pums_null() -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def student() -> pd.DataFrame:
     return pd.read_csv(DATA / "student.csv")
+
+
+@pytest.fixture(scope="session")
+def clinic_frames() -> dict:
+    """The clinic data set (metadata tests/data/clinic.yaml) as frames, visit_time parsed."""
+    visits = pd.read_csv(DATA / "visits.csv")
+    visits["visit_time"] = pd.to_datetime(visits["visit_time"])
+    return {"clinic.persons": pd.read_csv(DATA / "persons.csv"), "clinic.visits": visits,
+            "clinic.visits_archive": pd.read_csv(DATA / "visits_archive.csv")}
+
+
+@pytest.fixture(scope="session")
+def shop_tables() -> dict:
+    """The shop's tables as CSV paths (table name -> path), as dpsql.from_df takes them."""
+    return dict(SHOP_TABLES)
+
+
+@pytest.fixture(scope="session")
+def pums_reader(pums):
+    """A factory of readers over PUMS.PUMS: ``pums_reader(privacy=..., budget=...)``.
+
+    By default the data are tests/data/PUMS.csv and the metadata PUMS.yaml; ``data=`` and
+    ``metadata=`` replace them; every other keyword goes to ``dpsql.from_df``."""
+    def open_reader(data=None, metadata=DATA / "PUMS.yaml", **kw):
+        return dpsql.from_df(pums if data is None else data, metadata, **kw)
+    return open_reader
+
+
+@pytest.fixture(scope="session")
+def shop_reader(shop_tables):
+    """A factory of readers over the shop (its CSV files and tests/data/shop.yaml):
+    ``shop_reader(privacy=..., budget=...)``; keywords go to ``dpsql.from_df``."""
+    def open_reader(**kw):
+        return dpsql.from_df(shop_tables, DATA / "shop.yaml", **kw)
+    return open_reader

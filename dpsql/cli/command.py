@@ -124,6 +124,10 @@ def _add_query_parser(sub) -> None:
                    "(repeatable; TABLE=PATH if the metadata's schema name is empty)")
     q.add_argument("--database", metavar="FILE.duckdb",
                    help="a DuckDB database holding the tables (opened read-only)")
+    q.add_argument("--engine", metavar="URL", default=None,
+                   help="run where the data lives: a PostgreSQL server as a libpq URL "
+                   "(postgresql://user@host/db; the password comes from PGPASSWORD or "
+                   "~/.pgpass, never from the command line); default: embedded DuckDB")
     size = q.add_mutually_exclusive_group(required=True)
     size.add_argument("--epsilon", type=_positive_float, metavar="E",
                       help="the most this query may cost in epsilon, all its statistics "
@@ -234,7 +238,8 @@ def cmd_query(args) -> int:
         # CLI says it in its own terms, once a release has been made (main()
         # scopes this filter with catch_warnings).
         warnings.filterwarnings("ignore", message="dpsql: no budget set")
-        source = {"database": args.database} if args.database else {"tables": tables}
+        source = ({"database": args.engine} if args.engine and args.engine.lower() != "duckdb"
+                  else {"database": args.database} if args.database else {"tables": tables})
         reader, con = open_session(args.metadata, privacy=privacy, ledger=ledger, **source)
         if args.explain:
             note = _ledger_note(args.ledger, ledger, reader, sql)
@@ -263,11 +268,22 @@ def _check_query_args(args) -> None:
     if args.budget is not None and args.ledger is None:
         raise UsageError("--budget needs --ledger FILE: one invocation is not a session; the "
                          "ledger keeps the budget across invocations")
+    if args.engine is not None and args.engine.lower() != "duckdb":
+        if not args.engine.startswith(("postgresql://", "postgres://")):
+            raise UsageError("--engine takes duckdb or a postgresql:// URL")
+        if args.database or args.table:
+            raise UsageError("--engine postgresql://... reads the server's own tables; leave "
+                             "out --table and --database")
+        if "@" in args.engine.split("//", 1)[1].split("/", 1)[0] and ":" in \
+                args.engine.split("//", 1)[1].split("@", 1)[0]:
+            raise UsageError("--engine: put the password in PGPASSWORD or ~/.pgpass, not in "
+                             "the URL (a command line is visible to other users)")
+        return
     if args.database and args.table:
         raise UsageError("give either --table files or --database, not both")
     if not args.database and not args.table:
-        raise UsageError("give the data: --table SCHEMA.TABLE=PATH (repeatable) or "
-                         "--database FILE.duckdb")
+        raise UsageError("give the data: --table SCHEMA.TABLE=PATH (repeatable), "
+                         "--database FILE.duckdb or --engine postgresql://...")
 
 
 def _query_tables(args) -> dict:

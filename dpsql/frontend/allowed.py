@@ -4,7 +4,7 @@ Owns: which SQL node types and functions may appear in a row-level expression
 (WHERE, GROUP BY keys, aggregate arguments) and in post-processing (HAVING,
 ORDER BY, the SELECT list over aggregates). Anything not listed here is refused
 by name, at plan time, for free. ``dpsql.frontend.typecheck`` applies the list;
-docs/sql.md publishes it (``tests/test_allowed.py`` checks the two agree and
+docs/sql.md publishes it (``tests/unit/test_allowed.py`` checks the two agree and
 runs every entry against its failure modes).
 
 Every entry states its type rule, the ways it can fail on some value, and how

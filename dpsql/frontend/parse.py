@@ -15,7 +15,7 @@ above what a hand-written or generated aggregate query needs, and were
 measured so that parsing and planning a query at any of them need at most
 about 520 of Python's default 1,000 frames: a caller up to 400 frames deep
 (notebooks, test runners and web frameworks are well below) never sees a
-``RecursionError`` (tests/test_parse_safety.py checks it).
+``RecursionError`` (tests/safety/test_parse_safety.py checks it).
 
 * ``MAX_SQL_LENGTH`` = 100,000 characters of SQL text.
 * ``MAX_NESTING`` = 20 levels of brackets ``( [ {`` and ``CASE ... END``,

@@ -2,7 +2,7 @@
 
 Each test runs a hostile query, whose predicate singles out one person (the
 richest row of PUMS, unique on (age, income)), on NEIGHBOURING data sets (with
-and without that person) many times, and checks with ``tests/neighbours.py``
+and without that person) many times, and checks with ``tests/neighbours/harness.py``
 that the analyst's outcomes (bucketed value, free refusal, failure, time) are
 no more distinguishable than the query's charge allows; a refusal must be
 free and identical on both. Every test has variants that were attacks on
@@ -10,7 +10,7 @@ commit 93e5a2a, where the query failed, was refused or answered differently on
 one side only (a few variants, e.g. ``range_max`` and ``timetz``, were already
 harmless there and are kept as neighbours of the real ones).
 
-Runs are sized with ``neighbours.runs_needed``: at the charged epsilon of 0.1
+Runs are sized with ``harness.runs_needed``: at the charged epsilon of 0.1
 an outcome seen always on one side and never on the other is flagged after 29
 runs; refusals are deterministic and stop after 3.
 """
@@ -24,10 +24,11 @@ import pandas as pd
 import pytest
 
 import dpsql
-from neighbours import (PERSON, PERSON_AGE, PERSON_INCOME, address_space_limit, attack,
+from tests.neighbours.harness import (PERSON, PERSON_AGE, PERSON_INCOME, address_space_limit, attack,
                         round_to)
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA
+
 PUMS_YAML = DATA / "PUMS.yaml"
 EPSILON = 0.1           # small: a failure on one side only is flagged within 29 runs
 DELTA = 1e-6

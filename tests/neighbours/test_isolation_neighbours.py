@@ -2,7 +2,7 @@
 
 Each test here is an attack that worked on an earlier main (each was run against it
 and failed there) and must now be indistinguishable on a data set D and D without
-one person, by ``tests/neighbours.py`` (Clopper-Pearson, family-wise < 1e-6):
+one person, by ``tests/neighbours/harness.py`` (Clopper-Pearson, family-wise < 1e-6):
 
 1. a row-privacy table joined with a public relation on a repeating key got
    ROW_NUMBER() OVER () as its person id, readable by the query as ``_dpsql_pid``;
@@ -23,9 +23,10 @@ import pytest
 import yaml
 
 import dpsql
-from neighbours import PERSON, PERSON_AGE, PERSON_INCOME, attack, round_to
+from tests.neighbours.harness import PERSON, PERSON_AGE, PERSON_INCOME, attack, round_to
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA
+
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
 
 
@@ -107,11 +108,8 @@ def _clinic(persons_uncensored: bool = True):
     return meta
 
 
-def _clinic_frames():
-    persons = pd.read_csv(DATA / "persons.csv")
-    visits = pd.read_csv(DATA / "visits.csv")
-    visits["visit_time"] = pd.to_datetime(visits["visit_time"])
-    archive = pd.read_csv(DATA / "visits_archive.csv")
+def _clinic_frames(base: dict):
+    persons, visits, archive = (base[f"clinic.{t}"] for t in ("persons", "visits", "visits_archive"))
     with_x = {
         "clinic.persons": pd.concat([persons, pd.DataFrame(
             {"pid": [X], "sex": ["M"], "birth_year": [1950]})], ignore_index=True),
@@ -125,10 +123,10 @@ def _clinic_frames():
 
 
 @pytest.fixture(scope="module")
-def clinic_mixed(tmp_path_factory):
+def clinic_mixed(tmp_path_factory, clinic_frames):
     path = tmp_path_factory.mktemp("meta") / "clinic_mixed.yaml"
     path.write_text(yaml.safe_dump(_clinic()))
-    with_x, without = _clinic_frames()
+    with_x, without = _clinic_frames(clinic_frames)
     privacy = dpsql.Privacy(epsilon=0.1, delta=1e-6)
     return {"with X": dpsql.from_df(with_x, path, privacy=privacy),
             "without": dpsql.from_df(without, path, privacy=privacy)}

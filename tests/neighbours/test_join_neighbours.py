@@ -12,7 +12,7 @@ max_ids 50). The adversarial shop pair gives X orders whose order_id duplicates
 orders of 30 other customers Y, with 10 items of amount 500 on each: the planner
 must drop those order_ids, or every Y's rows would grow with X's presence.
 
-Each query is run many times on both data sets; ``tests/neighbours.py`` fails if an
+Each query is run many times on both data sets; ``tests/neighbours/harness.py`` fails if an
 outcome bucket is seen more often on one side than the query's charge allows
 (Clopper-Pearson, family-wise false alarm < 1e-6). A bucket labels each released
 number by how far it is above the exact answer without X: beyond the contribution
@@ -35,8 +35,6 @@ row-privacy parts that each join a public table on a repeating key.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import duckdb
 import numpy as np
 import pandas as pd
@@ -44,9 +42,10 @@ import pytest
 import yaml
 
 import dpsql
-from neighbours import attack
+from tests.neighbours.harness import attack
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA, SHOP_TABLES
+
 EPSILON = 1.0
 DELTA = 1e-6
 RUNS = 200
@@ -144,14 +143,6 @@ def _l1(pair: Pair, sql: str) -> list:
 
 # ------------------------------------------------------------------ the clinic pair
 
-def _clinic_base():
-    persons = pd.read_csv(DATA / "persons.csv")
-    visits = pd.read_csv(DATA / "visits.csv")
-    visits["visit_time"] = pd.to_datetime(visits["visit_time"])
-    archive = pd.read_csv(DATA / "visits_archive.csv")
-    return {"clinic.persons": persons, "clinic.visits": visits, "clinic.visits_archive": archive}
-
-
 def _clinic_with(frames: dict) -> dict:
     person = pd.DataFrame({"pid": [X] * 3, "sex": ["M"] * 3, "birth_year": [2025] * 3})
     visits = pd.DataFrame({"pid": [X] * 40, "age": [100] * 40,
@@ -173,8 +164,8 @@ def _without_clinic(frames: dict, pid) -> dict:
 
 
 @pytest.fixture(scope="module")
-def clinic():
-    with_x = _clinic_with(_clinic_base())
+def clinic(clinic_frames):
+    with_x = _clinic_with(clinic_frames)
     return Pair(with_x, _without_clinic(with_x, X), DATA / "clinic.yaml")
 
 
@@ -298,9 +289,7 @@ CHANNELS = ["web", "store", "phone"]
 
 
 def _shop_base():
-    frames = {f"shop.{t}": pd.read_csv(DATA / f"shop_{t}.csv")
-              for t in ("customers", "orders", "order_items", "levels")}
-    return frames
+    return {table: pd.read_csv(path) for table, path in SHOP_TABLES.items()}
 
 
 def _add(frames: dict, name: str, extra: pd.DataFrame) -> None:
@@ -418,13 +407,13 @@ def test_max_ids_without_group_by(shop):
 # -- 6. private x public with a repeated public key --------------------------------------
 
 @pytest.fixture(scope="module")
-def clinic_lookup():
+def clinic_lookup(clinic_frames):
     meta = yaml.safe_load((DATA / "clinic.yaml").read_text())
     tables = meta["clinic"]["clinic"]
     tables["depts"] = {"public": True, "department": {"type": "string"},
                        "label": {"type": "string"}}
     tables["counts"] = {"public": True, "c": {"type": "int"}, "label": {"type": "string"}}
-    base = _clinic_base()
+    base = dict(clinic_frames)          # shared frames: new tables go into a copy
     departments = sorted(base["clinic.visits"].department.unique())
     # 'rare' (X's department) and 6 (X's capped visit count) each repeat 5 times
     base["clinic.depts"] = pd.DataFrame({"department": departments + ["rare"] * 5,

@@ -1,7 +1,7 @@
 """Quantiles on neighbouring data sets: no more privacy loss than charged.
 
 Tiny tables, so that one person moves the median by a whole rank and the outcome
-buckets see it; ``tests/neighbours.py`` compares the bucket frequencies with
+buckets see it; ``tests/neighbours/harness.py`` compares the bucket frequencies with
 Clopper-Pearson bounds (fresh releases, ``replay=False``)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import dpsql
-from neighbours import attack
+from tests.neighbours.harness import attack
 
 EPSILON = 1.0
 RUNS = 300

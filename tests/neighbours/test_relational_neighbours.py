@@ -5,7 +5,7 @@ who has 40 visits (more than max_ids = 6, so truncation must act), each at the
 top of every bound (cost 1000), far beyond an unbounded column's sensible range
 (duration 10^6 minutes) and outside a declared bound (age 1000, which every clamp
 moves to the bound, 100). Each query is
-run many times on both; ``tests/neighbours.py`` fails if an outcome bucket is
+run many times on both; ``tests/neighbours/harness.py`` fails if an outcome bucket is
 seen more often on one side than the query's charge allows (Clopper-Pearson,
 family-wise false alarm < 1e-6).
 
@@ -18,25 +18,23 @@ per-person SUM, the tests of those fail (mutations made by hand).
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import duckdb
 import pandas as pd
 import pytest
 
 import dpsql
-from neighbours import attack
+from tests.neighbours.harness import attack
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA
+
 EPSILON = 1.0
 RUNS = 150
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
 
 
 @pytest.fixture(scope="module")
-def readers():
-    visits = pd.read_csv(DATA / "visits.csv")
-    visits["visit_time"] = pd.to_datetime(visits["visit_time"])
+def readers(clinic_frames):
+    visits = clinic_frames["clinic.visits"]
     person = pd.DataFrame({"pid": [99999] * 40, "age": [1000] * 40,
                            "visit_time": pd.date_range("2025-03-01 23:00", periods=40, freq="D"),
                            "department": ["rare"] * 40, "cost": [1000.0] * 40,

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for tests/test_properties.py: random metadata, random data
+"""Hypothesis strategies for tests/properties/test_properties.py: random metadata, random data
 stored in every storage type, bound in every way dpsql binds data, and queries drawn
 from the whole grammar dpsql accepts (plus constructs it must refuse).
 
@@ -451,7 +451,7 @@ def bind(scn: Scenario, keep: list | None, tmpdir: str, tag: str):
         if any(isinstance(v, str) and ("\n" in v or "\r" in v)
                for c in frame.columns for v in frame[c].astype(object)):
             # A CSV whose quoted field spans lines is refused as a whole at intake (one
-            # record must not swallow the next: tests/test_csv_intake.py); a data owner's
+            # record must not swallow the next: tests/safety/test_csv_intake.py); a data owner's
             # load error, not something the analyst's queries can cause.
             reject()
         path = os.path.join(tmpdir, f"{tag}.csv")

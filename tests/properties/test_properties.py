@@ -1,7 +1,7 @@
 """Property-based tests: random metadata, random data in every storage type, and queries
 from the whole grammar dpsql accepts (plus constructs it must refuse).
 
-Three properties, over every generated query (``tests/strategies.py`` draws them):
+Three properties, over every generated query (``tests/properties/strategies.py`` draws them):
 
 (a) nothing but a ``dpsql.Error`` ever escapes ``reader.execute_df``, ``reader.explain``,
     ``reader.get_privacy_cost`` (nor ``from_df``/``from_connection`` binding the data);
@@ -17,11 +17,11 @@ Three properties, over every generated query (``tests/strategies.py`` draws them
 500 examples by default (250 per test, 2-5 queries each), derandomized so that CI is
 stable; the file runs in about 100 s on a 2-core machine. More examples, e.g. 10^5:
 
-    DPSQL_HYPOTHESIS_EXAMPLES=100000 python -m pytest tests/test_properties.py
+    DPSQL_HYPOTHESIS_EXAMPLES=100000 python -m pytest tests/properties/test_properties.py
 
 Set ``DPSQL_HYPOTHESIS_DERANDOMIZE=0`` to draw fresh examples on every run, and
 ``DPSQL_HYPOTHESIS_EXCLUDE=objmix,parquet`` (storage types or bindings, see
-tests/strategies.py) to hunt past a known finding. ``test_found_cases`` keeps the minimal
+tests/properties/strategies.py) to hunt past a known finding. ``test_found_cases`` keeps the minimal
 reproductions of what these properties found.
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ from hypothesis import event as _event
 from hypothesis import strategies as st
 
 import dpsql
-from strategies import Col, Query, Scenario, bind, neighbour, queries, scenarios
+from tests.properties.strategies import Col, Query, Scenario, bind, neighbour, queries, scenarios
 
 EXAMPLES = int(os.environ.get("DPSQL_HYPOTHESIS_EXAMPLES", "500"))
 SETTINGS = settings(

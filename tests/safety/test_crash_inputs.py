@@ -27,16 +27,15 @@ import dpsql
 from dpsql.cli import command as cli
 from dpsql.frontend import parse
 from dpsql.mechanisms.quantile import Grid
-from test_parse_safety import at_stack_depth
+from tests.safety.test_parse_safety import at_stack_depth
 
 WHERE = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE "
 BIG = "1" + "0" * 400                      # a 401-digit integer
 
 
 @pytest.fixture
-def reader(pums, data_dir):
-    return dpsql.from_df(pums, metadata=str(data_dir / "PUMS.yaml"),
-                         privacy=dpsql.Privacy(epsilon=1.0), budget=dpsql.Budget(epsilon=100))
+def reader(pums_reader):
+    return pums_reader(privacy=dpsql.Privacy(epsilon=1.0), budget=dpsql.Budget(epsilon=100))
 
 
 def refused(reader, sql, *words, params=None, error=dpsql.QueryError):

@@ -13,7 +13,8 @@ import pytest
 
 import dpsql
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA
+
 HEADER = "age,sex,educ,race,income,married"
 GOOD = ["59,1,9,1,0,1", "31,0,1,3,17000,0", "36,1,11,1,0,1", "54,1,11,1,9100,1",
         "39,0,5,3,37000,0", "34,0,9,1,0,1", "93,1,8,1,6000,1", "69,0,13,1,350000,1"]

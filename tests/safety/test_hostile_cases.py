@@ -1,6 +1,6 @@
 """Issue 7's cases that are not statistical: intake, query-only failures, crashes,
 SmartNoise compatibility, residual engine failures. Each test is named after its case.
-(The neighbouring-data-set checks of cases 1-6 and 8 are in test_attacks_neighbours.py.)"""
+(The neighbouring-data-set checks of cases 1-6 and 8 are in tests/neighbours/test_attacks_neighbours.py.)"""
 from __future__ import annotations
 
 import logging
@@ -21,8 +21,8 @@ PUMS_META = {"": {"PUMS": {"PUMS": {
 
 
 @pytest.fixture
-def reader(pums, data_dir):
-    return dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=5.0))
+def reader(pums_reader):
+    return pums_reader(privacy=dpsql.Privacy(epsilon=5.0))
 
 
 # -- case 3: group keys that fail to convert -------------------------------------------
@@ -270,3 +270,45 @@ def test_two_private_id_columns_are_refused():
     r = dpsql.from_df(pd.DataFrame({"a": [1, 1], "b": [1, 2]}), meta)
     with pytest.raises(dpsql.QueryError, match="private_id"):
         r.execute_df("SELECT COUNT(*) AS n FROM S.T")
+
+
+# -- found by the engine review: what a query reads must not leak past the release --------
+def _select_list_leak(data_dir):
+    # A scalar subquery in the SELECT list is copied into the post-processing
+    # query, where DuckDB can read any file (here the private table itself).
+    path = (data_dir / "PUMS.csv").as_posix()
+    return ("SELECT COUNT(*) AS n, (SELECT fsum(COLUMNS('income')) FROM "
+            f"'{path}') AS leak FROM PUMS.PUMS")
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_select_list_subquery_is_refused(pums_reader, data_dir):
+    reader = pums_reader(privacy=dpsql.Privacy(epsilon=1.0, delta=1e-6))
+    with pytest.raises(dpsql.QueryError):
+        # Today: returns the exact SUM(income), 34380084, next to the noisy count.
+        reader.execute_df(_select_list_leak(data_dir))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_get_privacy_cost_leaks_nothing(pums, pums_reader, data_dir):
+    reader = pums_reader(privacy=dpsql.Privacy(epsilon=1.0, delta=1e-6))
+    path = (data_dir / "PUMS.csv").as_posix()
+    sql = ("SELECT COUNT(*) AS n, (SELECT error(CAST(fsum(COLUMNS('income')) AS VARCHAR)) "
+           f"FROM '{path}') AS leak FROM PUMS.PUMS")
+    with pytest.raises(dpsql.QueryError) as err:
+        reader.get_privacy_cost(sql)       # runs the post query on an empty noisy table
+    assert str(int(pums["income"].sum())) not in str(err.value)   # today: it is the message
+    assert reader.spent == (0.0, 0.0)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_error_does_not_depend_on_one_row(pums, pums_reader):
+    # educ is declared string; `educ = 1` makes DuckDB cast the column to INTEGER at run
+    # time, so one non-numeric cell turns the answer into an error (EQ is not guarded).
+    bad = pums.copy()
+    bad["educ"] = bad["educ"].astype(str)
+    bad.loc[0, "educ"] = "x"
+    sql = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ = 1"
+    privacy = dpsql.Privacy(epsilon=1.0, delta=1e-6)
+    assert len(pums_reader(privacy=privacy).execute_df(sql)) == 1
+    assert len(pums_reader(bad, privacy=privacy).execute_df(sql)) == 1   # raises today

@@ -10,7 +10,6 @@ import os
 import stat
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,7 @@ from dpsql.errors import BudgetExceededError, LedgerError
 from dpsql.privacy.ledger import Ledger
 from dpsql.privacy.params import Budget
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA
 
 
 def on_disk(directory):

@@ -7,7 +7,6 @@ is a free QueryError that names the parameter's position.
 """
 import datetime
 import decimal
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,7 +15,8 @@ import pytest
 import dpsql
 from dpsql.frontend.parse import parse_query, typed_params
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA
+
 PUMS_CSV, PUMS_META = DATA / "PUMS.csv", DATA / "PUMS.yaml"
 AGE_OVER = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > ?"
 PAYLOAD = "1) OR (SELECT 1 FROM read_csv('/etc/passwd'))--"
@@ -59,9 +59,8 @@ class Recorder:
 
 
 @pytest.fixture
-def reader():
-    r = dpsql.from_df(pd.read_csv(PUMS_CSV), PUMS_META, privacy=dpsql.Privacy(epsilon=10.0),
-                      budget=dpsql.Budget(10_000.0))
+def reader(pums_reader):
+    r = pums_reader(privacy=dpsql.Privacy(epsilon=10.0), budget=dpsql.Budget(10_000.0))
     r.engine.con = Recorder(r.engine.con)
     return r
 
@@ -259,3 +258,15 @@ def test_refused_parameter_is_query_error_in_the_plan_cache_key(reader):
         with pytest.raises(dpsql.QueryError, match="parameter 1"):
             reader._plan(AGE_OVER, (value,))
     assert reader.spent == (0.0, 0.0)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_plan_cache_distinguishes_parameter_types(pums_reader):
+    reader = pums_reader(privacy=dpsql.Privacy(epsilon=5.0, delta=1e-6))
+    sql = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE married = ?"
+    first = reader._sql(reader._plan(sql, [1]))[0]
+    # 1 == True and hash(1) == hash(True): a cache keyed by value would reuse the plan
+    # for 1 (married = '1') for True, which compares a string with a boolean: refused.
+    with pytest.raises(dpsql.QueryError, match="boolean"):
+        reader._plan(sql, [True])
+    assert reader._sql(reader._plan(sql, [1.0]))[0] != first

@@ -6,7 +6,6 @@ duckdb.Error. Real DuckDB, real data in tests/data.
 """
 import sqlite3
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,15 +15,15 @@ import dpsql
 from dpsql.cli import command as cli
 from dpsql.frontend import parse
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA
+
 PUMS_CSV, PUMS_META = DATA / "PUMS.csv", DATA / "PUMS.yaml"
 WHERE = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE "
 
 
 @pytest.fixture
-def reader():
-    return dpsql.from_df(pd.read_csv(PUMS_CSV), PUMS_META, privacy=dpsql.Privacy(epsilon=10.0),
-                         budget=dpsql.Budget(10_000.0))
+def reader(pums_reader):
+    return pums_reader(privacy=dpsql.Privacy(epsilon=10.0), budget=dpsql.Budget(10_000.0))
 
 
 def exact(condition) -> int:

@@ -5,9 +5,8 @@ import dpsql
 
 
 @pytest.fixture()
-def reader(pums, data_dir):
-    return dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=1.0),
-                         budget=dpsql.Budget(2.0))
+def reader(pums_reader):
+    return pums_reader(privacy=dpsql.Privacy(epsilon=1.0), budget=dpsql.Budget(2.0))
 
 
 REFUSED = [
@@ -98,3 +97,11 @@ def test_budget_spent_message(pums, data_dir):
     r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
     with pytest.raises(dpsql.BudgetExceededError, match="session budget .* is spent"):
         r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS", replay=False)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_sampling_clause_is_not_silently_dropped(pums_reader):
+    reader = pums_reader(privacy=dpsql.Privacy(epsilon=1.0, delta=1e-6))
+    with pytest.raises(dpsql.QueryError):
+        # Today: USING SAMPLE is dropped and the count of all 1000 rows is released.
+        reader.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS USING SAMPLE 10 ROWS")

@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import duckdb
 import pytest
@@ -13,8 +12,8 @@ import yaml
 
 from dpsql.cli import command as cli
 
-DATA = Path(__file__).parent / "data"
-ROOT = Path(__file__).parent.parent
+from tests.paths import DATA, ROOT
+
 PUMS = ["--metadata", str(DATA / "PUMS.yaml"), "--table", f"PUMS.PUMS={DATA / 'PUMS.csv'}"]
 PUMS_AGE_SUM, PUMS_ROWS = 44797, 1000
 
@@ -108,6 +107,31 @@ def test_explain_runs_nothing_and_spends_nothing(tmp_path):
     assert doc["releases"] == [] and doc["spent"] == {"epsilon": 0.0, "delta": 0.0}
 
 
+def _reject_constant(name):
+    raise ValueError(f"not JSON (RFC 8259): {name}")
+
+
+def test_cli_json_output_is_strict_json_even_for_non_finite_values():
+    """`--format json` must be parseable by any JSON reader; Infinity/NaN are not JSON."""
+    proc = run("query", *PUMS, "--epsilon", "1", "--format", "json",
+               "SELECT POWER(SUM(income), 1000) AS big FROM PUMS.PUMS")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout, parse_constant=_reject_constant)
+    assert rows == [{"big": None}] or isinstance(rows[0]["big"], str)
+
+
+def test_cli_json_output_never_drops_a_released_column():
+    """Two output columns with one name: JSON objects keep one key, so a charged result is
+    silently lost. Either refuse the query or keep both columns."""
+    proc = run("query", *PUMS, "--epsilon", "1", "--format", "json",
+               "SELECT COUNT(*) AS n, AVG(income) AS n FROM PUMS.PUMS")
+    if proc.returncode == 0:
+        rows = json.loads(proc.stdout)
+        assert len(rows[0]) == 2, f"one released column was dropped: {proc.stdout}"
+    else:
+        assert "Traceback" not in proc.stderr
+
+
 # ----------------------------------------------------------------- ledger
 
 def test_ledger_keeps_spending_across_invocations_and_refuses_overspending(tmp_path):
@@ -141,6 +165,16 @@ def test_a_ledger_budget_cannot_be_raised_by_reopening(tmp_path):
     raised = run("query", *PUMS, "--epsilon", "0.5", "--ledger", ledger, "--budget", "100",
                  "SELECT COUNT(*) AS n FROM PUMS.PUMS")
     assert_one_line_error(raised, cli.EXIT_BUDGET, "ledger error", "fixed when it is created")
+
+
+def test_explain_with_a_ledger_leaves_no_trace(tmp_path):
+    """`--explain` runs and spends nothing; it should not create a ledger either (creating
+    one with --budget fixes that session's budget for good)."""
+    ledger = tmp_path / "new.ledger"
+    proc = run("query", *PUMS, "--epsilon", "1", "--ledger", ledger, "--budget", "0.5",
+               "--explain", "SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert proc.returncode == 0, proc.stderr
+    assert not ledger.exists(), "explain created the ledger and fixed its budget at 0.5"
 
 
 # ----------------------------------------------------------------- errors
@@ -215,6 +249,18 @@ def test_metadata_init_writes_a_schema_only_skeleton_that_then_answers_counts(tm
                 "--epsilon", "1", "--format", "json", "SELECT COUNT(*) AS n FROM PUMS.PUMS")
     assert count.returncode == 0, count.stderr
     assert abs(json.loads(count.stdout)[0]["n"] - PUMS_ROWS) < 40
+
+
+def test_metadata_init_leaves_a_guessed_private_id_as_a_commented_choice(tmp_path):
+    """Issue 4: '`row_privacy` or a guessed `private_id` left as a commented choice'. The
+    guess must not become the privacy unit until the data owner uncomments it."""
+    proc = run("metadata", "init", "--table", f"PUMS.PUMS={DATA / 'PUMS_pid.csv'}")
+    assert proc.returncode == 0, proc.stderr
+    table = yaml.safe_load(proc.stdout)["Database"]["PUMS"]["PUMS"]
+    active = [c for c, v in table.items() if isinstance(v, dict) and v.get("private_id")]
+    assert active == [] and not table.get("row_privacy"), (
+        f"the skeleton chose the privacy unit itself: private_id on {active}")
+    assert "private_id: true" in proc.stdout  # still offered, commented
 
 
 # ----------------------------------------------------------------- in process

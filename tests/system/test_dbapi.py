@@ -6,9 +6,11 @@ description, rowcount, fetch*, arraysize, close semantics) plus what dpsql
 adds: the connection is a privacy session, parameters are bound as literals,
 nothing is ever refunded, and pandas.read_sql works.
 """
+import os
+import subprocess
+import sys
 import time
 import warnings
-from pathlib import Path
 
 import duckdb
 import pandas as pd
@@ -17,7 +19,8 @@ import pytest
 import dpsql
 from dpsql.api import dbapi
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA, ROOT
+
 PUMS_CSV, PUMS_META = str(DATA / "PUMS.csv"), str(DATA / "PUMS.yaml")
 COUNT = "SELECT COUNT(*) AS n FROM PUMS.PUMS"
 BY_MARRIED = ("SELECT married, COUNT(*) AS n, AVG(age) AS age FROM PUMS.PUMS "
@@ -207,6 +210,20 @@ def test_connection_as_context_manager_closes_it():
     assert con.closed
 
 
+@pytest.mark.parametrize("bad", [[1], {1}, {"a": 1}], ids=["list", "set", "dict"])
+def test_dbapi_unbindable_parameter_is_a_programming_error(bad):
+    """A parameter that cannot be bound is the caller's mistake (ProgrammingError), not a
+    dpsql bug (InternalError 'please report it'), and costs nothing."""
+    con = dpsql.connect(metadata=DATA / "PUMS.yaml", tables={"PUMS.PUMS": DATA / "PUMS.csv"},
+                        privacy=dpsql.Privacy(1.0), budget=dpsql.Budget(5.0))
+    cur = con.cursor()
+    with pytest.raises(dpsql.Error) as info:
+        cur.execute("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > ?", (bad,))
+    assert isinstance(info.value, (dpsql.ProgrammingError, dpsql.InterfaceError)), info.value
+    assert con.spent == (0.0, 0.0)
+    con.close()
+
+
 # ----------------------------------------------------------------- sessions
 
 def test_the_connection_is_a_session_with_one_budget():
@@ -269,6 +286,37 @@ def test_connect_to_a_duckdb_file_read_only_and_close_releases_it(tmp_path):
         dpsql.connect(db, metadata=PUMS_META, tables={"PUMS.PUMS": PUMS_CSV})
     with pytest.raises(dpsql.MetadataError):
         dpsql.connect(metadata={"bad": 1}, tables={"PUMS.PUMS": PUMS_CSV})
+
+
+def test_dbapi_pandas_and_cursor_share_one_ledger_across_processes(tmp_path):
+    """Passing check kept as evidence: two processes using DB-API connections on one ledger
+    never overspend it (budget 2.5, six queries of epsilon 1 -> exactly two released)."""
+    ledger = tmp_path / "s.ledger"
+    code = (
+        "import sys, warnings, dpsql; warnings.simplefilter('ignore')\n"
+        f"con = dpsql.connect(metadata={str(DATA / 'PUMS.yaml')!r}, "
+        f"tables={{'PUMS.PUMS': {str(DATA / 'PUMS.csv')!r}}}, privacy=dpsql.Privacy(1.0), "
+        f"ledger={str(ledger)!r}, budget=dpsql.Budget(2.5))\n"
+        "ok = 0\n"
+        "for i in range(3):\n"
+        "    try:\n"
+        # Each process asks its own queries: one process's release is the other's free
+        # replay otherwise (the same query through the same ledger).
+        "        con.cursor().execute(f'SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > "
+        "{10 * int(sys.argv[1]) + i}'); ok += 1\n"
+        "    except dpsql.BudgetExceededError:\n"
+        "        pass\n"
+        "print(ok)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(k)], stdout=subprocess.PIPE,
+                              text=True, env=env) for k in range(2)]
+    released = sum(int(p.communicate(timeout=120)[0]) for p in procs)
+    assert released == 2
+    from dpsql.privacy.ledger import Ledger
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        led = Ledger(ledger)
+    assert len(led.records()) == 2 and led.spent()[0] <= 2.5
 
 
 # ----------------------------------------------------------------- pandas

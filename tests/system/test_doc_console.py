@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parent.parent
+from tests.paths import ROOT
+
 DOCS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 BLOCK = re.compile(r"^```console\n(.*?)^```", re.S | re.M)
 EXIT_MARK = re.compile(r"#\s*exit\s+(\d+)\s*$")

@@ -1,10 +1,10 @@
 """Every ```python block in README.md and docs/*.md runs as written, from the repo root."""
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parent.parent
+from tests.paths import ROOT
+
 DOCS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 BLOCKS = [(doc, i, block) for doc in DOCS
           for i, block in enumerate(re.findall(r"```python\n(.*?)```", doc.read_text("utf-8"), re.S))]

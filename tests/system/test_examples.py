@@ -1,11 +1,11 @@
 """Every script in examples/ runs to completion in a fresh process, from any directory."""
 import subprocess
 import sys
-from pathlib import Path
-
 import pytest
 
-EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
+from tests.paths import ROOT
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])

@@ -8,7 +8,6 @@ order_items reach their customer through orders (references).
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import duckdb
 import pandas as pd
@@ -16,12 +15,13 @@ import pytest
 
 import dpsql
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA, SHOP_TABLES
+
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
 
 CLINIC = {"clinic.persons": "persons.csv", "clinic.visits": "visits.csv",
           "clinic.visits_archive": "visits_archive.csv"}
-SHOP = {f"shop.{t}": f"shop_{t}.csv" for t in ("customers", "orders", "order_items", "levels")}
+SHOP = SHOP_TABLES          # table -> CSV path (DATA / path is the path itself)
 PUMS = {"PUMS.PUMS": "PUMS.csv", "PUMS.EDUC_LEVELS": "educ_levels.csv"}
 SETS = {"clinic": (CLINIC, "clinic.yaml"), "shop": (SHOP, "shop.yaml"),
         "pums": (PUMS, "PUMS_lookup.yaml")}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -20,13 +19,9 @@ from scipy import stats as sps
 import dpsql
 from dpsql.mechanisms.quantile import Grid, PermuteAndFlip, permute_and_flip, score_gaps
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA
+
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
-
-
-@pytest.fixture(scope="module")
-def pums():
-    return pd.read_csv(DATA / "PUMS.csv")
 
 
 @pytest.fixture(scope="module", params=["PUMS", "PUMS_pid"])

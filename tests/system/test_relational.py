@@ -7,7 +7,6 @@ data respect ``max_ids``, so truncation keeps every row); refusals must be
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -16,17 +15,14 @@ import pytest
 
 import dpsql
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA
+
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
 
 
 @pytest.fixture(scope="module")
-def frames():
-    visits = pd.read_csv(DATA / "visits.csv")
-    visits["visit_time"] = pd.to_datetime(visits["visit_time"])
-    dup = pd.read_csv(DATA / "PUMS_dup.csv")
-    return {"pums": pd.read_csv(DATA / "PUMS.csv"), "pid": pd.read_csv(DATA / "PUMS_pid.csv"),
-            "dup": dup, "visits": visits}
+def frames(pums, pums_pid, pums_dup, clinic_frames):
+    return {"pums": pums, "pid": pums_pid, "dup": pums_dup, "visits": clinic_frames["clinic.visits"]}
 
 
 def _meta(name: str, **table_options):
@@ -292,7 +288,7 @@ def test_existing_single_table_plans_are_unchanged(frames):
     r = _reader(frames, "pid", epsilon=1.0)
     plan = r._plan("SELECT sex, COUNT(*) AS n, AVG(income) AS a FROM PUMS.PUMS GROUP BY sex")
     assert plan.query.relation.sql is None and plan.query.table is plan.query.relation.base
-    assert '"_dpsql_typed_pums.pums" AS _src' in plan.exact.sql("duckdb")
+    assert '"_dpsql_typed_pums.pums" AS _src' in r.engine.dialect.render(plan.exact)
 
 
 def test_derived_columns_keep_types_from_the_metadata(frames):

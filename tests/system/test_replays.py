@@ -1,20 +1,16 @@
 """Issue 11 (in part): the same query again in a session is a free, identical replay."""
 from __future__ import annotations
 
-from pathlib import Path
-
-import pandas as pd
 import pytest
 
 import dpsql
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA
 
 
 @pytest.fixture
-def reader():
-    return dpsql.from_df(pd.read_csv(DATA / "PUMS.csv"), DATA / "PUMS.yaml",
-                         privacy=dpsql.Privacy(epsilon=1.0), budget=dpsql.Budget(epsilon=10.0))
+def reader(pums_reader):
+    return pums_reader(privacy=dpsql.Privacy(epsilon=1.0), budget=dpsql.Budget(epsilon=10.0))
 
 
 def test_the_same_query_again_is_free_and_identical(reader):

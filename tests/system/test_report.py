@@ -6,9 +6,7 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
-import pandas as pd
 import pytest
 import yaml
 
@@ -16,14 +14,9 @@ import dpsql
 from dpsql.errors import LedgerError
 from dpsql.privacy.ledger import Ledger
 
-DATA = Path(__file__).parent / "data"
-ROOT = Path(__file__).parent.parent
+from tests.paths import DATA, ROOT
+
 SQL = "SELECT sex, COUNT(*) AS n, AVG(income) AS a, MEDIAN(age) AS m FROM PUMS.PUMS GROUP BY sex"
-
-
-@pytest.fixture(scope="module")
-def pums():
-    return pd.read_csv(DATA / "PUMS.csv")
 
 
 def reader(pums, ledger, metadata=DATA / "PUMS.yaml", **kw):

@@ -8,13 +8,14 @@ Everything not on the list is refused by name, before any data is read.
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import duckdb
 import pytest
 
 import dpsql
 from dpsql.frontend.allowed import ENTRIES
+
+from tests.paths import ROOT
 
 EXTREMES = """
 CREATE TABLE x.t AS SELECT * FROM (VALUES
@@ -98,7 +99,7 @@ def test_every_entry_has_samples():
 
 
 def test_every_entry_is_published_in_docs_sql_md():
-    text = (Path(__file__).parent.parent / "docs" / "sql.md").read_text()
+    text = (ROOT / "docs" / "sql.md").read_text()
     for entry in ENTRIES:
         assert f"| {entry.sql.replace('|', chr(92) + '|')} |" in text, entry.sql
 

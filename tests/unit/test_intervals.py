@@ -9,8 +9,6 @@ releases are drawn in one batch: the plan's exact statistics are repeated 2,000 
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,15 +17,11 @@ from scipy import stats as sps
 import dpsql
 from dpsql.release.noise import add_noise
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA, ROOT
+
 RUNS = 2000
 ALPHA = 0.05
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
-
-
-@pytest.fixture(scope="module")
-def pums():
-    return pd.read_csv(DATA / "PUMS.csv")
 
 
 def _exact(frame: pd.DataFrame) -> dict:
@@ -136,8 +130,7 @@ def test_cli_accuracy_adds_interval_columns_and_validates_the_level():
     import os
     import subprocess
     import sys
-    root = Path(__file__).parent.parent
-    env = dict(os.environ, PYTHONPATH=str(root))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     base = [sys.executable, "-m", "dpsql", "query", "--metadata", str(DATA / "PUMS.yaml"),
             "--table", f"PUMS.PUMS={DATA / 'PUMS.csv'}", "--epsilon", "1", "--format", "json"]
     sql = "SELECT sex, COUNT(*) AS n, AVG(age) AS a FROM PUMS.PUMS GROUP BY sex"

@@ -6,7 +6,6 @@ import datetime as dt
 import io
 import json
 import re
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -15,8 +14,8 @@ import yaml
 from dpsql.errors import Error, MetadataError
 from dpsql.metadata.model import COLUMN_TYPES, Column, Metadata, Table, check, json_schema
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data"
+from tests.paths import DATA, ROOT
+
 YAML_FILES = sorted(DATA.glob("*.yaml"))
 
 

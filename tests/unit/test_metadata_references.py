@@ -7,14 +7,14 @@ for free, with the reason.
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import dpsql
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA
+
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
 
 

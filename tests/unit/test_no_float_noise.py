@@ -9,11 +9,11 @@ of dpsql must not take the names in FLOAT_NOISE (e.g. call an exponential
 mechanism ``exponential_mechanism``, not ``exponential``).
 """
 import ast
-import pathlib
-
 import pytest
 
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "dpsql"
+from tests.paths import ROOT
+
+PACKAGE = ROOT / "dpsql"
 
 FLOAT_NOISE = {
     "laplace", "normal", "standard_normal", "gauss", "normalvariate", "exponential",

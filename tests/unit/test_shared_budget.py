@@ -3,20 +3,14 @@ threads; a query's privacy can be given per call, and is charged as given."""
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
-import pandas as pd
 import pytest
 
 import dpsql
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA
+
 SQL = "SELECT COUNT(*) AS n FROM PUMS.PUMS"
-
-
-@pytest.fixture(scope="module")
-def pums():
-    return pd.read_csv(DATA / "PUMS.csv")
 
 
 def test_readers_given_one_budget_spend_from_one_pool(pums):

@@ -3,16 +3,15 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
-import pandas as pd
 import pytest
 
 import dpsql
 from dpsql.privacy import zcdp
 from dpsql.privacy.ledger import Ledger
 
-DATA = Path(__file__).parent / "data"
+from tests.paths import DATA
+
 SQL = "SELECT COUNT(*) AS n, SUM(age) AS s FROM PUMS.PUMS"
 
 
@@ -21,11 +20,6 @@ def gaussian(**kw) -> dpsql.Privacy:
     for stat in ("count", "sum_int", "sum_large_int", "sum_float", "threshold"):
         p.mechanisms.map[stat] = "gaussian"
     return p
-
-
-@pytest.fixture(scope="module")
-def pums():
-    return pd.read_csv(DATA / "PUMS.csv")
 
 
 def test_the_books_example_rho_0004_at_delta_1e8_is_epsilon_0466(pums):

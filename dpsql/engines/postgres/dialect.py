@@ -92,20 +92,20 @@ class Postgres(Dialect):
 
     def truncated_groups(self, node: TruncatedGroups) -> exp.Select:
         pid, keys = node.args["pid"], [self.lower(k) for k in node.args["keys"]]
-        seed = exp.select(exp.alias_(exp.Cast(this=exp.Mul(this=exp.Rand(), expression=_num(
-            2 ** 62)), to=exp.DataType.build("BIGINT")), "_dpsql_seed", quoted=True))
+        # The seed is an uncorrelated scalar subquery: PostgreSQL evaluates it once per run
+        # (an InitPlan), so every row of a group gets the same hash.
+        seed = exp.Subquery(this=exp.select(exp.Cast(this=exp.Mul(
+            this=exp.Rand(), expression=_num(2 ** 62)), to=exp.DataType.build("BIGINT"))))
         text = exp.Cast(this=exp.Anonymous(this="ROW", expressions=[_col(pid)] + [
             k.copy() for k in keys]), to=exp.DataType.build("TEXT"))
-        hashed = _fn("hashtextextended", text, _col("_dpsql_seed"))
+        hashed = _fn("hashtextextended", text, seed)
         group_rank = exp.Window(this=exp.Anonymous(this="DENSE_RANK"), partition_by=[_col(pid)],
                                 order=exp.Order(expressions=[exp.Ordered(this=hashed)] + [
                                     exp.Ordered(this=k.copy(), nulls_first=False) for k in keys]))
         ranked = exp.select(exp.Star(), exp.alias_(group_rank, "_dpsql_g", quoted=True),
                             exp.alias_(exp.Rand(), "_dpsql_u", quoted=True)).from_(
             exp.Subquery(this=self.lower(node.this), alias=exp.TableAlias(
-                this=exp.to_identifier("_gr")))).join(
-            exp.Subquery(this=seed, alias=exp.TableAlias(this=exp.to_identifier("_seed"))),
-            join_type="CROSS")
+                this=exp.to_identifier("_gr"))))
         row_rank = exp.Window(this=exp.RowNumber(), partition_by=[_col(pid), _col("_dpsql_g")],
                               order=exp.Order(expressions=[exp.Ordered(this=_col("_dpsql_u"))]))
         numbered = exp.select(exp.Star(), exp.alias_(row_rank, "_dpsql_r", quoted=True)).from_(
@@ -148,9 +148,16 @@ def _check_total(node: exp.Expression) -> None:
 # Rules: node -> a node that cannot raise on any value of its operands' types
 
 
+def _cases(*branches) -> exp.Expression:
+    """CASE WHEN c1 THEN v1 ... END: PostgreSQL evaluates the branches in order and skips
+    the rest, unlike AND and OR, whose operands it may evaluate in any order."""
+    return exp.Case(ifs=[exp.If(this=c, true=v) for c, v in branches])
+
+
 def _arith(node):
-    """+ - * of analyst expressions: computed exactly (NUMERIC) first, and NULL where the
-    engine type would overflow (or, for floats, underflow)."""
+    """+ - * of analyst expressions: NULL where the engine type would overflow (and, for
+    floats of finite operands, underflow), decided on the exact (NUMERIC) result. An
+    infinite or NaN operand cannot raise and is left as PostgreSQL computes it."""
     kind = _type(node)
     if kind is None:
         return node
@@ -158,7 +165,7 @@ def _arith(node):
     if kind == "BIGINT":
         return _case(_within_int64(exact), node)
     a, b = node.this, node.expression
-    return _case(exp.and_(_finite(a), _finite(b), _float_fits(exact)), node)
+    return _case(exp.or_(exp.not_(exp.and_(_finite(a), _finite(b))), _float_fits(exact)), node)
 
 
 def _div(node):
@@ -171,17 +178,18 @@ def _div(node):
     quotient = exp.Div(this=exp.Cast(this=a.copy(), to=double),
                        expression=exp.Cast(this=b.copy(), to=double.copy()))
     exact = exp.Div(this=_numeric(a), expression=_numeric(b))
-    safe = exp.and_(exp.NEQ(this=b.copy(), expression=_num(0)), _finite(a), _finite(b),
-                    _float_fits(exact))
-    return _case(safe, quotient)
+    finite = exp.and_(_finite(a), _finite(b))
+    return _cases((exp.EQ(this=b.copy(), expression=_num(0)), exp.Null()),
+                  (exp.or_(exp.not_(finite), _float_fits(exact)), quotient))
 
 
 def _int_div(node):
     """// of integers: truncated toward zero (as DuckDB), NULL for a zero divisor."""
     a, b = node.this, node.expression
     exact = _fn("TRUNC", exp.Div(this=_numeric(a), expression=_numeric(b)))
-    safe = exp.and_(exp.NEQ(this=b.copy(), expression=_num(0)), _within_int64(exact.copy()))
-    return _case(safe, exp.Cast(this=exact, to=exp.DataType.build("BIGINT")))
+    return _cases((exp.EQ(this=b.copy(), expression=_num(0)), exp.Null()),
+                  (_within_int64(exact.copy()), exp.Cast(this=exact, to=exp.DataType.build(
+                      "BIGINT"))))
 
 
 def _mod(node):
@@ -214,22 +222,23 @@ def _exp(node):
 
 def _pow(node):
     """power(a, b): NULL for 0 to a negative power, a negative base to a fraction, and
-    results beyond a DOUBLE (|b ln|a|| > 700)."""
-    a, b = exp.Cast(this=node.this, to=exp.DataType.build("DOUBLE")), node.expression
-    zero = exp.EQ(this=a.copy(), expression=_num(0))
-    size = exp.Abs(this=exp.Mul(this=exp.Cast(this=b.copy(), to=exp.DataType.build("DOUBLE")),
-                                expression=exp.Ln(this=exp.Abs(this=a.copy()))))
-    safe = exp.and_(_finite(a), _finite(exp.Cast(this=b.copy(), to=exp.DataType.build("DOUBLE"))),
-                    exp.or_(exp.and_(zero, exp.GT(this=b.copy(), expression=_num(0))),
-                            exp.and_(exp.not_(zero.copy()), exp.LTE(this=size, expression=_num(
-                                EXP_LIMIT)), exp.or_(exp.GT(this=a.copy(), expression=_num(0)),
-                                                     exp.EQ(this=b.copy(), expression=_fn(
-                                                         "FLOOR", b.copy()))))))
-    power = exp.Pow(this=a.copy(), expression=exp.Cast(this=b.copy(),
-                                                       to=exp.DataType.build("DOUBLE")))
+    results beyond a DOUBLE (|b ln|a|| > 700, computed exactly)."""
+    double = exp.DataType.build("DOUBLE")
+    a = exp.Cast(this=node.this, to=double)
+    b = exp.Cast(this=node.expression, to=double.copy())
+    size = exp.Abs(this=exp.Mul(this=_numeric(b), expression=_numeric(exp.Ln(this=exp.Abs(
+        this=a.copy())))))
+    power = exp.Pow(this=a.copy(), expression=b.copy())
+    safe = _cases(
+        (exp.not_(exp.and_(_finite(a), _finite(b))), exp.false()),
+        (exp.EQ(this=a.copy(), expression=_num(0)), exp.GTE(this=b.copy(), expression=_num(0))),
+        (exp.and_(exp.LT(this=a.copy(), expression=_num(0)),
+                  exp.NEQ(this=b.copy(), expression=_fn("FLOOR", b.copy()))), exp.false()),
+        (exp.true(), exp.LTE(this=size, expression=_num(EXP_LIMIT))))
     if _type(node) == "BIGINT":
-        return _case(exp.and_(safe, _within_int64(_numeric(power))),
-                     exp.Cast(this=power.copy(), to=exp.DataType.build("BIGINT")))
+        return _cases((exp.not_(safe), exp.Null()),
+                      (_within_int64(_numeric(power)), exp.Cast(this=power.copy(),
+                                                                to=exp.DataType.build("BIGINT"))))
     return _case(safe, power)
 
 
@@ -244,13 +253,14 @@ def _round(node):
 
 def _integral(node):
     """FLOOR/CEIL/SIGN: the type the analyst's expression has (PostgreSQL returns DOUBLE or
-    NUMERIC)."""
-    kind = _type(node)
-    if kind == "BIGINT":
-        inner = exp.Cast(this=node, to=exp.DataType.build("BIGINT"))
-        return _case(_within_int64(_numeric(node.this)), inner) if not isinstance(
-            node, exp.Sign) else inner
-    return node
+    NUMERIC); of an integer, FLOOR and CEIL are the integer itself."""
+    if _type(node) != "BIGINT":
+        return node
+    if _type(node.this) == "BIGINT" and not isinstance(node, exp.Sign):
+        return node.this
+    return exp.Cast(this=node, to=exp.DataType.build("BIGINT")) if isinstance(
+        node, exp.Sign) else _case(_within_int64(_numeric(node)), exp.Cast(
+            this=node, to=exp.DataType.build("BIGINT")))
 
 
 def _date_part(node):
@@ -261,11 +271,13 @@ def _date_part(node):
 
 
 def _epoch_us(node):
+    """Microseconds since 1970 as BIGINT: NULL for infinite timestamps and for those near
+    PostgreSQL's ends whose microseconds an int64 does not hold."""
     value = node.this
-    micros = exp.Mul(this=exp.Extract(this=exp.var("EPOCH"), expression=value.copy()),
-                     expression=_num(1_000_000))
-    return _case(_fn("ISFINITE", value.copy()), exp.Cast(this=_fn("TRUNC", micros),
-                                                         to=exp.DataType.build("BIGINT")))
+    micros = _fn("TRUNC", exp.Mul(this=exp.Extract(this=exp.var("EPOCH"), expression=value.copy()),
+                                  expression=_num(1_000_000)))
+    return _case(exp.and_(_fn("ISFINITE", value.copy()), _within_int64(micros.copy())),
+                 exp.Cast(this=micros, to=exp.DataType.build("BIGINT")))
 
 
 def _substring(node):

@@ -1,0 +1,74 @@
+# Queries dpsql refuses over the shop data set (tests/data/shop.yaml + shop_*.csv).
+# One query per line, ending in "-- ErrorClass: fragment of the message".
+# ---- syntax and statements
+SELECT COUNT(*) FROM shop.orders WHERE channel = 'web' AND -- QueryError: cannot parse the query
+SELECT channel COUNT(*) FROM shop.orders GROUP BY channel -- QueryError: cannot parse the query
+DELETE FROM shop.orders WHERE channel = 'web' -- QueryError: only SELECT queries are answered
+# ---- unknown names, ambiguity
+SELECT COUNT(*) FROM shop.products -- QueryError: unknown table 'shop.products'
+SELECT COUNT(*) AS n FROM shop.orders o JOIN shop.orders_archive a ON o.order_id = a.order_id -- QueryError: unknown table 'shop.orders_archive'
+SELECT COUNT(price) FROM shop.orders -- QueryError: unknown column price in SELECT
+SELECT COUNT(*) FROM shop.orders o JOIN shop.customers c ON o.customer_id = c.customer_id WHERE customer_id > 3 -- QueryError: column name 'customer_id' is ambiguous
+SELECT COUNT(*) FROM (SELECT * EXCLUDE (customer_id) FROM shop.orders) o JOIN shop.customers c ON o.customer_id = c.customer_id -- QueryError: o has no column 'customer_id'
+# ---- raw rows
+SELECT * FROM shop.orders -- QueryError: SELECT * would release raw rows
+SELECT channel FROM shop.orders -- QueryError: is neither grouped nor aggregated
+SELECT region, channel, COUNT(*) FROM shop.customers c JOIN shop.orders o ON o.customer_id = c.customer_id GROUP BY region -- QueryError: column "channel" in SELECT is neither grouped
+# ---- GROUP BY the privacy unit (directly and through references)
+SELECT customer_id, COUNT(*) FROM shop.customers GROUP BY customer_id -- QueryError: privacy unit
+SELECT customer_id, COUNT(*) FROM shop.orders GROUP BY customer_id -- QueryError: uses the privacy unit's id
+SELECT o.customer_id, SUM(i.amount) FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id GROUP BY o.customer_id -- QueryError: uses the privacy unit's id
+# ---- aggregates without bounds or of the wrong type
+SELECT SUM(order_id) FROM shop.orders -- QueryError: has no lower and upper bound in the metadata
+SELECT SUM(channel) FROM shop.orders -- QueryError: column 'channel' is of type string
+SELECT AVG(i.level) FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id -- QueryError: column 'level' has no lower and upper bound
+SELECT SUM(i.amount / (i.amount - 10)) FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id -- QueryError: the divisor can be 0
+SELECT MEDIAN(order_id) FROM shop.orders -- QueryError: the candidates of a quantile are a grid
+SELECT MEDIAN(channel) FROM shop.orders -- QueryError: column 'channel' is of type string
+# ---- order_items must be joined with orders on order_id
+SELECT COUNT(*) FROM shop.order_items -- QueryError: join shop.orders on it
+SELECT SUM(amount) FROM shop.order_items -- QueryError: join shop.orders on it
+SELECT COUNT(*) FROM shop.order_items i JOIN (VALUES (1)) AS v(order_id) USING (order_id) -- QueryError: join shop.orders on it
+SELECT COUNT(*) FROM shop.order_items i JOIN shop.orders o ON i.amount = o.order_id -- QueryError: join them on exactly that
+SELECT COUNT(*) FROM shop.order_items i JOIN shop.orders o ON i.level = o.order_id -- QueryError: join them on exactly that
+SELECT COUNT(*) FROM shop.order_items i JOIN (SELECT order_id + 1 AS order_id, customer_id FROM shop.orders) o ON i.order_id = o.order_id -- QueryError: not renamed from or computed by the query
+SELECT COUNT(*) FROM shop.customers c JOIN shop.orders o ON o.customer_id = c.customer_id JOIN shop.order_items i ON i.order_id = c.customer_id -- QueryError: join them on exactly that
+# ---- public tables only, LEFT/RIGHT joins keeping public rows
+SELECT COUNT(*) FROM shop.levels -- QueryError: the query reads public tables only
+SELECT name, COUNT(*) FROM shop.levels GROUP BY name -- QueryError: the query reads public tables only
+SELECT COUNT(*) FROM shop.levels a JOIN (VALUES (1)) AS v(level) USING (level) -- QueryError: the query reads public tables only
+SELECT COUNT(*) FROM shop.levels l LEFT JOIN shop.orders o ON l.level = o.order_id -- QueryError: keeps a public table's unmatched rows
+SELECT COUNT(*) FROM shop.levels l LEFT JOIN shop.customers c ON c.customer_id = l.level -- QueryError: keeps a public table's unmatched rows
+SELECT COUNT(*) FROM shop.orders o RIGHT JOIN shop.levels l ON l.level = o.order_id -- QueryError: keeps a public table's unmatched rows
+SELECT COUNT(*) FROM (SELECT customer_id, channel FROM shop.orders UNION ALL SELECT level, name FROM shop.levels) -- QueryError: every part must hold rows of the same kind
+# ---- private x private joins not on the privacy unit
+SELECT COUNT(*) FROM shop.orders a JOIN shop.orders b ON a.order_id = b.order_id -- QueryError: must equate their privacy units
+SELECT COUNT(*) FROM shop.customers c JOIN shop.orders o ON c.customer_id = o.order_id -- QueryError: must equate their privacy units
+SELECT COUNT(*) FROM shop.customers c CROSS JOIN shop.orders o -- QueryError: must equate their privacy units
+SELECT COUNT(*) FROM shop.customers c JOIN shop.orders o ON o.customer_id = c.customer_id OR c.region = o.channel -- QueryError: must equate their privacy units
+SELECT COUNT(*) FROM shop.customers c FULL JOIN shop.orders o ON o.customer_id = c.customer_id -- QueryError: FULL JOIN with a private table
+SELECT COUNT(*) FROM shop.customers c NATURAL JOIN shop.orders o -- QueryError: write JOIN ... ON or USING
+# ---- semi-joins not on the id, subqueries
+SELECT COUNT(*) FROM shop.customers WHERE region IN (SELECT channel FROM shop.orders) -- QueryError: both sides must be the privacy unit's id
+SELECT COUNT(*) FROM shop.customers c WHERE EXISTS (SELECT 1 FROM shop.orders o WHERE o.channel = 'web') -- QueryError: must be tied to the outer rows
+SELECT COUNT(*) FROM shop.customers WHERE customer_id IN (SELECT customer_id FROM shop.orders) OR region = 'west' -- QueryError: joined to the rest of WHERE by AND
+SELECT COUNT(*) FROM shop.orders WHERE order_id > (SELECT AVG(order_id) FROM shop.orders) -- QueryError: scalar and correlated subqueries in WHERE
+SELECT region, COUNT(*) FROM shop.customers GROUP BY region HAVING COUNT(*) > (SELECT 1) -- QueryError: subqueries and references to other tables
+# ---- set operations
+SELECT COUNT(*) FROM (SELECT customer_id FROM shop.orders UNION SELECT customer_id FROM shop.customers) -- QueryError: UNION (without ALL) in 'subquery'
+SELECT COUNT(*) FROM (SELECT customer_id FROM shop.orders INTERSECT SELECT customer_id FROM shop.customers) -- QueryError: INTERSECT over private rows is not supported
+SELECT COUNT(*) FROM shop.orders UNION SELECT COUNT(*) FROM shop.customers -- QueryError: UNION (without ALL) of queries is not supported
+# ---- subqueries: LIMIT, windows, grouping persons together, second per-person aggregation
+SELECT COUNT(*) FROM (SELECT * FROM shop.orders LIMIT 100) -- QueryError: LIMIT/OFFSET inside 'subquery' is not supported
+SELECT COUNT(*) FROM (SELECT customer_id, ROW_NUMBER() OVER (PARTITION BY customer_id) AS r FROM shop.orders) WHERE r = 1 -- QueryError: window functions are not supported
+SELECT channel, COUNT(*) OVER (PARTITION BY channel) FROM shop.orders -- QueryError: window functions (OVER) are not supported
+SELECT AVG(n) FROM (SELECT customer_id, COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS m FROM shop.orders GROUP BY customer_id) GROUP BY customer_id) -- QueryError: aggregates per person a second time
+SELECT COUNT(*) FROM (SELECT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel) -- QueryError: does not include the privacy unit's id (customer_id, which references shop.customers.customer_id)
+SELECT COUNT(*) FROM (SELECT o.channel, COUNT(*) AS n FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id GROUP BY o.channel) -- QueryError: does not include the privacy unit's id (customer_id, which references shop.customers.customer_id)
+# ---- LIMIT, ORDER BY, functions, literals, reserved names
+SELECT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel LIMIT 99999999999999999999 -- QueryError: is beyond the largest LIMIT
+SELECT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel ORDER BY 5 -- QueryError: ORDER BY 5 is out of range
+SELECT COUNT(*) AS n FROM shop.orders WHERE levenshtein(channel, 'web') < 2 -- QueryError: LEVENSHTEIN() is not allowed in WHERE
+SELECT COUNT(*) AS n FROM shop.orders WHERE regexp_matches(channel, 'w.b') -- QueryError: is not allowed in WHERE
+SELECT COUNT(*) FROM shop.orders WHERE order_id = 'abc' -- QueryError: 'abc' is not a number
+SELECT COUNT(*) AS n FROM shop.customers c JOIN (SELECT customer_id AS _dpsql_pid FROM shop.orders) o ON o._dpsql_pid = c.customer_id -- QueryError: starts with _dpsql, which is reserved
