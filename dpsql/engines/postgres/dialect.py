@@ -19,6 +19,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import QueryError
+from ...frontend.allowed import ENTRIES
 from ...plan.dialect import Dialect
 from ...plan.nodes import Truncated, TruncatedGroups
 
@@ -185,6 +186,8 @@ def _div(node):
 
 def _int_div(node):
     """// of integers: truncated toward zero (as DuckDB), NULL for a zero divisor."""
+    if _type(node) != "BIGINT":
+        raise QueryError("// of non-integers is not supported on PostgreSQL; use FLOOR(a / b)")
     a, b = node.this, node.expression
     exact = _fn("TRUNC", exp.Div(this=_numeric(a), expression=_numeric(b)))
     return _cases((exp.EQ(this=b.copy(), expression=_num(0)), exp.Null()),
@@ -263,11 +266,58 @@ def _integral(node):
             this=node, to=exp.DataType.build("BIGINT")))
 
 
+_PARTS = {exp.Year: "YEAR", exp.Month: "MONTH", exp.Day: "DAY", exp.Quarter: "QUARTER",
+          exp.Hour: "HOUR", exp.Minute: "MINUTE", exp.Second: "SECOND", exp.DayOfWeek: "DOW",
+          exp.DayOfYear: "DOY"}
+
+
 def _date_part(node):
-    """YEAR(x), MONTH(x), EXTRACT: an integer, NULL for an infinite timestamp."""
-    value = node.this if not isinstance(node, exp.Extract) else node.expression
-    return _case(_fn("ISFINITE", value.copy()), exp.Cast(this=node, to=exp.DataType.build(
-        "BIGINT")))
+    """YEAR(x) ... DAYOFYEAR(x), EXTRACT: a whole number (seconds truncated, as DuckDB),
+    NULL for an infinite timestamp."""
+    if isinstance(node, exp.Extract):
+        value, part = node.expression, node.this
+    else:
+        value, part = node.this, exp.var(_PARTS[type(node)])
+    extract = exp.Extract(this=part.copy(), expression=value.copy())
+    return _case(_fn("ISFINITE", value.copy()), exp.Cast(this=_fn("TRUNC", extract),
+                                                         to=exp.DataType.build("BIGINT")))
+
+
+def _log(node):
+    """LOG(x) (base 10, as DuckDB and PostgreSQL), LOG2, LOG10: NULL where x <= 0."""
+    base, value = (node.this, node.expression) if node.expression is not None else (None, node.this)
+    double = exp.DataType.build("DOUBLE")
+    x = exp.Cast(this=value.copy(), to=double)
+    if base is None:
+        computed = exp.Log(this=x.copy())
+    else:
+        computed = exp.Div(this=exp.Ln(this=x.copy()), expression=exp.Ln(
+            this=exp.Cast(this=base.copy(), to=double.copy())))
+    return _case(exp.GT(this=x, expression=_num(0)), computed)
+
+
+def _is_inf(node):
+    if _type(node.this) == "BIGINT":
+        return _case(exp.not_(exp.Is(this=node.this.copy(), expression=exp.Null())), exp.false())
+    return exp.EQ(this=exp.Abs(this=node.this), expression=exp.Cast(
+        this=exp.Literal.string("Infinity"), to=exp.DataType.build("DOUBLE")))
+
+
+def _literal_positions(node):
+    """SUBSTRING, LEFT, RIGHT: positions and lengths must be literals (a start >= 1, a length
+    >= 0): PostgreSQL counts a negative start from before the string, DuckDB from its end."""
+    args = [node.args.get(k) for k in ("start", "length", "expression") if node.args.get(k)]
+    for arg in args:
+        value = arg.this if isinstance(arg, exp.Neg) else arg
+        if not (isinstance(value, exp.Literal) and not isinstance(arg, exp.Neg)):
+            raise QueryError(f"{node.key.upper()} with a position or length that is not a "
+                             "literal is not supported on PostgreSQL (it counts negative "
+                             "positions differently); use the DuckDB engine")
+    start = node.args.get("start")
+    if start is not None and int(float(start.name)) < 1:
+        raise QueryError(f"{node.key.upper()} from position {start.name} is not supported on "
+                         "PostgreSQL; start at 1 or later")
+    return node
 
 
 def _epoch_us(node):
@@ -281,10 +331,7 @@ def _epoch_us(node):
 
 
 def _substring(node):
-    length = node.args.get("length")
-    if length is None:
-        return node
-    return _case(exp.GTE(this=length.copy(), expression=_num(0)), node)
+    return _literal_positions(node)
 
 
 def _is_nan(node):
@@ -333,6 +380,9 @@ def _try_cast(node):
     if (source, target) == ("float", "int"):
         return _case(exp.Between(this=node.this.copy(), low=_num(-9.2e18), high=_num(9.2e18)),
                      exp.Cast(this=_fn("ROUND", node.this), to=to))
+    if (source, target) == ("int", "boolean"):
+        return _case(exp.not_(exp.Is(this=node.this.copy(), expression=exp.Null())),
+                     exp.NEQ(this=node.this, expression=_num(0)))
     if (source, target) == ("boolean", "int"):
         return exp.Cast(this=exp.Cast(this=node.this, to=exp.DataType.build("INT")), to=to)
     if source == "string" and target in ("int", "float"):
@@ -371,15 +421,24 @@ def _case_bool_text(node):
 def _list(node):
     if node.name.upper() == "LIST":
         return exp.Anonymous(this="ARRAY_AGG", expressions=node.expressions)
+    if node.name.upper() == "DATE_PART" and _type(node) == "BIGINT":
+        part, value = node.expressions
+        return _case(_fn("ISFINITE", value.copy()), exp.Cast(
+            this=_fn("TRUNC", _fn("DATE_PART", part, value)), to=exp.DataType.build("BIGINT")))
     return node
+
+
+def _trunc(node):
+    return node.this if _type(node.this) == "BIGINT" else node
 
 
 RULES = {
     exp.Add: _arith, exp.Sub: _arith, exp.Mul: _arith, exp.Div: _div, exp.IntDiv: _int_div,
     exp.Mod: _mod, exp.Neg: _neg, exp.Abs: _abs, exp.Ln: _ln, exp.Sqrt: _sqrt, exp.Exp: _exp,
     exp.Pow: _pow, exp.Round: _round, exp.Floor: _integral, exp.Ceil: _integral,
-    exp.Sign: _integral, exp.Year: _date_part, exp.Month: _date_part, exp.Day: _date_part,
-    exp.Extract: _date_part, exp.UnixMicros: _epoch_us, exp.Substring: _substring,
+    exp.Sign: _integral, exp.Extract: _date_part, **{t: _date_part for t in _PARTS},
+    exp.Log: _log, exp.IsInf: _is_inf, exp.Left: _literal_positions,
+    exp.Right: _literal_positions, exp.Trunc: _trunc, exp.UnixMicros: _epoch_us, exp.Substring: _substring,
     exp.IsNan: _is_nan, exp.Contains: _contains, exp.Like: _like, exp.ILike: _like,
     exp.Try: _try, exp.TryCast: _try_cast, exp.Anonymous: _list,
 }
@@ -388,5 +447,16 @@ TOTAL = (exp.Column, exp.Literal, exp.Paren, exp.Case, exp.If, exp.Coalesce, exp
          exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.And, exp.Or, exp.Not,
          exp.Is, exp.In, exp.Between, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DPipe, exp.Upper,
          exp.Lower, exp.Length, exp.StartsWith, exp.TimestampTrunc, exp.Escape,
-         exp.Concat, exp.Greatest, exp.Least, exp.Trim)
+         exp.Concat, exp.Greatest, exp.Least, exp.Trim, exp.Nullif, exp.Cbrt, exp.Reverse,
+         exp.StrPosition, exp.Like, exp.ILike)
 """Analyst-writable nodes that cannot raise in PostgreSQL on any value of their types."""
+
+SUPPORT: dict = {
+    "CAST, TRY_CAST, ::": "yes, except text to DATE or TIMESTAMP",
+    "SUBSTRING(s, start [, len]), LEFT, RIGHT": "literal positions only (start >= 1)",
+}
+"""Allow-list entry (``dpsql.frontend.allowed``) -> "yes" or what PostgreSQL refuses of it
+(the PostgreSQL column of docs/sql.md; tests/engines/test_postgres_allowed.py checks both)."""
+
+for _entry in ENTRIES:
+    SUPPORT.setdefault(_entry.sql, "yes")
