@@ -234,3 +234,11 @@ def test_cli_queries_a_postgres_server(postgres):
                              "SELECT COUNT(*) FROM PUMS.PUMS"],
                             capture_output=True, text=True, env=env, timeout=60)
     assert leaked.returncode == 2 and "PGPASSWORD" in leaked.stderr
+
+
+def test_example_script_runs_against_the_server(postgres, tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "postgres.py"), postgres.url()],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "privacy unit: person" in done.stdout and "median_age" in done.stdout
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,112 @@
+"""PostgreSQL benchmark: dpsql time / the same non-private query's time on the same server,
+measured in the same run.
+
+Usage: python tests/benchmarks/bench_postgres.py [--rows 1000000] [--repeat 5] [--url URL]
+
+Without ``--url`` a throwaway server is started (tests/servers.py) and stopped at the end.
+The tables are the synthetic PUMS-like ones of bench_engine.py, generated on the server;
+the queries are bench_engine's, transpiled by sqlglot for the plain runs. The user-level
+query is also compared with its floor: the same query grouped additionally by the person
+(the per-person pass any contribution bound needs). Not part of the test suite.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import sqlglot
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+import dpsql  # noqa: E402
+from tests.benchmarks.bench_engine import QUERIES, USER_QUERIES, best, fresh_release, metadata  # noqa: E402
+
+BODY = ("(random() * 100)::bigint AS age, (random() < 0.5)::int::bigint AS sex, "
+        "(1 + random() * 15)::bigint AS educ, (1 + random() * 5)::bigint AS race, "
+        "(random() * random() * 300000)::bigint AS income, "
+        "(random() < 0.55)::int::bigint AS married")
+
+
+def make_tables(con, rows: int) -> None:
+    with con.cursor() as cur:
+        cur.execute("CREATE SCHEMA IF NOT EXISTS bench")
+        cur.execute("DROP TABLE IF EXISTS bench.pums, bench.pums_pid")
+        cur.execute(f"CREATE TABLE bench.pums AS SELECT {BODY} FROM generate_series(1, {rows})")
+        cur.execute(f"CREATE TABLE bench.pums_pid AS SELECT {BODY}, "
+                    f"(g / 2 + (random() < 0.1)::int)::bigint AS pid "
+                    f"FROM generate_series(1, {rows}) AS g")
+        cur.execute("ANALYZE bench.pums; ANALYZE bench.pums_pid")
+    con.commit()
+
+
+def plain_sql(sql: str) -> str:
+    return _aliased(sqlglot.transpile(sql, read="duckdb", write="postgres")[0])
+
+
+def timed_plain(con, sql: str, repeat: int) -> float:
+    def go():
+        with con.cursor() as cur:
+            cur.execute(sql)
+            cur.fetchall()
+    go()
+    return best(go, repeat)
+
+
+def run(url: str, rows: int, repeat: int) -> None:
+    import psycopg
+    con = psycopg.connect(url, autocommit=True)
+    make_tables(con, rows)
+    reader = dpsql.from_connection(psycopg.connect(url), metadata(),
+                                   privacy=dpsql.Privacy(epsilon=1.0))
+    print(f"\nPostgreSQL, {rows:,} rows (best of {repeat})")
+    print(f"{'query':18} {'plain ms':>10} {'dpsql ms':>10} {'ratio':>7}")
+    for name, sql in QUERIES:
+        fresh_release(reader, sql)
+        plain = timed_plain(con, plain_sql(sql), repeat)
+        private = best(lambda: fresh_release(reader, sql), repeat)
+        print(f"{name:18} {plain * 1e3:10.1f} {private * 1e3:10.1f} {private / plain:7.2f}")
+    for name, sql, floor_sql in USER_QUERIES:
+        fresh_release(reader, sql)
+        floor = timed_plain(con, _aliased(plain_sql(floor_sql)), repeat)
+        plain = timed_plain(con, plain_sql(sql), repeat)
+        private = best(lambda: fresh_release(reader, sql), repeat)
+        print(f"{name:18} {plain * 1e3:10.1f} {private * 1e3:10.1f} {private / plain:7.2f}"
+              f"   floor {floor * 1e3:.1f} ms, dpsql/floor {private / floor:.2f}")
+
+
+def _aliased(sql: str) -> str:
+    """PostgreSQL 15 needs an alias on a subquery in FROM."""
+    tree = sqlglot.parse_one(sql, read="postgres")
+    for i, sub in enumerate(tree.find_all(sqlglot.exp.Subquery)):
+        if not sub.alias:
+            sub.set("alias", sqlglot.exp.TableAlias(this=sqlglot.exp.to_identifier(f"_f{i}")))
+    return tree.sql("postgres")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--url", default=None)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    server = None
+    if args.url is None:
+        from tests.servers import PostgresServer
+        server = PostgresServer()
+        url = server.url()
+    else:
+        url = args.url
+    try:
+        for rows in args.rows:
+            run(url, rows, args.repeat)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
