@@ -108,6 +108,21 @@ def load_frame(con, metadata, name: str, frame) -> None:
         os.unlink(f.name)
 
 
+def reader_over_rows(server: "PostgresServer", table: str, columns: str, rows: str, metadata,
+                     privacy):
+    """(reader, connection) over a table ``table`` created as ``columns`` holding the SQL
+    VALUES ``rows`` (values no other loader would store: infinities, NaN, int64 ends)."""
+    import dpsql
+    con = server.connect()
+    schema = table.split(".")[0]
+    with con.cursor() as cur:
+        cur.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}; DROP TABLE IF EXISTS {table}")
+        cur.execute(f"CREATE TABLE {table} ({columns})")
+        cur.execute(f"INSERT INTO {table} VALUES {rows}")
+    con.commit()
+    return dpsql.from_connection(con, metadata, privacy=privacy), con
+
+
 def create_database(server: "PostgresServer", name: str):
     """A fresh database on ``server``, and a connection to it."""
     admin = server.connect(autocommit=True)

@@ -16,6 +16,7 @@ import pytest
 
 import dpsql
 from tests.paths import DATA, ROOT, SHOP_TABLES, SQL
+from tests.servers import reader_over_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
 LARGE = dpsql.Privacy(epsilon=1e5)
@@ -141,14 +142,10 @@ HOSTILE_EXPRESSIONS = [
 
 @pytest.fixture(scope="module")
 def hostile(postgres):
-    con = postgres.connect()
-    with con.cursor() as cur:
-        cur.execute("CREATE SCHEMA IF NOT EXISTS h; DROP TABLE IF EXISTS h.t")
-        cur.execute("CREATE TABLE h.t (pid bigint, i bigint, f double precision, s text, "
-                    "ts timestamp, b boolean)")
-        cur.execute("INSERT INTO h.t VALUES " + HOSTILE_ROWS)
-    con.commit()
-    yield dpsql.from_connection(con, HOSTILE_META, privacy=dpsql.Privacy(epsilon=1e3))
+    reader, con = reader_over_rows(
+        postgres, "h.t", "pid bigint, i bigint, f double precision, s text, ts timestamp, "
+        "b boolean", HOSTILE_ROWS, HOSTILE_META, dpsql.Privacy(epsilon=1e3))
+    yield reader
     con.close()
 
 

@@ -14,6 +14,7 @@ import dpsql
 from dpsql.engines.postgres.dialect import SUPPORT
 from dpsql.frontend.allowed import ENTRIES
 from tests.paths import ROOT
+from tests.servers import reader_over_rows
 from tests.unit.test_allowed import EXTREMES, METADATA, SAMPLES
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
@@ -29,14 +30,10 @@ ROWS = """
 
 @pytest.fixture(scope="module")
 def reader(postgres):
-    con = postgres.connect()
-    with con.cursor() as cur:
-        cur.execute("CREATE SCHEMA IF NOT EXISTS x; DROP TABLE IF EXISTS x.t")
-        cur.execute("CREATE TABLE x.t (i bigint, f double precision, s text, b boolean, "
-                    "t timestamp)")
-        cur.execute("INSERT INTO x.t VALUES " + ROWS)
-    con.commit()
-    yield dpsql.from_connection(con, METADATA, privacy=dpsql.Privacy(epsilon=1.0))
+    reader, con = reader_over_rows(postgres, "x.t", "i bigint, f double precision, s text, "
+                                   "b boolean, t timestamp", ROWS, METADATA,
+                                   dpsql.Privacy(epsilon=1.0))
+    yield reader
     con.close()
 
 
