@@ -136,6 +136,7 @@ HOSTILE_EXPRESSIONS = [
     "ROUND(f, 2)", "FLOOR(f)", "CEIL(f)", "SIGN(f)", "CAST(f AS BIGINT)", "CAST(s AS BIGINT)",
     "CAST(s AS DOUBLE)", "f / i", "i / f", "CAST(i AS DOUBLE) * 1e300", "CAST(b AS INT)",
     "YEAR(ts)", "MONTH(ts)", "EXTRACT(year FROM ts)", "DATE_TRUNC('month', ts)",
+    "LENGTH(s) * 1000000000", "STRPOS(s, '9') + 2147483647", "-LENGTH(s) * 2147483647",
     "SUBSTRING(s, 1, -1)", "LENGTH(s)", "s LIKE 'a\\%'", "UPPER(s) || s",
 ]
 

@@ -162,11 +162,33 @@ def _arith(node):
     kind = _type(node)
     if kind is None:
         return node
+    if kind == "BIGINT":
+        node = _in_int64(node)
+        if not _guarded(node):
+            return node
     exact = type(node)(this=_numeric(node.this), expression=_numeric(node.expression))
     if kind == "BIGINT":
         return _case(_within_int64(exact), node)
     a, b = node.this, node.expression
     return _case(exp.or_(exp.not_(exp.and_(_finite(a), _finite(b))), _float_fits(exact)), node)
+
+
+def _in_int64(node):
+    """``node`` computed in BIGINT: PostgreSQL computes INTEGER operands (literals, LENGTH,
+    STRPOS) in 32 bits, where DuckDB's 64-bit result would overflow."""
+    for key in ("this", "expression"):
+        operand = node.args.get(key)
+        if operand is not None and not (isinstance(operand, exp.Cast)
+                                        and operand.to.is_type("bigint")):
+            operand.replace(exp.Cast(this=operand.copy(), to=exp.DataType.build("BIGINT")))
+    return node
+
+
+def _guarded(node) -> bool:
+    """Whether the typecheck wrapped ``node`` in TRY: an integer operation it did not wrap
+    cannot overflow or divide by zero on any 64-bit operands (``dpsql.frontend.ranges``),
+    on PostgreSQL as on DuckDB, so it needs no guard (and runs at full speed)."""
+    return isinstance(node.parent, exp.Try)
 
 
 def _div(node):
@@ -189,6 +211,8 @@ def _int_div(node):
     if _type(node) != "BIGINT":
         raise QueryError("// of non-integers is not supported on PostgreSQL; use FLOOR(a / b)")
     a, b = node.this, node.expression
+    if not _guarded(node):      # both BIGINT: PostgreSQL's / truncates toward zero as well
+        return _in_int64(exp.Div(this=a, expression=b, typed=True))
     exact = _fn("TRUNC", exp.Div(this=_numeric(a), expression=_numeric(b)))
     return _cases((exp.EQ(this=b.copy(), expression=_num(0)), exp.Null()),
                   (_within_int64(exact.copy()), exp.Cast(this=exact, to=exp.DataType.build(
@@ -197,11 +221,16 @@ def _int_div(node):
 
 def _mod(node):
     a, b = node.this, node.expression
-    return _case(exp.NEQ(this=b.copy(), expression=_num(0)), exp.Mod(this=a, expression=b))
+    remainder = exp.Mod(this=a, expression=b)
+    if _type(node) == "BIGINT":
+        remainder = _in_int64(remainder)
+    return _case(exp.NEQ(this=b.copy(), expression=_num(0)), remainder)
 
 
 def _neg(node):
     if _type(node) == "BIGINT":
+        node = _in_int64(node)
+    if _type(node) == "BIGINT" and _guarded(node):
         return _case(exp.NEQ(this=node.this.copy(), expression=_num(INT64[0])), node)
     return node
 
