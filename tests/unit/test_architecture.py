@@ -151,3 +151,14 @@ def test_the_checks_find_what_they_look_for(broken):
     assert upward(graph) == ["dpsql.frontend.parse -> dpsql.plan.build"]
     assert long_functions(broken, MAX_FUNCTION_LINES) == ["dpsql.plan.build.f: 91 lines"]
     assert long_modules(broken, MAX_MODULE_LINES) == ["dpsql.plan.big: 501"]
+
+
+def test_every_package_is_installed():
+    """pyproject.toml lists the packages explicitly: a new folder left out would be missing
+    from an installed dpsql (as dpsql.engines.postgres once was, found by CI)."""
+    import tomllib
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
+                 ["tool"]["setuptools"]["packages"])
+    present = {".".join(p.parent.relative_to(PACKAGE.parent).parts)
+               for p in PACKAGE.rglob("__init__.py")}
+    assert present - listed == set()
