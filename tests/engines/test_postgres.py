@@ -167,6 +167,11 @@ def test_guards_give_null_where_postgres_would_raise(hostile):
     exact = dpsql.Privacy(epsilon=1e5)
     df = hostile.execute_df("SELECT COUNT(*) AS n FROM h.t WHERE i + 1 IS NULL", privacy=exact)
     assert round(df.n[0]) == 1                 # only the int64 maximum overflows
+    for expression, rows in (("i - 1", 1), ("i + -1", 1), ("i - -2", 1), ("2 - i", 1),
+                             ("i + i", 2), ("i * 2", 2)):
+        df = hostile.execute_df(f"SELECT COUNT(*) AS n FROM h.t WHERE {expression} IS NULL "
+                                "AND i IS NOT NULL", privacy=exact)
+        assert round(df.n[0]) == rows, expression
     df = hostile.execute_df("SELECT COUNT(*) AS n FROM h.t WHERE CAST(s AS BIGINT) = 4",
                             privacy=exact)
     assert round(df.n[0]) == 1                 # ' 3.5 ' rounds half away from zero, as DuckDB

@@ -166,11 +166,33 @@ def _arith(node):
         node = _in_int64(node)
         if not _guarded(node):
             return node
+    if kind == "BIGINT" and isinstance(node, (exp.Add, exp.Sub)):
+        return _int_add(node)
     exact = type(node)(this=_numeric(node.this), expression=_numeric(node.expression))
     if kind == "BIGINT":
         return _case(_within_int64(exact), node)
     a, b = node.this, node.expression
     return _case(exp.or_(exp.not_(exp.and_(_finite(a), _finite(b))), _float_fits(exact)), node)
+
+
+def _int_add(node):
+    """a + b or a - b of BIGINTs, NULL on overflow, by comparisons alone (no NUMERIC per
+    row): a + b overflows iff b > 0 and a > max - b, or b < 0 and a < min - b; each bound
+    is computed only in the branch where it cannot overflow itself."""
+    a, b = node.this, node.expression
+    top, bottom = _num(INT64[1]), _num(INT64[0])
+    if isinstance(node, exp.Sub):      # a - b overflows iff b < 0 and a > max + b, or b > 0 and a < min + b
+        high = exp.GT(this=a.copy(), expression=exp.Add(this=top, expression=b.copy()))
+        low = exp.LT(this=a.copy(), expression=exp.Add(this=bottom, expression=b.copy()))
+        positive, negative = low, high
+    else:
+        positive = exp.GT(this=a.copy(), expression=exp.Sub(this=top, expression=b.copy()))
+        negative = exp.LT(this=a.copy(), expression=exp.Sub(this=bottom, expression=b.copy()))
+    return _cases((exp.GT(this=b.copy(), expression=_num(0)),
+                   _cases((positive, exp.Null()), (exp.true(), node.copy()))),
+                  (exp.LT(this=b.copy(), expression=_num(0)),
+                   _cases((negative, exp.Null()), (exp.true(), node.copy()))),
+                  (exp.true(), node))
 
 
 def _in_int64(node):
