@@ -48,7 +48,7 @@ class Reader:
         self._history: list = []     # this session's releases, for report()
         self._releases: dict = {}    # (canonical SQL, privacy) -> released DataFrame
         self._compiled: dict = {}    # id(plan part) -> (engine SQL, post-processing SQL)
-        self._marks: dict = {}       # (id(plan), privacy key) -> ledger fingerprint
+        self._marks: dict = {}       # (canonical SQL, privacy key) -> ledger fingerprint
         self.post = PostProcessor()
         self._lock = threading.Lock()
 
@@ -100,19 +100,22 @@ class Reader:
     def _forget(self, plan) -> None:
         for part in plan.parts if isinstance(plan, UnionPlan) else [plan]:
             self._compiled.pop(id(part), None)
-        self._marks = {k: v for k, v in self._marks.items() if k[0] != id(plan)}
+        self._marks = {k: v for k, v in self._marks.items() if k[0] != plan.bound_sql}
 
     def _describe(self, plan: Plan) -> str:
         return describe(plan, self.engine.dialect.render(plan.exact, pretty=True),
                         render(plan.post, pretty=True))
 
     def _fingerprint(self, plan, privacy_key) -> str:
-        mark = self._marks.get((id(plan), privacy_key))
+        # Keyed by what determines the plan (its canonical SQL and privacy, in this
+        # session's metadata), never by object identity, which Python reuses.
+        key = (plan.bound_sql, privacy_key)
+        mark = self._marks.get(key)
         if mark is None:
             parts = plan.parts if isinstance(plan, UnionPlan) else [plan]
             mark = report.fingerprint(plan, privacy_key, [self._describe(p) for p in parts])
             with self._lock:
-                self._marks[(id(plan), privacy_key)] = mark
+                self._marks[key] = mark
         return mark
 
     def _privacy_key(self, p) -> tuple:

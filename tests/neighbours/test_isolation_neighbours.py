@@ -92,6 +92,9 @@ def test_row_privacy_join_with_repeating_key_still_answers():
            "ON p.sex = v.sex")
     plan = readers["without"]._plan(sql)
     assert [s.l1 for s in plan.statistics] == [1]
+    # explain says so (this line of explain was unreachable until the layout review)
+    assert "each row of the row-privacy table gets a random identity" in \
+        readers["without"].explain(sql)
     exact = int((pd.read_csv(DATA / "PUMS.csv").sex == 1).sum())
     got = [float(readers["without"].execute_df(sql).n[0]) for _ in range(20)]
     assert abs(sum(got) / len(got) - (exact - 0)) < 10      # one row per PUMS row, not two
