@@ -126,8 +126,8 @@ def connect(database=None, *, metadata, tables=None, privacy=None, budget=None,
             ledger=None) -> "Connection":
     """Open a read-only session over a DuckDB file or over tables.
 
-    ``database``: path of a ``.duckdb`` file (opened read-only), or an open
-    ``duckdb`` connection (not closed by ``close()``), or None.
+    ``database``: path of a ``.duckdb`` file (opened read-only), a ``postgresql://`` URL,
+    or an open ``duckdb`` connection (not closed by ``close()``), or None.
     ``tables``: as ``dpsql.from_df``'s first argument (one DataFrame, or a
     dict of ``schema.table`` to DataFrames or .csv/.parquet paths); give
     either ``database`` or ``tables``.
@@ -169,9 +169,9 @@ class Connection:
     InternalError, ProgrammingError = InternalError, ProgrammingError
     NotSupportedError = NotSupportedError
 
-    def __init__(self, reader, owned_duckdb=None) -> None:
+    def __init__(self, reader, owned=None) -> None:
         self._reader = reader
-        self._duckdb = owned_duckdb
+        self._owned = owned          # a connection connect() opened itself (closed with it)
         self._closed = False
 
     # -- session ---------------------------------------------------------------
@@ -213,9 +213,9 @@ class Connection:
         expects (the ``with`` statement closes only an open connection)."""
         self._check_open()
         self._closed = True
-        if self._duckdb is not None:
-            self._duckdb.close()
-            self._duckdb = None
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
 
     def __enter__(self):
         self._check_open()

@@ -21,7 +21,6 @@ from ..privacy.records import ReleaseRecord
 from ..privacy.spend import ZERO, remaining
 from ..release.intervals import check_alpha, with_intervals
 from ..errors import OperationalError, ProgrammingError, QueryError
-from ..engines.duckdb.engine import Engine
 from ..engines.postprocess import PostProcessor, render
 from ..release.explain import describe
 from ..metadata.model import Metadata
@@ -38,7 +37,7 @@ _PLAN_CACHE_SIZE = 256
 class Reader:
     """A private session over the tables described by ``metadata``."""
 
-    def __init__(self, engine: Engine, metadata: Metadata, privacy: Privacy | None = None,
+    def __init__(self, engine, metadata: Metadata, privacy: Privacy | None = None,
                  budget: Budget | None = None, ledger=None) -> None:
         self.engine = engine
         self.metadata = metadata

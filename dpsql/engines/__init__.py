@@ -1,1 +1,2 @@
-"""Engines that run bounded plans: DuckDB today (``duckdb``), others later."""
+"""Engines that run bounded plans: the embedded DuckDB (``duckdb``, the default) and
+PostgreSQL (``postgres``); ``postprocess`` is the connection that sees noisy values only."""

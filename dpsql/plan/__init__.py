@@ -6,8 +6,9 @@ carries a type and bounds; ``bounds`` derives those bounds from the metadata
 and the query text; ``lift`` moves expressions inside aggregates and public
 group keys into columns of that relation; ``aggregate`` builds the final DP
 aggregation over it and computes the cost before anything runs. The plan is
-one sqlglot tree; what only DuckDB can do (``TRY``, ``EPOCH_US``, sampling k rows
-per person with ``ARG_MIN``) comes from ``dpsql.engines.duckdb.dialect``.
+one engine-neutral sqlglot tree; what engines spell differently (sampling k rows per
+person, ranking a person's groups) is a node of ``plan.nodes`` that each engine's dialect
+compiles (``plan.dialect``).
 """
 from .aggregate import NOISY_TABLE, Plan, build_plan, key_output, metadata_types
 

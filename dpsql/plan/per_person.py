@@ -1,7 +1,7 @@
 """Per-person aggregation: a subquery or CTE that groups by the privacy unit's id.
 
 Owns: the one aggregation allowed before the DP aggregation. The child's rows
-are truncated to ``k`` per person first (``engines.duckdb.truncated``), so every
+are truncated to ``k`` per person first (``plan.nodes.Truncated``), so every
 per-person aggregate has bounds from the metadata and ``k`` alone:
 ``COUNT(*)`` in ``[1, k]``, ``COUNT(x)``/``COUNT(DISTINCT x)`` in ``[0, k]``,
 ``SUM(x)`` in ``[k min(lo, 0), k max(hi, 0)]``, ``AVG``/``MIN``/``MAX`` in

@@ -14,7 +14,7 @@ Three kinds of step, each a small function from relation to relation:
 - ``select_rows``: derived columns and WHERE (row-level, so ``k`` is unchanged);
   ``SELECT DISTINCT`` only when the person's id is among its columns.
 - ``per_person`` (its own module): ``GROUP BY`` the person's id, after
-  truncating the child to ``k`` rows per person (``dpsql.engines.duckdb.dialect.truncated``).
+  truncating the child to ``k`` rows per person (``dpsql.plan.nodes.Truncated``).
 """
 from __future__ import annotations
 
