@@ -22,53 +22,11 @@ from ...errors import QueryError
 from ...frontend.allowed import ENTRIES
 from ...plan.dialect import Dialect
 from ...plan.nodes import Truncated, TruncatedGroups
+from .casts import try_cast as _try_cast
+from .guards import (EXP_LIMIT, INT64, _case, _cases, _col, _finite,
+                     _float_fits, _fn, _num, _numeric, _type, _within_int64)
 
 NAME = "postgres"
-INT64 = (-(2 ** 63), 2 ** 63 - 1)
-FLOAT_MAX = "1.7976931348623157e308"
-FLOAT_TINY = "4.9406564584124654e-324"
-EXP_LIMIT = 700       # |b ln|a|| below this: power and exp neither overflow nor underflow
-
-
-def _col(name: str) -> exp.Column:
-    return exp.column(name, quoted=True)
-
-
-def _type(node: exp.Expression) -> str | None:
-    t = node.type
-    return t.sql("postgres").upper() if t is not None and not t.is_type("unknown") else None
-
-
-def _numeric(node: exp.Expression) -> exp.Expression:
-    return exp.Cast(this=node.copy(), to=exp.DataType.build("DECIMAL"))
-
-
-def _num(value) -> exp.Expression:
-    return exp.Literal.number(value)
-
-
-def _case(condition: exp.Expression, value: exp.Expression) -> exp.Expression:
-    return exp.Case(ifs=[exp.If(this=condition, true=value)])
-
-
-def _fn(name: str, *args) -> exp.Expression:
-    return exp.Anonymous(this=name, expressions=list(args))
-
-
-def _within_int64(value: exp.Expression) -> exp.Expression:
-    return exp.Between(this=value, low=_num(INT64[0]), high=_num(INT64[1]))
-
-
-def _float_fits(exact: exp.Expression) -> exp.Expression:
-    """An exact (NUMERIC) result that a DOUBLE holds without overflow or underflow."""
-    magnitude = exp.Abs(this=exact)
-    return exp.or_(exp.EQ(this=exact.copy(), expression=_num(0)),
-                   exp.Between(this=magnitude, low=_num(FLOAT_TINY), high=_num(FLOAT_MAX)))
-
-
-def _finite(node: exp.Expression) -> exp.Expression:
-    """A float that is neither infinite nor NaN (NaN is the greatest float in PostgreSQL)."""
-    return exp.Between(this=node.copy(), low=exp.Neg(this=_num(FLOAT_MAX)), high=_num(FLOAT_MAX))
 
 
 class Postgres(Dialect):
@@ -147,12 +105,6 @@ def _check_total(node: exp.Expression) -> None:
 
 # ----------------------------------------------------------------------------------
 # Rules: node -> a node that cannot raise on any value of its operands' types
-
-
-def _cases(*branches) -> exp.Expression:
-    """CASE WHEN c1 THEN v1 ... END: PostgreSQL evaluates the branches in order and skips
-    the rest, unlike AND and OR, whose operands it may evaluate in any order."""
-    return exp.Case(ifs=[exp.If(this=c, true=v) for c, v in branches])
 
 
 def _arith(node):
@@ -403,70 +355,6 @@ def _like(node):
 
 def _try(node):
     return node.this          # every rule above is total already
-
-
-_FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "TINYINT": "int",
-           "DOUBLE PRECISION": "float", "DOUBLE": "float", "FLOAT": "float", "REAL": "float",
-           "TEXT": "string", "VARCHAR": "string", "BOOLEAN": "boolean", "TIMESTAMP": "datetime",
-           "DATE": "date"}
-_NUMBER = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?\s*$"
-_SPECIAL = r"^\s*[+-]?(inf|infinity|nan)\s*$"
-
-
-def _family(type_name: str | None) -> str | None:
-    return _FAMILY.get((type_name or "").split("(")[0].strip())
-
-
-def _try_cast(node):
-    """TRY_CAST: PostgreSQL raises where DuckDB gives NULL, so every cast is either total on
-    its source type or guarded; the rest are refused."""
-    source, target = _family(_type(node.this)), _family(node.to.sql("postgres").upper())
-    to = exp.DataType.build(_TARGETS[target]) if target in _TARGETS else node.to
-    if source is None or source == target or target == "string":
-        if source == "boolean" and target == "string":
-            return _case_bool_text(node.this)
-        return exp.Cast(this=node.this, to=to)
-    if (source, target) in {("int", "float"), ("date", "datetime"), ("datetime", "date")}:
-        return exp.Cast(this=node.this, to=to)
-    if (source, target) == ("float", "int"):
-        return _case(exp.Between(this=node.this.copy(), low=_num(-9.2e18), high=_num(9.2e18)),
-                     exp.Cast(this=_fn("ROUND", node.this), to=to))
-    if (source, target) == ("int", "boolean"):
-        return _case(exp.not_(exp.Is(this=node.this.copy(), expression=exp.Null())),
-                     exp.NEQ(this=node.this, expression=_num(0)))
-    if (source, target) == ("boolean", "int"):
-        return exp.Cast(this=exp.Cast(this=node.this, to=exp.DataType.build("INT")), to=to)
-    if source == "string" and target in ("int", "float"):
-        return _string_to_number(node.this, target)
-    raise QueryError(f"CAST from {source} to {target} is not supported on PostgreSQL (it "
-                     "raises there on some values); use the DuckDB engine")
-
-
-_TARGETS = {"int": "BIGINT", "float": "DOUBLE", "string": "TEXT", "boolean": "BOOLEAN",
-            "datetime": "TIMESTAMP", "date": "DATE"}
-
-
-def _string_to_number(text: exp.Expression, target: str) -> exp.Expression:
-    """Text in decimal or scientific notation (and, for floats, inf and nan), NULL
-    otherwise; integers round half away from zero, as DuckDB's cast does."""
-    matches = exp.RegexpLike(this=text.copy(), expression=exp.Literal.string(_NUMBER))
-    exact = exp.Cast(this=_fn("TRIM", text.copy()), to=exp.DataType.build("DECIMAL"))
-    if target == "int":
-        rounded = _fn("ROUND", exact)
-        return _case(exp.and_(matches, _within_int64(rounded.copy())),
-                     exp.Cast(this=rounded, to=exp.DataType.build("BIGINT")))
-    special = exp.RegexpILike(this=text.copy(), expression=exp.Literal.string(_SPECIAL))
-    double = exp.DataType.build("DOUBLE")
-    return exp.Case(ifs=[
-        exp.If(this=special, true=exp.Cast(this=_fn("TRIM", text.copy()), to=double)),
-        exp.If(this=exp.and_(matches, exp.Between(
-            this=exact.copy(), low=exp.Neg(this=_num(FLOAT_MAX)), high=_num(FLOAT_MAX))),
-            true=exp.Cast(this=exact, to=double.copy()))])
-
-
-def _case_bool_text(node):
-    return exp.Case(ifs=[exp.If(this=node.copy(), true=exp.Literal.string("true")),
-                         exp.If(this=exp.not_(node.copy()), true=exp.Literal.string("false"))])
 
 
 def _list(node):

@@ -1,0 +1,75 @@
+"""CASTs on PostgreSQL: the casts that cannot fail on any value of their source type, the
+ones made total by a guard (text to a number by pattern), and the refused rest.
+
+Owns: compiling ``TRY_CAST`` (every analyst cast is one) for PostgreSQL, which raises
+where DuckDB's TRY_CAST gives NULL.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ...errors import QueryError
+from .guards import FLOAT_MAX, _case, _fn, _num, _type, _within_int64
+
+_FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "TINYINT": "int",
+           "DOUBLE PRECISION": "float", "DOUBLE": "float", "FLOAT": "float", "REAL": "float",
+           "TEXT": "string", "VARCHAR": "string", "BOOLEAN": "boolean", "TIMESTAMP": "datetime",
+           "DATE": "date"}
+_NUMBER = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?\s*$"
+_SPECIAL = r"^\s*[+-]?(inf|infinity|nan)\s*$"
+
+
+def _family(type_name: str | None) -> str | None:
+    return _FAMILY.get((type_name or "").split("(")[0].strip())
+
+
+def try_cast(node):
+    """TRY_CAST: PostgreSQL raises where DuckDB gives NULL, so every cast is either total on
+    its source type or guarded; the rest are refused."""
+    source, target = _family(_type(node.this)), _family(node.to.sql("postgres").upper())
+    to = exp.DataType.build(_TARGETS[target]) if target in _TARGETS else node.to
+    if source is None or source == target or target == "string":
+        if source == "boolean" and target == "string":
+            return _case_bool_text(node.this)
+        return exp.Cast(this=node.this, to=to)
+    if (source, target) in {("int", "float"), ("date", "datetime"), ("datetime", "date")}:
+        return exp.Cast(this=node.this, to=to)
+    if (source, target) == ("float", "int"):
+        return _case(exp.Between(this=node.this.copy(), low=_num(-9.2e18), high=_num(9.2e18)),
+                     exp.Cast(this=_fn("ROUND", node.this), to=to))
+    if (source, target) == ("int", "boolean"):
+        return _case(exp.not_(exp.Is(this=node.this.copy(), expression=exp.Null())),
+                     exp.NEQ(this=node.this, expression=_num(0)))
+    if (source, target) == ("boolean", "int"):
+        return exp.Cast(this=exp.Cast(this=node.this, to=exp.DataType.build("INT")), to=to)
+    if source == "string" and target in ("int", "float"):
+        return _string_to_number(node.this, target)
+    raise QueryError(f"CAST from {source} to {target} is not supported on PostgreSQL (it "
+                     "raises there on some values); use the DuckDB engine")
+
+
+_TARGETS = {"int": "BIGINT", "float": "DOUBLE", "string": "TEXT", "boolean": "BOOLEAN",
+            "datetime": "TIMESTAMP", "date": "DATE"}
+
+
+def _string_to_number(text: exp.Expression, target: str) -> exp.Expression:
+    """Text in decimal or scientific notation (and, for floats, inf and nan), NULL
+    otherwise; integers round half away from zero, as DuckDB's cast does."""
+    matches = exp.RegexpLike(this=text.copy(), expression=exp.Literal.string(_NUMBER))
+    exact = exp.Cast(this=_fn("TRIM", text.copy()), to=exp.DataType.build("DECIMAL"))
+    if target == "int":
+        rounded = _fn("ROUND", exact)
+        return _case(exp.and_(matches, _within_int64(rounded.copy())),
+                     exp.Cast(this=rounded, to=exp.DataType.build("BIGINT")))
+    special = exp.RegexpILike(this=text.copy(), expression=exp.Literal.string(_SPECIAL))
+    double = exp.DataType.build("DOUBLE")
+    return exp.Case(ifs=[
+        exp.If(this=special, true=exp.Cast(this=_fn("TRIM", text.copy()), to=double)),
+        exp.If(this=exp.and_(matches, exp.Between(
+            this=exact.copy(), low=exp.Neg(this=_num(FLOAT_MAX)), high=_num(FLOAT_MAX))),
+            true=exp.Cast(this=exact, to=double.copy()))])
+
+
+def _case_bool_text(node):
+    return exp.Case(ifs=[exp.If(this=node.copy(), true=exp.Literal.string("true")),
+                         exp.If(this=exp.not_(node.copy()), true=exp.Literal.string("false"))])

@@ -1,0 +1,62 @@
+"""The building blocks of PostgreSQL guards: conditions that cannot raise themselves.
+
+Owns: the constants and small tree builders the PostgreSQL dialect's rules share (int64
+and DOUBLE ranges, CASE in evaluation order, exact NUMERIC operands). PostgreSQL may
+evaluate the operands of AND and OR in any order, but CASE branches in order: a guard that
+must not evaluate something is a CASE.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+INT64 = (-(2 ** 63), 2 ** 63 - 1)
+FLOAT_MAX = "1.7976931348623157e308"
+FLOAT_TINY = "4.9406564584124654e-324"
+EXP_LIMIT = 700       # |b ln|a|| below this: power and exp neither overflow nor underflow
+
+
+def _col(name: str) -> exp.Column:
+    return exp.column(name, quoted=True)
+
+
+def _type(node: exp.Expression) -> str | None:
+    t = node.type
+    return t.sql("postgres").upper() if t is not None and not t.is_type("unknown") else None
+
+
+def _numeric(node: exp.Expression) -> exp.Expression:
+    return exp.Cast(this=node.copy(), to=exp.DataType.build("DECIMAL"))
+
+
+def _num(value) -> exp.Expression:
+    return exp.Literal.number(value)
+
+
+def _case(condition: exp.Expression, value: exp.Expression) -> exp.Expression:
+    return exp.Case(ifs=[exp.If(this=condition, true=value)])
+
+
+def _fn(name: str, *args) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _within_int64(value: exp.Expression) -> exp.Expression:
+    return exp.Between(this=value, low=_num(INT64[0]), high=_num(INT64[1]))
+
+
+def _float_fits(exact: exp.Expression) -> exp.Expression:
+    """An exact (NUMERIC) result that a DOUBLE holds without overflow or underflow."""
+    magnitude = exp.Abs(this=exact)
+    return exp.or_(exp.EQ(this=exact.copy(), expression=_num(0)),
+                   exp.Between(this=magnitude, low=_num(FLOAT_TINY), high=_num(FLOAT_MAX)))
+
+
+def _finite(node: exp.Expression) -> exp.Expression:
+    """A float that is neither infinite nor NaN (NaN is the greatest float in PostgreSQL)."""
+    return exp.Between(this=node.copy(), low=exp.Neg(this=_num(FLOAT_MAX)), high=_num(FLOAT_MAX))
+
+
+def _cases(*branches) -> exp.Expression:
+    """CASE WHEN c1 THEN v1 ... END: PostgreSQL evaluates the branches in order and skips
+    the rest, unlike AND and OR, whose operands it may evaluate in any order."""
+    return exp.Case(ifs=[exp.If(this=c, true=v) for c, v in branches])
