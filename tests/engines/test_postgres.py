@@ -137,6 +137,12 @@ HOSTILE_EXPRESSIONS = [
     "CAST(s AS DOUBLE)", "f / i", "i / f", "CAST(i AS DOUBLE) * 1e300", "CAST(b AS INT)",
     "YEAR(ts)", "MONTH(ts)", "EXTRACT(year FROM ts)", "DATE_TRUNC('month', ts)",
     "LENGTH(s) * 1000000000", "STRPOS(s, '9') + 2147483647", "-LENGTH(s) * 2147483647",
+    # found by the attack review: a text too small for a DOUBLE, a logarithm's base of 1
+    # or below 0, and a sum that the 15-digit NUMERIC check let overflow
+    "CAST(CASE WHEN i = 3 THEN '1e-400' END AS DOUBLE)", "CAST('1e-3' || CAST(i AS VARCHAR) AS DOUBLE)",
+    "LOG(CASE WHEN i = 3 THEN 1.0 ELSE 2.0 END, 10.0)", "LOG(f, 100)", "LOG(-f, 100)",
+    "CAST(CASE WHEN i = 3 THEN 1.7976931348623149e308 END AS DOUBLE) + 3e293",
+    "CAST(CASE WHEN i = 3 THEN 1.7976931348623149e308 END AS DOUBLE) - -3e293",
     "SUBSTRING(s, 1, -1)", "LENGTH(s)", "s LIKE 'a\\%'", "UPPER(s) || s",
 ]
 
@@ -245,3 +251,22 @@ def test_example_script_runs_against_the_server(postgres, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "privacy unit: person" in done.stdout and "median_age" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_server_columns_beyond_a_double_or_a_timestamp_are_null(postgres):
+    """Found by the attack review: a numeric column (float metadata) holding 1e-400, and a
+    date column (datetime metadata) holding a date past the last timestamp, made every
+    query that read them fail, but only with that row there."""
+    meta = {"": {"w": {"t": {"max_ids": 1, "pid": {"type": "int", "private_id": True},
+                             "n": {"type": "float", "lower": 0, "upper": 10},
+                             "d": {"type": "datetime"}}}}}
+    reader, con = reader_over_rows(postgres, "w.t", "pid bigint, n numeric, d date",
+                                   "(1, 1e-400, '300000-01-01'), (2, 1.5, '2020-01-01'), "
+                                   "(3, 1e400, 'infinity')", meta, dpsql.Privacy(epsilon=1e5))
+    for sql in ("SELECT COUNT(*) AS c FROM w.t WHERE n > 5", "SELECT COUNT(*) AS c FROM w.t "
+                "WHERE d IS NULL", "SELECT COUNT(*) AS c FROM w.t WHERE YEAR(d) > 2000",
+                "SELECT SUM(n) AS s FROM w.t"):
+        reader.execute_df(sql)
+    df = reader.execute_df("SELECT COUNT(*) AS c FROM w.t WHERE n IS NULL AND d IS NULL")
+    assert round(df.c[0]) == 1           # the row of 1e-400 and year 300000 reads as NULLs
+    con.close()

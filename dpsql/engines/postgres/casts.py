@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import QueryError
-from .guards import FLOAT_MAX, _case, _fn, _num, _type, _within_int64
+from .guards import _case, _float_fits, _fn, _num, _type, _within_int64
 
 _FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "TINYINT": "int",
            "DOUBLE PRECISION": "float", "DOUBLE": "float", "FLOAT": "float", "REAL": "float",
@@ -65,9 +65,8 @@ def _string_to_number(text: exp.Expression, target: str) -> exp.Expression:
     double = exp.DataType.build("DOUBLE")
     return exp.Case(ifs=[
         exp.If(this=special, true=exp.Cast(this=_fn("TRIM", text.copy()), to=double)),
-        exp.If(this=exp.and_(matches, exp.Between(
-            this=exact.copy(), low=exp.Neg(this=_num(FLOAT_MAX)), high=_num(FLOAT_MAX))),
-            true=exp.Cast(this=exact, to=double.copy()))])
+        exp.If(this=exp.and_(matches, _float_fits(exact.copy())),
+               true=exp.Cast(this=exact, to=double.copy()))])
 
 
 def _case_bool_text(node):

@@ -287,16 +287,18 @@ def _date_part(node):
 
 
 def _log(node):
-    """LOG(x) (base 10, as DuckDB and PostgreSQL), LOG2, LOG10: NULL where x <= 0."""
+    """LOG(x) (base 10, as DuckDB and PostgreSQL), LOG(b, x), LOG2, LOG10: NULL where x <= 0,
+    and where the base is not above 0 or is 1 (ln(1) = 0 would divide by zero)."""
     base, value = (node.this, node.expression) if node.expression is not None else (None, node.this)
     double = exp.DataType.build("DOUBLE")
     x = exp.Cast(this=value.copy(), to=double)
     if base is None:
-        computed = exp.Log(this=x.copy())
-    else:
-        computed = exp.Div(this=exp.Ln(this=x.copy()), expression=exp.Ln(
-            this=exp.Cast(this=base.copy(), to=double.copy())))
-    return _case(exp.GT(this=x, expression=_num(0)), computed)
+        return _case(exp.GT(this=x, expression=_num(0)), exp.Log(this=x.copy()))
+    b = exp.Cast(this=base.copy(), to=double.copy())
+    computed = exp.Div(this=exp.Ln(this=x.copy()), expression=exp.Ln(this=b.copy()))
+    return _cases((exp.or_(exp.LTE(this=b.copy(), expression=_num(0)),
+                           exp.EQ(this=b.copy(), expression=_num(1))), exp.Null()),
+                  (exp.GT(this=x, expression=_num(0)), computed))
 
 
 def _is_inf(node):

@@ -23,6 +23,7 @@ from ...metadata.model import Metadata, Table
 from ...plan.aggregate import check_rows_independent
 from ...plan.rewrite import null_relation, typed_name, with_source
 from .dialect import Postgres
+from .guards import _float_fits
 
 log = logging.getLogger("dpsql")
 
@@ -122,10 +123,16 @@ class PostgresEngine:
             node = exp.column(name, quoted=True)
             target = exp.DataType.build(_TARGET[col.type], dialect="postgres")
             value = exp.Cast(this=node, to=target)
-            if kind == "numeric":     # beyond a DOUBLE's range: NULL, never an error
-                value = exp.Case(ifs=[exp.If(this=exp.Between(
-                    this=node.copy(), low=exp.Literal.number("-1.7976931348623157e308"),
-                    high=exp.Literal.number("1.7976931348623157e308")), true=value)])
+            if kind == "numeric" and col.type == "float":
+                # beyond a DOUBLE's range, or too small for one: NULL, never an error
+                value = exp.Case(ifs=[exp.If(this=_float_fits(node.copy()), true=value)])
+            if kind == "date" and col.type == "datetime":
+                # dates run past the last timestamp (year 294276): NULL, never an error
+                value = exp.Case(ifs=[exp.If(this=exp.or_(
+                    exp.not_(exp.Anonymous(this="ISFINITE", expressions=[node.copy()])),
+                    exp.LTE(this=node.copy(), expression=exp.Cast(
+                        this=exp.Literal.string("294276-12-31"), to=exp.DataType.build(
+                            "DATE")))), true=value)])
             if col.missing_value is not None:
                 value = exp.Coalesce(this=value, expressions=[exp.Cast(
                     this=exp.Literal.string(str(col.missing_value)), to=target.copy())])

@@ -11,7 +11,6 @@ from sqlglot import exp
 
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
 FLOAT_MAX = "1.7976931348623157e308"
-FLOAT_TINY = "4.9406564584124654e-324"
 EXP_LIMIT = 700       # |b ln|a|| below this: power and exp neither overflow nor underflow
 
 
@@ -44,11 +43,20 @@ def _within_int64(value: exp.Expression) -> exp.Expression:
     return exp.Between(this=value, low=_num(INT64[0]), high=_num(INT64[1]))
 
 
+FITS_MAX = "1.797693134862e308"
+FITS_TINY = "1e-323"
+"""Inner margins of a DOUBLE's range for results computed in NUMERIC from DOUBLE operands:
+PostgreSQL converts a DOUBLE to NUMERIC with 15 significant digits, so such a result is off
+by a relative 1e-14 at most; these margins (2e-13 below the largest DOUBLE, twice the
+smallest) keep a value that passes from overflowing or underflowing for real."""
+
+
 def _float_fits(exact: exp.Expression) -> exp.Expression:
-    """An exact (NUMERIC) result that a DOUBLE holds without overflow or underflow."""
+    """A NUMERIC result (exact, or from DOUBLEs rounded to 15 digits) that a DOUBLE holds
+    without overflow or underflow, with the margins above."""
     magnitude = exp.Abs(this=exact)
     return exp.or_(exp.EQ(this=exact.copy(), expression=_num(0)),
-                   exp.Between(this=magnitude, low=_num(FLOAT_TINY), high=_num(FLOAT_MAX)))
+                   exp.Between(this=magnitude, low=_num(FITS_TINY), high=_num(FITS_MAX)))
 
 
 def _finite(node: exp.Expression) -> exp.Expression:
