@@ -6,12 +6,4 @@ plan. Messages, replay keys and the ledger quote queries in this dialect.
 """
 from __future__ import annotations
 
-from sqlglot import exp
-
 ANALYST_DIALECT = "duckdb"
-
-
-def text(node: exp.Expression, limit: int | None = None) -> str:
-    """``node`` as the analyst would write it (cut to ``limit`` characters)."""
-    out = node.sql(ANALYST_DIALECT)
-    return out if limit is None else out[:limit]
