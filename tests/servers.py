@@ -159,3 +159,39 @@ def load_csv(con, metadata, tables: dict) -> None:
                      for h, k in zip(header, kinds)]
             cur.execute(f"INSERT INTO {target} SELECT {', '.join(casts)} FROM _load")
     con.commit()
+
+
+SPARK_TYPES = {"int": "bigint", "float": "double", "string": "string", "boolean": "boolean",
+               "datetime": "timestamp_ntz", "date": "date"}
+
+
+def spark_session():
+    """A local Spark (2 threads, no UI) for the test session, or a skip (a failure under
+    CI=true) when pyspark or Java is missing."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        missing("pyspark is not installed (pip install -e '.[test]')")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        missing("Spark needs Java (17): no java on PATH and no JAVA_HOME")
+    spark = (SparkSession.builder.master("local[2]").appName("dpsql-tests")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "2g")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("FATAL")
+    return spark
+
+
+def spark_csv(spark, metadata, name: str, path):
+    """A metadata table's CSV as a Spark DataFrame typed by the metadata (columns it does
+    not describe as text)."""
+    table = Metadata.load(metadata).find_table(name)
+    with open(path) as f:
+        header = next(csv.reader(f))
+    kinds = [(table.column(h).type if table.column(h) else "string") for h in header]
+    # integers are read as DECIMAL first: the CSVs spell some as 17000.0
+    schema = ", ".join(f"`{h}` {'decimal(38, 9)' if k == 'int' else SPARK_TYPES[k]}"
+                       for h, k in zip(header, kinds))
+    frame = spark.read.csv(str(path), header=True, schema=schema)
+    return frame.selectExpr(*[f"CAST(`{h}` AS bigint) AS `{h}`" if k == "int" else f"`{h}`"
+                              for h, k in zip(header, kinds)])

@@ -25,14 +25,15 @@ def open_session(metadata, *, tables=None, connection=None, database=None,
                  privacy: Privacy | None = None, budget: Budget | None = None, ledger=None,
                  engine: str | None = None) -> tuple:
     """(reader, connection the session opened itself or None) over exactly one of
-    ``tables`` (as ``from_df``), ``connection`` (an open DuckDB connection) or
-    ``database`` (the path of a DuckDB file, opened read-only)."""
+    ``tables`` (as ``from_df``), ``connection`` (an open DuckDB or psycopg connection, or a
+    SparkSession, which also takes ``tables``: DataFrames or Parquet paths) or ``database``
+    (the path of a DuckDB file, opened read-only, or a postgresql:// URL)."""
     meta = Metadata.load(metadata)
-    if tables is not None:
+    if tables is not None and connection is None:
         return _reader(_engine_over_tables(tables, meta), meta, privacy, budget, ledger), None
     owned = _open_database(database) if database is not None else None
     try:
-        bound = _engine_over_connection(owned or connection, meta, engine)
+        bound = _engine_over_connection(owned or connection, meta, engine, tables)
         return _reader(bound, meta, privacy, budget, ledger), owned
     except BaseException:
         if owned is not None:
@@ -58,13 +59,17 @@ def from_df(data, metadata, privacy: Privacy | None = None, budget: Budget | Non
 
 
 def from_connection(connection, metadata, privacy: Privacy | None = None,
-                    budget: Budget | None = None, ledger=None, engine: str | None = None) -> Reader:
-    """A session over tables that already live in a DuckDB connection.
+                    budget: Budget | None = None, ledger=None, engine: str | None = None,
+                    tables: dict | None = None) -> Reader:
+    """A session over tables that already live where ``connection`` reaches: a DuckDB
+    connection, a psycopg 3 connection (PostgreSQL) or a ``pyspark.sql.SparkSession``.
 
-    ``engine`` is accepted for SmartNoise compatibility and must name DuckDB.
+    ``engine`` ("duckdb", "postgres", "spark") is accepted for SmartNoise compatibility and
+    must agree with the connection. ``tables`` (Spark only) binds metadata tables to
+    DataFrames or Parquet paths: ``{"schema.table": df_or_path}``.
     """
     return open_session(metadata, connection=connection, privacy=privacy, budget=budget,
-                        ledger=ledger, engine=engine)[0]
+                        ledger=ledger, engine=engine, tables=tables)[0]
 
 
 def ledger_for(ledger, budget):
@@ -91,16 +96,25 @@ def _engine_over_tables(data, meta: Metadata):
                         "columns (e.g. df.copy()) or .csv/.parquet paths") from None
 
 
-ENGINES = ("duckdb", "postgres", "postgresql")
+ENGINES = ("duckdb", "postgres", "spark", "postgresql")
 
 
-def _engine_over_connection(connection, meta: Metadata, engine: str | None):
+def _engine_over_connection(connection, meta: Metadata, engine: str | None,
+                            spark_tables: dict | None = None):
     """The engine that reaches ``connection``'s tables, from the connection's type."""
     named = None if engine is None else str(engine).lower()
     if named is not None and named not in ENGINES:
         raise ProgrammingError(f"engine {engine!r} is not supported; dpsql runs on "
-                               f"{', '.join(ENGINES[:2])} (or leave engine out: it follows "
+                               f"{', '.join(ENGINES[:3])} (or leave engine out: it follows "
                                "from the connection)")
+    if _is_spark(connection):
+        if named not in (None, "spark"):
+            raise ProgrammingError(f"engine={engine!r} but the connection is a SparkSession")
+        from ..engines.spark.engine import SparkEngine
+        return SparkEngine.from_session(connection, meta, spark_tables)
+    if spark_tables is not None:
+        raise ProgrammingError("tables= with a connection binds Spark DataFrames or Parquet "
+                               "paths, and needs a SparkSession")
     if _is_postgres(connection):
         if named not in (None, "postgres", "postgresql"):
             raise ProgrammingError(f"engine={engine!r} but the connection is PostgreSQL's")
@@ -109,12 +123,18 @@ def _engine_over_connection(connection, meta: Metadata, engine: str | None):
     if not isinstance(connection, duckdb.DuckDBPyConnection):
         kind = type(connection)
         raise ProgrammingError(f"from_connection needs a duckdb.DuckDBPyConnection (from "
-                               f"duckdb.connect()) or a psycopg 3 connection, not "
+                               f"duckdb.connect()), a psycopg 3 connection or a "
+                               f"pyspark.sql.SparkSession, not "
                                f"{kind.__module__}.{kind.__qualname__} (for DataFrames or "
                                "files use dpsql.from_df)")
     if named not in (None, "duckdb"):
         raise ProgrammingError(f"engine={engine!r} but the connection is DuckDB's")
     return Engine.from_connection(connection, meta)
+
+
+def _is_spark(connection) -> bool:
+    kind = type(connection)
+    return kind.__module__.startswith("pyspark.sql") and kind.__name__ == "SparkSession"
 
 
 def _is_postgres(connection) -> bool:

@@ -1,0 +1,172 @@
+"""The Spark engine's dialect: the plan's engine-neutral nodes, and DuckDB's meaning, in Spark SQL.
+
+Owns: compiling a bounded plan for Spark (sqlglot dialect ``spark``). Spark has no ``TRY``;
+dpsql's Spark session runs with ANSI mode off, where no allow-listed function raises, and
+every analyst-written node is compiled by a rule (``rules``, ``text``) that gives DuckDB's
+result, or refused with a message; ``exp.Try`` is then redundant and dropped. Sums of
+integers (the fixed-point sums and integer columns) are computed in DECIMAL(38, 0), which
+no data set can overflow (Spark's BIGINT sum would wrap).
+
+Truncation: ``ROW_NUMBER() OVER (PARTITION BY person ORDER BY rand())`` keeps at most k
+uniformly random rows per person; ``TruncatedGroups`` ranks a person's groups by
+``xxhash64`` of (person, keys, a seed drawn once per run), as the DuckDB dialect does.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ...errors import QueryError
+from ...frontend.allowed import ENTRIES
+from ...plan.dialect import Dialect
+from ...plan.nodes import Truncated, TruncatedGroups
+from . import rules as r
+from . import text as t
+
+NAME = "spark"
+
+
+def _col(name: str) -> exp.Column:
+    return exp.column(name, quoted=True)
+
+
+def _sub(select: exp.Expression, alias: str) -> exp.Subquery:
+    return exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+
+class Spark(Dialect):
+    """Spark SQL's compilation of the plan."""
+
+    name = NAME
+
+    def truncated(self, node: Truncated) -> exp.Select:
+        pid, k = node.args["pid"], node.args["k"]
+        fields = list(node.args["fields"]) or ["_one"]
+        tagged = exp.select(exp.Star(), exp.alias_(exp.Rand(), "_dpsql_u", quoted=True)).from_(
+            _sub(self._truncations(node.this), "_rows"))
+        rank = exp.Window(this=exp.RowNumber(), partition_by=[_col(pid)],
+                          order=exp.Order(expressions=[exp.Ordered(this=_col("_dpsql_u"))]))
+        numbered = exp.select(exp.Star(), exp.alias_(rank, "_dpsql_rn", quoted=True)).from_(
+            _sub(tagged, "_tagged"))
+        values = [_col(f) if f != "_one" else exp.alias_(r._num(1), "_one", quoted=True)
+                  for f in fields]
+        return exp.select(*values).from_(_sub(numbered, "_numbered")).where(
+            exp.LTE(this=_col("_dpsql_rn"), expression=r._num(k)))
+
+    def truncated_groups(self, node: TruncatedGroups) -> exp.Select:
+        pid, keys = node.args["pid"], [k.copy() for k in node.args["keys"]]
+        seed = exp.select(exp.alias_(exp.Cast(this=exp.Mul(this=exp.Rand(), expression=r._num(
+            2 ** 62)), to=exp.DataType.build("BIGINT")), "_dpsql_seed", quoted=True))
+        hashed = r._fn("xxhash64", _col(pid), *[k.copy() for k in keys], _col("_dpsql_seed"))
+        group_rank = exp.Window(this=exp.Anonymous(this="DENSE_RANK"), partition_by=[_col(pid)],
+                                order=exp.Order(expressions=[exp.Ordered(this=hashed)] + [
+                                    exp.Ordered(this=k.copy(), nulls_first=False) for k in keys]))
+        ranked = exp.select(exp.Star(), exp.alias_(group_rank, "_dpsql_g", quoted=True),
+                            exp.alias_(exp.Rand(), "_dpsql_u", quoted=True)).from_(
+            _sub(self._truncations(node.this), "_gr")).join(_sub(seed, "_seed"), join_type="CROSS")
+        row_rank = exp.Window(this=exp.RowNumber(), partition_by=[_col(pid), _col("_dpsql_g")],
+                              order=exp.Order(expressions=[exp.Ordered(this=_col("_dpsql_u"))]))
+        numbered = exp.select(exp.Star(), exp.alias_(row_rank, "_dpsql_r", quoted=True)).from_(
+            _sub(ranked, "_gk"))
+        return exp.select(exp.Star()).from_(_sub(numbered, "_rk")).where(exp.and_(
+            exp.LTE(this=_col("_dpsql_g"), expression=r._num(node.args["max_groups"])),
+            exp.LTE(this=_col("_dpsql_r"), expression=r._num(node.args["max_rows"]))))
+
+    def lower(self, tree: exp.Expression) -> exp.Expression:
+        """The rules, once over the whole plan (truncations' rows and keys included), then
+        the truncations (whose own SQL needs no rule)."""
+        return self._truncations(_apply_rules(tree.copy()))
+
+    def _truncations(self, tree: exp.Expression) -> exp.Expression:
+        return super().lower(tree)
+
+
+def _apply_rules(tree: exp.Expression) -> exp.Expression:
+    """Each node's rule, deepest first (reversed breadth-first order): a rule sees its
+    operands compiled. Every node is visited once."""
+    for node in reversed(list(tree.walk(bfs=True))):
+        rule = RULES.get(type(node))
+        if rule is None:
+            _check_total(node)
+            continue
+        parent, key, index = node.parent, node.arg_key, node.index
+        new = rule(node)
+        if new is node:
+            continue
+        if parent is None:
+            tree = new
+        else:
+            parent.set(key, new, index=index)
+    _drop_materialized(tree)
+    return tree
+
+
+def _drop_materialized(tree: exp.Expression) -> None:
+    """Spark has no MATERIALIZED; it computes a CTE that holds a random expression once,
+    however often it is read (tests/engines/test_spark.py checks it), which is what
+    MATERIALIZED gives ``dpsql.plan.quantiles``: every statistic sees the same kept rows."""
+    for cte in tree.find_all(exp.CTE):
+        if cte.args.get("materialized"):
+            cte.set("materialized", None)
+
+
+def _check_total(node: exp.Expression) -> None:
+    """Refuse an analyst-written (typed) function or operator with no rule and not total."""
+    if node.type is None or isinstance(node, TOTAL) or not isinstance(
+            node, (exp.Func, exp.Binary, exp.Unary)):
+        return
+    raise QueryError(f"{node.key.upper()} is not supported on Spark (it means something else "
+                     "there); use the DuckDB engine")
+
+
+def _sum(node):
+    """SUM of integers in DECIMAL(38, 0): exact, and no data set reaches its end."""
+    if r._type(node.this) == "DOUBLE":
+        return node
+    return exp.Sum(this=exp.Cast(this=node.this, to=exp.DataType.build("DECIMAL(38, 0)")))
+
+
+def _try_cast(node):
+    if isinstance(node.this, exp.Sum) and node.to.is_type("bigint"):
+        total = node.this
+        return r._cases((exp.Between(this=total.copy(), low=r._num(r.INT64[0]),
+                                     high=r._num(r.INT64[1])),
+                         exp.Cast(this=total, to=exp.DataType.build("BIGINT"))))
+    return t.try_cast(node)
+
+
+def _try(node):
+    return node.this          # every rule is total already
+
+
+RULES = {
+    exp.Add: r._arith, exp.Sub: r._arith, exp.Mul: r._arith, exp.Div: r._div,
+    exp.IntDiv: r._int_div, exp.Neg: r._neg, exp.Abs: r._neg, exp.Ln: r._ln,
+    exp.Log: r._log, exp.Pow: r._pow, exp.Round: r._round, exp.Floor: r._integral,
+    exp.Ceil: r._integral, exp.Trunc: r._integral, exp.Sign: r._sign, exp.IsInf: r._is_inf,
+    exp.Extract: t.date_part, **{node: t.date_part for node in t._PARTS},
+    exp.Left: t.literal_positions, exp.Right: t.literal_positions,
+    exp.Substring: t.literal_positions, exp.UnixMicros: t.epoch_us, exp.IsNan: t.is_nan,
+    exp.Contains: t.contains, exp.StartsWith: t.starts_with, exp.Like: t.like,
+    exp.ILike: t.like, exp.Anonymous: t.anonymous, exp.TryCast: _try_cast, exp.Try: _try,
+    exp.Sum: _sum,
+}
+
+TOTAL = (exp.Column, exp.Literal, exp.Paren, exp.Case, exp.If, exp.Coalesce, exp.Cast,
+         exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.And, exp.Or, exp.Not,
+         exp.Is, exp.In, exp.Between, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DPipe, exp.Upper,
+         exp.Lower, exp.Length, exp.TimestampTrunc, exp.Escape, exp.Mod, exp.Sqrt, exp.Exp,
+         exp.Concat, exp.Greatest, exp.Least, exp.Trim, exp.Nullif, exp.Cbrt, exp.Reverse,
+         exp.StrPosition)
+"""Analyst-writable nodes that mean on Spark (ANSI off) what they mean on DuckDB."""
+
+SUPPORT: dict = {
+    "CAST, TRY_CAST, ::": "yes, except text to DATE or TIMESTAMP, and floats to text",
+    "SUBSTRING(s, start [, len]), LEFT, RIGHT": "literal positions only (start >= 1)",
+    "CONCAT, ||": "yes, except floats",
+    "//, %, MOD": "yes, // of integers only",
+}
+"""Allow-list entry (``dpsql.frontend.allowed``) -> "yes" or what Spark refuses of it (the
+Spark column of docs/sql.md; tests/engines/test_spark_allowed.py checks both)."""
+
+for _entry in ENTRIES:
+    SUPPORT.setdefault(_entry.sql, "yes")

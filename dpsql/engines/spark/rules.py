@@ -1,0 +1,196 @@
+"""Spark SQL's compilation of the analyst's expressions: DuckDB's meaning, and never a failure.
+
+Owns: one rule per allow-listed node whose Spark spelling or meaning differs from DuckDB's.
+dpsql's Spark session runs with ANSI mode off, where nothing in the allow-list raises, but
+several things silently mean something else: 64-bit arithmetic wraps around, a division
+by zero is NULL, ``ln(0)`` is NULL, a double cast to BIGINT saturates and truncates, ``log(x)``
+is natural, ``floor`` returns BIGINT, ``concat`` is NULL if any part is. Each rule below
+gives the DuckDB result (as ``TRY``: NULL where DuckDB would raise), using ``try_*``
+functions where Spark has them. A typed node with no rule and not in ``TOTAL`` is refused
+(for free, before anything runs) with a message naming it. Plan-generated arithmetic carries
+no type and is rendered as it is.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ...errors import QueryError
+
+INT64 = (-(2 ** 63), 2 ** 63 - 1)
+FLOAT_MAX = "1.7976931348623157E308"
+EXACT_DOUBLE = 2 ** 52
+"""Doubles at least this large in magnitude are whole numbers already."""
+
+
+def _num(value) -> exp.Expression:
+    return exp.Literal.number(value)
+
+
+def _fn(name: str, *args) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _type(node: exp.Expression) -> str | None:
+    t = node.type
+    return t.sql("duckdb").upper() if t is not None and not t.is_type("unknown") else None
+
+
+def _cases(*branches, default=None) -> exp.Expression:
+    return exp.Case(ifs=[exp.If(this=c, true=v) for c, v in branches], default=default)
+
+
+def _double(text: str) -> exp.Expression:
+    return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("DOUBLE"))
+
+
+def finite(node: exp.Expression) -> exp.Expression:
+    """Neither infinite nor NaN (Spark orders NaN above every number)."""
+    return exp.LTE(this=exp.Abs(this=node.copy()), expression=_double(FLOAT_MAX))
+
+
+def _guarded(node) -> bool:
+    """The typecheck wrapped ``node`` in TRY: it could overflow on some 64-bit operands
+    (``dpsql.frontend.ranges`` proved the others cannot)."""
+    return isinstance(node.parent, exp.Try)
+
+
+# ----------------------------------------------------------------------------------
+# Arithmetic
+
+
+_TRY_ARITH = {exp.Add: "try_add", exp.Sub: "try_subtract", exp.Mul: "try_multiply"}
+
+
+def _arith(node):
+    """+ - *: 64-bit overflow is NULL (``try_add``...), not a wrap; floats are IEEE, as DuckDB."""
+    if _type(node) == "BIGINT" and _guarded(node):
+        return _fn(_TRY_ARITH[type(node)], node.this, node.expression)
+    return node
+
+
+def _div(node):
+    """/: a float division, as DuckDB's; by zero: +-Infinity, or NaN for 0/0 (Spark: NULL)."""
+    if _type(node) is None:
+        return node
+    double = exp.DataType.build("DOUBLE")
+    a = exp.Cast(this=node.this, to=double)
+    b = exp.Cast(this=node.expression, to=double.copy())
+    by_zero = _cases((exp.or_(exp.EQ(this=a.copy(), expression=_num(0)), _fn("isnan", a.copy())),
+                      _double("NaN")),
+                     (exp.GT(this=a.copy(), expression=_num(0)), _double("Infinity")),
+                     default=_double("-Infinity"))
+    return _cases((exp.EQ(this=b.copy(), expression=_num(0)), by_zero),
+                  default=exp.Div(this=a, expression=b))
+
+
+def _int_div(node):
+    """// of integers: truncated toward zero (Spark's DIV), NULL for a zero divisor and
+    for the one overflowing quotient (-2^63 // -1)."""
+    if _type(node) != "BIGINT":
+        raise QueryError("// of non-integers is not supported on Spark; use FLOOR(a / b)")
+    a, b = node.this, node.expression
+    quotient = exp.IntDiv(this=a, expression=b)
+    if not _guarded(node):
+        return quotient
+    return _cases((exp.and_(exp.EQ(this=a.copy(), expression=_num(INT64[0])),
+                            exp.EQ(this=b.copy(), expression=_num(-1))), exp.Null()),
+                  default=quotient)
+
+
+def _neg(node):
+    """-x and ABS(x): NULL for -2^63, which Spark would wrap."""
+    if _type(node) == "BIGINT" and _guarded(node):
+        return _cases((exp.EQ(this=node.this.copy(), expression=_num(INT64[0])), exp.Null()),
+                      default=node)
+    return node
+
+
+def _sqrt(node):
+    return node
+
+
+def _ln(node):
+    """LN: -Infinity at 0 and NaN below, as DuckDB (Spark: NULL for both)."""
+    return _log_of(node.this, lambda x: exp.Ln(this=x))
+
+
+def _log_of(value, compute) -> exp.Expression:
+    x = exp.Cast(this=value.copy(), to=exp.DataType.build("DOUBLE"))
+    return _cases((exp.EQ(this=x.copy(), expression=_num(0)), _double("-Infinity")),
+                  (exp.LT(this=x.copy(), expression=_num(0)), _double("NaN")),
+                  default=compute(x))
+
+
+def _log(node):
+    """LOG(x) is base 10 in DuckDB (natural in Spark); LOG(b, x), LOG2, LOG10."""
+    if node.expression is None:
+        return _log_of(node.this, lambda x: _fn("log10", x))
+    base = exp.Cast(this=node.this.copy(), to=exp.DataType.build("DOUBLE"))
+    return _log_of(node.expression, lambda x: exp.Div(this=exp.Ln(this=x), expression=exp.Ln(
+        this=base)))
+
+
+def _log_named(name):
+    def rule(node):
+        return _log_of(node.this, lambda x: _fn(name, x))
+    return rule
+
+
+def _pow(node):
+    """POWER: as DuckDB (IEEE pow); an integer result out of int64 is NULL."""
+    double = exp.DataType.build("DOUBLE")
+    power = exp.Pow(this=exp.Cast(this=node.this, to=double),
+                    expression=exp.Cast(this=node.expression, to=double.copy()))
+    if _type(node) == "BIGINT":
+        return _to_bigint(power)
+    return power
+
+
+def _to_bigint(double: exp.Expression) -> exp.Expression:
+    """A DOUBLE rounded half away from zero to BIGINT, NULL beyond int64 (Spark saturates)."""
+    return _cases((exp.and_(exp.GTE(this=double.copy(), expression=_double("-9.223372036854775808E18")),
+                            exp.LT(this=double.copy(), expression=_double("9.223372036854775808E18"))),
+                   exp.Cast(this=exp.Round(this=double.copy()), to=exp.DataType.build("BIGINT"))))
+
+
+def _integral(node):
+    """FLOOR, CEIL, TRUNC of a DOUBLE stay DOUBLE (Spark's FLOOR/CEIL return BIGINT; its
+    TRUNC truncates dates); of an integer, the integer."""
+    value = node.this
+    if _type(value) == "BIGINT":
+        return value if _type(node) == "BIGINT" else exp.Cast(this=value, to=exp.DataType.build("DOUBLE"))
+    kind = {exp.Floor: "floor", exp.Ceil: "ceil"}.get(type(node))
+    whole = _fn(kind, value.copy()) if kind else _cases(
+        (exp.GTE(this=value.copy(), expression=_num(0)), _fn("floor", value.copy())),
+        default=_fn("ceil", value.copy()))
+    rounded = _cases((exp.LT(this=exp.Abs(this=value.copy()), expression=_num(EXACT_DOUBLE)),
+                      exp.Cast(this=whole, to=exp.DataType.build("DOUBLE"))), default=value)
+    if _type(node) == "BIGINT":
+        return _to_bigint(rounded)
+    return rounded
+
+
+def _round(node):
+    """ROUND(x[, n]): half away from zero (Spark's ROUND is HALF_UP, as DuckDB); of a
+    DOUBLE to places beyond its precision, the DOUBLE itself."""
+    places = node.args.get("decimals")
+    value = node.this
+    if _type(node) == "BIGINT":
+        if places is None:
+            return value
+        return node
+    if places is None:
+        return _cases((exp.LT(this=exp.Abs(this=value.copy()), expression=_num(EXACT_DOUBLE)),
+                       exp.Round(this=value.copy())), default=value)
+    return node
+
+
+def _sign(node):
+    target = "BIGINT" if _type(node) == "BIGINT" else "DOUBLE"
+    return exp.Cast(this=exp.Sign(this=node.this), to=exp.DataType.build(target))
+
+
+def _is_inf(node):
+    if _type(node.this) == "BIGINT":
+        return _cases((exp.not_(exp.Is(this=node.this.copy(), expression=exp.Null())), exp.false()))
+    return exp.EQ(this=exp.Abs(this=node.this), expression=_double("Infinity"))
