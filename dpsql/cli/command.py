@@ -22,7 +22,7 @@ import warnings
 from .text import (EXIT_BUDGET, EXIT_CODES, EXIT_DATA, EXIT_INTERNAL, EXIT_METADATA,
                        EXIT_OK, EXIT_QUERY, EXIT_USAGE, UsageError, _pair, _require_file, _warn,
                        _write, format_frame)
-from ..errors import Error
+from ..errors import Error, OperationalError
 from ..privacy.params import DEFAULT_DELTA
 
 class _Parser(argparse.ArgumentParser):
@@ -114,8 +114,8 @@ def _add_query_parser(sub) -> None:
     q = sub.add_parser(
         "query", help="answer one SQL query with differential privacy",
         description="Answer one SQL aggregate query with differential privacy. Tables come "
-        "from --table files (CSV or Parquet, read by DuckDB) or from a DuckDB database "
-        "file opened read-only.", epilog=EXIT_CODES,
+        "from --table files (CSV or Parquet, read by DuckDB), a DuckDB database file opened "
+        "read-only, a PostgreSQL server or Spark (--engine).", epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     q.add_argument("--metadata", required=True, metavar="M.yaml",
                    help="SmartNoise-format metadata of the tables")
@@ -127,7 +127,11 @@ def _add_query_parser(sub) -> None:
     q.add_argument("--engine", metavar="URL", default=None,
                    help="run where the data lives: a PostgreSQL server as a libpq URL "
                    "(postgresql://user@host/db; the password comes from PGPASSWORD or "
-                   "~/.pgpass, never from the command line); default: embedded DuckDB")
+                   "~/.pgpass, never from the command line), or spark (its catalog's "
+                   "tables, and --table bindings to Parquet); default: embedded DuckDB")
+    q.add_argument("--spark-master", metavar="URL", default=None,
+                   help="with --engine spark: the cluster's master URL (spark://host:7077, "
+                   "yarn, k8s://...); default local[*], this machine")
     size = q.add_mutually_exclusive_group(required=True)
     size.add_argument("--epsilon", type=_positive_float, metavar="E",
                       help="the most this query may cost in epsilon, all its statistics "
@@ -238,9 +242,14 @@ def cmd_query(args) -> int:
         # CLI says it in its own terms, once a release has been made (main()
         # scopes this filter with catch_warnings).
         warnings.filterwarnings("ignore", message="dpsql: no budget set")
-        source = ({"database": args.engine} if args.engine and args.engine.lower() != "duckdb"
-                  else {"database": args.database} if args.database else {"tables": tables})
-        reader, con = open_session(args.metadata, privacy=privacy, ledger=ledger, **source)
+        if (args.engine or "").lower() == "spark":
+            con = _spark_session(args.spark_master)
+            source = {"connection": con, "tables": tables or None}
+        else:
+            source = ({"database": args.engine} if args.engine and args.engine.lower() != "duckdb"
+                      else {"database": args.database} if args.database else {"tables": tables})
+        reader, owned = open_session(args.metadata, privacy=privacy, ledger=ledger, **source)
+        con = con or owned
         if args.explain:
             note = _ledger_note(args.ledger, ledger, reader, sql)
             _write(reader.explain(sql).rstrip("\n") + "\n" + note)
@@ -252,7 +261,7 @@ def cmd_query(args) -> int:
             frame = reader.execute_df(sql, replay=not args.fresh)
     finally:
         if con is not None:
-            con.close()
+            (con.stop if hasattr(con, "stop") else con.close)()
     _write(format_frame(frame, args.format))
     if ledger is None:
         _warn("without --ledger this release is not recorded and nothing limits what "
@@ -263,14 +272,41 @@ def cmd_query(args) -> int:
     return EXIT_OK
 
 
+def _spark_session(master: str | None):
+    """A Spark session for one command (local[*] unless a master is given), quiet."""
+    try:
+        with warnings.catch_warnings():    # pyspark's own remarks on the pandas version
+            warnings.simplefilter("ignore")
+            from pyspark.sql import SparkSession
+    except ImportError:
+        raise UsageError("--engine spark needs pyspark (pip install pyspark) and Java 17") from None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            spark = (SparkSession.builder.master(master or "local[*]").appName("dpsql")
+                     .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    except Exception as err:  # noqa: BLE001 - Java missing, a master unreachable: one line
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise OperationalError(f"cannot start Spark: {first}") from None
+    spark.sparkContext.setLogLevel("FATAL")
+    return spark
+
+
 def _check_query_args(args) -> None:
     """Refuse combinations of query options that do not name one data source and session."""
     if args.budget is not None and args.ledger is None:
         raise UsageError("--budget needs --ledger FILE: one invocation is not a session; the "
                          "ledger keeps the budget across invocations")
+    if args.spark_master is not None and (args.engine or "").lower() != "spark":
+        raise UsageError("--spark-master needs --engine spark")
+    if (args.engine or "").lower() == "spark":
+        if args.database:
+            raise UsageError("--engine spark reads the catalog's tables and --table Parquet "
+                             "files; leave out --database")
+        return
     if args.engine is not None and args.engine.lower() != "duckdb":
         if not args.engine.startswith(("postgresql://", "postgres://")):
-            raise UsageError("--engine takes duckdb or a postgresql:// URL")
+            raise UsageError("--engine takes duckdb, spark or a postgresql:// URL")
         if args.database or args.table:
             raise UsageError("--engine postgresql://... reads the server's own tables; leave "
                              "out --table and --database")
@@ -289,9 +325,13 @@ def _check_query_args(args) -> None:
 def _query_tables(args) -> dict:
     """The --table bindings by name, each file checked to exist (and the --database file)."""
     tables = {}
+    spark = (args.engine or "").lower() == "spark"
     for name, path in args.table:
         if name in tables:
             raise UsageError(f"--table {name} is given twice")
+        if spark and ("://" in path or os.path.isdir(path)):
+            tables[name] = path        # a Parquet directory, or on the cluster's file system
+            continue
         _require_file(path, f"data file of {name}")
         tables[name] = path
     if args.database:

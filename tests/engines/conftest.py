@@ -1,8 +1,8 @@
-"""The engine tests' servers: one PostgreSQL for the whole test session."""
+"""The engine tests' servers: one PostgreSQL and one local Spark for the whole test session."""
 import pytest
 
 from tests.paths import DATA, SHOP_TABLES
-from tests.servers import PostgresServer, load_csv
+from tests.servers import PostgresServer, load_csv, spark_csv, spark_session
 
 
 @pytest.fixture(scope="session")
@@ -22,3 +22,21 @@ def pg_con(postgres):
     con = postgres.connect()
     yield con
     con.close()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    session = spark_session()
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_tables(spark):
+    """The PUMS and shop data sets as DataFrames typed by their metadata, cached."""
+    pums = {"PUMS.PUMS": spark_csv(spark, DATA / "PUMS_pid.yaml", "PUMS.PUMS",
+                                   DATA / "PUMS_pid.csv").cache()}
+    shop = {n: spark_csv(spark, DATA / "shop.yaml", n, p).cache() for n, p in SHOP_TABLES.items()}
+    return {"pums": pums, "shop": shop}

@@ -6,20 +6,19 @@ socket; its tables are the PUMS and shop data sets loaded typed by their metadat
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 
-import numpy as np
-import pandas as pd
 import pytest
 
 import dpsql
-from tests.paths import DATA, ROOT, SHOP_TABLES, SQL
+from tests.engines.compare import (LARGE, QUANTILES, duckdb_reader as _duckdb_reader,
+                                   lines as _lines, outcome as _outcome,
+                                   same_frame as _same_frame, without_engine_sql)
+from tests.paths import DATA, ROOT
 from tests.servers import reader_over_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
-LARGE = dpsql.Privacy(epsilon=1e5)
 PG_ONLY_REFUSALS = {
     # DuckDB casts text to a date with TRY_CAST; PostgreSQL raises on an invalid date and
     # offers no total test of one, so dpsql refuses the cast there.
@@ -28,58 +27,9 @@ PG_ONLY_REFUSALS = {
 }
 
 
-def _lines(name: str) -> list:
-    out = []
-    for line in (SQL / name).read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
-            sql, expected = line.rsplit(" -- ", 1)
-            out.append((sql.strip(), expected.strip()))
-    return out
-
-
-def _duckdb_reader(data_set: str, privacy=LARGE):
-    if data_set == "pums":
-        return dpsql.from_df(pd.read_csv(DATA / "PUMS_pid.csv"), DATA / "PUMS_pid.yaml",
-                             privacy=privacy)
-    return dpsql.from_df({n: pd.read_csv(p) for n, p in SHOP_TABLES.items()},
-                         DATA / "shop.yaml", privacy=privacy)
-
-
 def _pg_reader(con, data_set: str, privacy=LARGE):
     meta = DATA / ("PUMS_pid.yaml" if data_set == "pums" else "shop.yaml")
     return dpsql.from_connection(con, meta, privacy=privacy)
-
-
-def _outcome(reader, sql: str):
-    try:
-        return "ok", reader.get_privacy_cost(sql), reader.execute_df(sql)
-    except dpsql.Error as err:
-        return type(err).__name__, str(err), None
-
-
-QUANTILES = re.compile(r"(MEDIAN|QUANTILE|PERCENTILE|\bMIN|\bMAX)\w*\s*\(", re.I)
-
-
-def _same_frame(a: pd.DataFrame, b: pd.DataFrame, rtol: float | None = 1e-3) -> bool:
-    if a.shape != b.shape or list(a.columns) != list(b.columns):
-        return False
-    for column in a.columns:
-        x, y = a[column].to_numpy(), b[column].to_numpy()
-        if x.dtype == object and len(x) and isinstance(x[0], (list, np.ndarray)):
-            x, y = np.concatenate([np.asarray(v, float) for v in x]), np.concatenate(
-                [np.asarray(v, float) for v in y])
-        if x.dtype.kind in "fiub" and y.dtype.kind in "fiub":
-            # At epsilon 1e5 the noise is below 0.01 on counts and sums of these bounds.
-            # Quantiles choose among cells of equal rank, which in a small group can be far
-            # apart: their values are compared by the neighbour tests, not here.
-            if rtol is None:
-                continue
-            if not np.allclose(np.sort(x.astype(float)), np.sort(y.astype(float)), rtol=rtol,
-                               atol=0.5, equal_nan=True):
-                return False
-        elif sorted(map(str, x)) != sorted(map(str, y)):
-            return False
-    return True
 
 
 @pytest.mark.parametrize("name", ["accept_pums.sql", "accept_shop.sql", "refuse_pums.sql",
@@ -100,10 +50,6 @@ def test_every_fixture_query_has_the_same_outcome_on_postgres(pg_con, name):
     assert differ == []
 
 
-def _without_engine_sql(text: str) -> str:
-    return re.sub(r"bounded plan \(runs on the engine\):\n.*?\n\n", "", text, flags=re.S)
-
-
 def test_explain_is_the_same_apart_from_the_rendered_sql(pg_con):
     for data_set, name in (("pums", "accept_pums.sql"), ("shop", "accept_shop.sql")):
         duck, pg = _duckdb_reader(data_set), _pg_reader(pg_con, data_set)
@@ -112,7 +58,7 @@ def test_explain_is_the_same_apart_from_the_rendered_sql(pg_con):
                 continue
             a, b = duck.explain(sql), pg.explain(sql)
             assert "bounded plan (runs on the engine)" in a
-            assert _without_engine_sql(a) == _without_engine_sql(b), sql
+            assert without_engine_sql(a) == without_engine_sql(b), sql
 
 
 HOSTILE_META = {"": {"h": {"t": {

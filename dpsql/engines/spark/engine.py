@@ -168,11 +168,14 @@ class SparkEngine:
                 for i, f in enumerate(fields)}
 
     def _execute(self, sql: str) -> tuple:
-        """(result schema fields, rows) of one statement, cancelled after the timeout."""
-        tag = f"dpsql-{secrets.token_hex(6)}"
+        """(result schema fields, rows) of one statement; its jobs (a job group of their
+        own, on this thread) are cancelled after the timeout."""
+        group = f"dpsql-{secrets.token_hex(6)}"
+        context = self.session.sparkContext
         with self._lock:
-            self.session.addTag(tag)
-            timer = threading.Timer(STATEMENT_TIMEOUT_S, self.session.interruptTag, [tag])
+            previous = context.getLocalProperty("spark.jobGroup.id")
+            context.setJobGroup(group, "dpsql", interruptOnCancel=True)
+            timer = threading.Timer(STATEMENT_TIMEOUT_S, context.cancelJobGroup, [group])
             timer.daemon = True
             timer.start()
             try:
@@ -180,7 +183,7 @@ class SparkEngine:
                 return frame.schema.fields, frame.collect()
             finally:
                 timer.cancel()
-                self.session.removeTag(tag)
+                context.setLocalProperty("spark.jobGroup.id", previous)
 
 
 def _frame(spark, table: Table, source):

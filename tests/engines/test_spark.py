@@ -1,0 +1,157 @@
+"""dpsql on Spark (local mode): the same answers, costs, refusals and safety as DuckDB.
+
+The session is started by the test session (``tests/engines/conftest.py``); the PUMS and
+shop data sets are DataFrames typed by their metadata, bound with ``tables=``.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import dpsql
+from dpsql.engines.spark import engine as spark_engine
+from tests.engines.compare import (LARGE, QUANTILES, duckdb_reader, lines, outcome, same_frame,
+                                   without_engine_sql)
+from tests.paths import DATA, ROOT
+
+pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
+SPARK_ONLY_REFUSALS = {
+    # As on PostgreSQL: Spark reads text as a date otherwise than DuckDB ('2020' is a date
+    # there), so dpsql refuses the cast rather than answer differently.
+    "SELECT YEAR(CAST(CAST(1950 + age AS VARCHAR) || '-01-01' AS DATE)) AS y, COUNT(*) AS n "
+    "FROM PUMS.PUMS GROUP BY y",
+}
+
+
+def _meta(data_set: str):
+    return DATA / ("PUMS_pid.yaml" if data_set == "pums" else "shop.yaml")
+
+
+def _spark_reader(spark, spark_tables, data_set: str, privacy=LARGE):
+    return dpsql.from_connection(spark, _meta(data_set), privacy=privacy,
+                                 tables=spark_tables[data_set])
+
+
+@pytest.mark.parametrize("name", ["accept_pums.sql", "accept_shop.sql", "refuse_pums.sql",
+                                  "refuse_shop.sql"])
+def test_every_fixture_query_has_the_same_outcome_on_spark(spark, spark_tables, name):
+    data_set = "pums" if "pums" in name else "shop"
+    duck, sp = duckdb_reader(data_set), _spark_reader(spark, spark_tables, data_set)
+    differ = []
+    for sql, _ in lines(name):
+        a, b = outcome(duck, sql), outcome(sp, sql)
+        if sql in SPARK_ONLY_REFUSALS:
+            assert a[0] == "ok" and b[0] == "QueryError" and "Spark" in b[1], (sql, b)
+            continue
+        rtol = None if QUANTILES.search(sql) else 1e-3
+        if a[0] != b[0] or (a[0] == "ok" and (a[1] != b[1] or not same_frame(a[2], b[2], rtol))) \
+                or (a[0] != "ok" and a[1] != b[1]):
+            differ.append((sql, a[:2], b[:2], a[2], b[2]))
+    assert differ == []
+
+
+def test_explain_is_the_same_apart_from_the_rendered_sql(spark, spark_tables):
+    for data_set, name in (("pums", "accept_pums.sql"), ("shop", "accept_shop.sql")):
+        duck, sp = duckdb_reader(data_set), _spark_reader(spark, spark_tables, data_set)
+        for sql, _ in lines(name)[:25]:
+            if sql in SPARK_ONLY_REFUSALS:
+                continue
+            a, b = duck.explain(sql), sp.explain(sql)
+            assert "bounded plan (runs on the engine)" in a
+            assert without_engine_sql(a) == without_engine_sql(b), sql
+
+
+def test_a_random_cte_read_twice_is_computed_once(spark):
+    """What the Spark dialect relies on in place of MATERIALIZED (quantiles read the
+    truncated rows twice, and every statistic must see the same kept rows)."""
+    spark.range(20000).createOrReplaceTempView("dpsql_r")
+    row = spark.sql("WITH b AS (SELECT id % 7 AS k, rand() AS u FROM dpsql_r) SELECT "
+                    "(SELECT SUM(u) FROM b) AS s1, x.s2 FROM (SELECT SUM(u) AS s2 FROM b) x, "
+                    "(SELECT k, SUM(u) AS s3 FROM b GROUP BY k) y WHERE y.k = 3").collect()[0]
+    assert row.s1 == row.s2
+
+
+def test_binding_refuses_a_column_whose_type_differs_from_the_metadata(spark):
+    frame = spark.createDataFrame([(1, "40")], "pid bigint, age string")
+    meta = {"": {"m": {"t": {"pid": {"type": "int", "private_id": True},
+                             "age": {"type": "int", "lower": 0, "upper": 100}}}}}
+    with pytest.raises(dpsql.MetadataError, match=r"m\.t\.age: the metadata says int, the "
+                                                  r"Spark column is string"):
+        dpsql.from_connection(spark, meta, tables={"m.t": frame})
+    with pytest.raises(dpsql.MetadataError, match="does not describe"):
+        dpsql.from_connection(spark, meta, tables={"m.other": frame})
+
+
+def test_tables_from_parquet_and_from_the_callers_views(spark, spark_tables, tmp_path):
+    frame = spark_tables["pums"]["PUMS.PUMS"]
+    frame.write.parquet(str(tmp_path / "pums.parquet"))
+    sql = "SELECT COUNT(*) AS n FROM PUMS.PUMS"
+    by_path = dpsql.from_connection(spark, _meta("pums"), privacy=LARGE,
+                                    tables={"PUMS.PUMS": tmp_path / "pums.parquet"})
+    assert round(by_path.execute_df(sql).n[0]) == 1000
+    frame.createOrReplaceTempView("PUMS")
+    by_view = dpsql.from_connection(spark, _meta("pums"), privacy=LARGE)
+    assert round(by_view.execute_df(sql).n[0]) == 1000
+    spark.catalog.dropTempView("PUMS")
+    missing = dpsql.from_connection(spark, _meta("pums"), privacy=LARGE)
+    with pytest.raises(dpsql.QueryError, match="not in the Spark catalog"):
+        missing.execute_df(sql)
+    with pytest.raises(dpsql.DataError, match="no Parquet data"):
+        dpsql.from_connection(spark, _meta("pums"), tables={"PUMS.PUMS": tmp_path / "none"})
+
+
+def test_from_connection_follows_the_session_and_checks_engine(spark, spark_tables):
+    reader = _spark_reader(spark, spark_tables, "pums")
+    assert reader.engine.dialect.name == "spark"
+    dpsql.from_connection(spark, _meta("pums"), engine="spark", tables=spark_tables["pums"])
+    for wrong in ("duckdb", "postgres", "oracle"):
+        with pytest.raises(dpsql.ProgrammingError, match="engine"):
+            dpsql.from_connection(spark, _meta("pums"), engine=wrong,
+                                  tables=spark_tables["pums"])
+
+
+def test_the_session_is_dpsqls_own_and_the_callers_settings_are_untouched(spark, spark_tables):
+    before = spark.conf.get("spark.sql.ansi.enabled")
+    reader = _spark_reader(spark, spark_tables, "pums")
+    assert reader.engine.session is not spark
+    assert reader.engine.session.conf.get("spark.sql.ansi.enabled") == "false"
+    assert spark.conf.get("spark.sql.ansi.enabled") == before
+
+
+def test_a_statement_past_the_timeout_is_cancelled(spark, spark_tables, monkeypatch):
+    reader = _spark_reader(spark, spark_tables, "pums")
+    monkeypatch.setattr(spark_engine, "STATEMENT_TIMEOUT_S", 1)
+    with pytest.raises(dpsql.OperationalError, match="withheld"):
+        reader.engine.run("SELECT SUM(SQRT(id)) AS n FROM range(100000000000)")
+
+
+def test_cli_queries_spark_over_parquet(spark_tables, tmp_path):
+    spark_tables["pums"]["PUMS.PUMS"].write.parquet(str(tmp_path / "pums.parquet"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    run = subprocess.run([sys.executable, "-m", "dpsql", "query", "--metadata",
+                          str(DATA / "PUMS_pid.yaml"), "--engine", "spark", "--spark-master",
+                          "local[1]", "--table", f"PUMS.PUMS={tmp_path / 'pums.parquet'}",
+                          "--epsilon", "1000", "--format", "csv",
+                          "SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex ORDER BY sex"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    rows = run.stdout.strip().splitlines()
+    assert rows[0] == "sex,n" and len(rows) == 3
+    assert "Traceback" not in run.stderr
+    wrong = subprocess.run([sys.executable, "-m", "dpsql", "query", "--metadata",
+                            str(DATA / "PUMS_pid.yaml"), "--spark-master", "local[1]",
+                            "--table", f"PUMS.PUMS={tmp_path / 'pums.parquet'}", "--epsilon",
+                            "1", "SELECT COUNT(*) AS n FROM PUMS.PUMS"],
+                           capture_output=True, text=True, env=env, timeout=60)
+    assert wrong.returncode == 2 and "--engine spark" in wrong.stderr
+
+
+def test_example_script_runs_on_spark(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "spark.py")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "privacy unit: person" in done.stdout and "median_age" in done.stdout
+    assert "Traceback" not in done.stderr
