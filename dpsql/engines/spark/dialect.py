@@ -148,13 +148,13 @@ RULES = {
     exp.Substring: t.literal_positions, exp.UnixMicros: t.epoch_us, exp.IsNan: t.is_nan,
     exp.Contains: t.contains, exp.StartsWith: t.starts_with, exp.Like: t.like,
     exp.ILike: t.like, exp.Anonymous: t.anonymous, exp.TryCast: _try_cast, exp.Try: _try,
-    exp.Sum: _sum,
+    exp.Sum: _sum, exp.TimestampTrunc: t.timestamp_trunc,
 }
 
 TOTAL = (exp.Column, exp.Literal, exp.Paren, exp.Case, exp.If, exp.Coalesce, exp.Cast,
          exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.And, exp.Or, exp.Not,
          exp.Is, exp.In, exp.Between, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DPipe, exp.Upper,
-         exp.Lower, exp.Length, exp.TimestampTrunc, exp.Escape, exp.Mod, exp.Sqrt, exp.Exp,
+         exp.Lower, exp.Length, exp.Escape, exp.Mod, exp.Sqrt, exp.Exp,
          exp.Concat, exp.Greatest, exp.Least, exp.Trim, exp.Nullif, exp.Cbrt, exp.Reverse,
          exp.StrPosition)
 """Analyst-writable nodes that mean on Spark (ANSI off) what they mean on DuckDB."""
@@ -163,7 +163,6 @@ SUPPORT: dict = {
     "CAST, TRY_CAST, ::": "yes, except text to DATE or TIMESTAMP, and floats to text",
     "SUBSTRING(s, start [, len]), LEFT, RIGHT": "literal positions only (start >= 1)",
     "CONCAT, ||": "yes, except floats",
-    "//, %, MOD": "yes, // of integers only",
 }
 """Allow-list entry (``dpsql.frontend.allowed``) -> "yes" or what Spark refuses of it (the
 Spark column of docs/sql.md; tests/engines/test_spark_allowed.py checks both)."""

@@ -79,7 +79,8 @@ def _div(node):
                       _double("NaN")),
                      (exp.GT(this=a.copy(), expression=_num(0)), _double("Infinity")),
                      default=_double("-Infinity"))
-    return _cases((exp.EQ(this=b.copy(), expression=_num(0)), by_zero),
+    return _cases((exp.Is(this=a.copy(), expression=exp.Null()), exp.Null()),
+                  (exp.EQ(this=b.copy(), expression=_num(0)), by_zero),
                   default=exp.Div(this=a, expression=b))
 
 
@@ -147,10 +148,11 @@ def _pow(node):
 
 
 def _to_bigint(double: exp.Expression) -> exp.Expression:
-    """A DOUBLE rounded half away from zero to BIGINT, NULL beyond int64 (Spark saturates)."""
+    """A DOUBLE rounded half to even to BIGINT (DuckDB's cast), NULL beyond int64 (Spark
+    saturates)."""
     return _cases((exp.and_(exp.GTE(this=double.copy(), expression=_double("-9.223372036854775808E18")),
                             exp.LT(this=double.copy(), expression=_double("9.223372036854775808E18"))),
-                   exp.Cast(this=exp.Round(this=double.copy()), to=exp.DataType.build("BIGINT"))))
+                   exp.Cast(this=_fn("bround", double.copy()), to=exp.DataType.build("BIGINT"))))
 
 
 def _integral(node):

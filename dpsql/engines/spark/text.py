@@ -157,6 +157,12 @@ def epoch_us(node):
     return _fn("unix_micros", exp.Cast(this=node.this, to=exp.DataType.build("TIMESTAMPLTZ")))
 
 
+def timestamp_trunc(node):
+    """DATE_TRUNC: a TIMESTAMP_NTZ, as its operand (Spark's is a TIMESTAMP in the session's
+    time zone, UTC here)."""
+    return exp.Cast(this=node, to=exp.DataType.build("TIMESTAMPNTZ"))
+
+
 def anonymous(node):
     name = node.name.upper()
     if name == "LIST":
