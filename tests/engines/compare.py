@@ -63,3 +63,18 @@ def same_frame(a: pd.DataFrame, b: pd.DataFrame, rtol: float | None = 1e-3) -> b
 def without_engine_sql(text: str) -> str:
     """An explain without its rendered engine SQL (the one part that differs per engine)."""
     return re.sub(r"bounded plan \(runs on the engine\):\n.*?\n\n", "", text, flags=re.S)
+
+
+def docs_column(header: str) -> dict:
+    """The allowed-functions table of docs/sql.md: construct (as in ``ENTRIES``) -> the cell
+    of column ``header``."""
+    from tests.paths import ROOT
+    rows = [re.split(r"(?<!\\)\|", line)[1:-1] for line in
+            (ROOT / "docs" / "sql.md").read_text().splitlines()
+            if line.startswith("| ") and "| construct | types |" not in line]
+    head = next(re.split(r"(?<!\\)\|", line)[1:-1] for line in
+                (ROOT / "docs" / "sql.md").read_text().splitlines()
+                if line.startswith("| construct | types |"))
+    at = [h.strip() for h in head].index(header)
+    return {cells[0].strip().replace("\\|", "|"): cells[at].strip() for cells in rows
+            if len(cells) == len(head)}

@@ -13,7 +13,7 @@ import pytest
 import dpsql
 from dpsql.engines.postgres.dialect import SUPPORT
 from dpsql.frontend.allowed import ENTRIES
-from tests.paths import ROOT
+from tests.engines.compare import docs_column
 from tests.servers import reader_over_rows
 from tests.unit.test_allowed import EXTREMES, METADATA, SAMPLES
 
@@ -75,8 +75,6 @@ def test_entry_never_fails_on_postgres_and_its_support_is_documented(reader, duc
 
 
 def test_the_postgresql_column_of_docs_sql_md():
-    text = (ROOT / "docs" / "sql.md").read_text()
+    column = docs_column("PostgreSQL")
     for entry in ENTRIES:
-        row = next(line for line in text.splitlines()
-                   if line.startswith(f"| {entry.sql.replace('|', chr(92) + '|')} |"))
-        assert row.rstrip().endswith(f"| {SUPPORT[entry.sql]} |"), row
+        assert column[entry.sql] == SUPPORT[entry.sql], entry.sql

@@ -24,7 +24,7 @@ from dpsql.engines.spark.dialect import SUPPORT, Spark
 from dpsql.engines.spark.engine import SETTINGS
 from dpsql.frontend.allowed import ENTRIES
 from dpsql.frontend.typecheck import check
-from tests.paths import ROOT
+from tests.engines.compare import docs_column
 from tests.unit.test_allowed import SAMPLES
 
 COLUMNS = {"r": "int", "i": "int", "f": "float", "s": "string", "b": "boolean", "t": "datetime"}
@@ -105,8 +105,6 @@ def test_entry_has_duckdbs_values_on_spark_or_is_refused_as_documented(engines, 
 
 
 def test_the_spark_column_of_docs_sql_md():
-    text = (ROOT / "docs" / "sql.md").read_text()
+    column = docs_column("Spark")
     for entry in ENTRIES:
-        row = next(line for line in text.splitlines()
-                   if line.startswith(f"| {entry.sql.replace('|', chr(92) + '|')} |"))
-        assert row.rstrip().endswith(f"| {SUPPORT[entry.sql]} |"), row
+        assert column[entry.sql] == SUPPORT[entry.sql], entry.sql
