@@ -124,13 +124,15 @@ def _python(value):
 
 def connect(database=None, *, metadata, tables=None, privacy=None, budget=None,
             ledger=None) -> "Connection":
-    """Open a read-only session over a DuckDB file or over tables.
+    """Open a read-only session over a DuckDB file, a PostgreSQL server, Spark, or tables.
 
     ``database``: path of a ``.duckdb`` file (opened read-only), a ``postgresql://`` URL,
-    or an open ``duckdb`` connection (not closed by ``close()``), or None.
+    or an open DuckDB or psycopg 3 connection or ``SparkSession`` (not closed by
+    ``close()``), or None.
     ``tables``: as ``dpsql.from_df``'s first argument (one DataFrame, or a
     dict of ``schema.table`` to DataFrames or .csv/.parquet paths); give
-    either ``database`` or ``tables``.
+    either ``database`` or ``tables``, or both with a SparkSession (Spark DataFrames or
+    Parquet paths, as ``from_connection``'s ``tables``).
     ``budget``: the session total; ``ledger``: a ledger file path (or a
     ``dpsql.privacy.ledger.Ledger``) that keeps it across processes.
     """
@@ -139,15 +141,18 @@ def connect(database=None, *, metadata, tables=None, privacy=None, budget=None,
     from ..privacy.ledger import Ledger
     from .session import open_session
 
-    if (database is None) == (tables is None):
+    from .session import is_connection, is_spark
+
+    both_spark = database is not None and tables is not None and is_spark(database)
+    if (database is None) == (tables is None) and not both_spark:
         raise InterfaceError("connect: give either database= (a DuckDB file) or tables= "
                              "(DataFrames or .csv/.parquet paths), not both and not neither")
     if isinstance(ledger, Ledger) and budget is not None and ledger.budget != budget:
         raise OperationalError(f"connect: budget {budget} differs from the budget "
                                f"recorded in {ledger.path}; a ledger's budget is fixed "
                                "when it is created")
-    if isinstance(database, duckdb.DuckDBPyConnection):
-        source = {"connection": database}
+    if is_connection(database):
+        source = {"connection": database, "tables": tables}
     elif database is not None:
         source = {"database": database}
     else:

@@ -107,7 +107,7 @@ def _engine_over_connection(connection, meta: Metadata, engine: str | None,
         raise ProgrammingError(f"engine {engine!r} is not supported; dpsql runs on "
                                f"{', '.join(ENGINES[:3])} (or leave engine out: it follows "
                                "from the connection)")
-    if _is_spark(connection):
+    if is_spark(connection):
         if named not in (None, "spark"):
             raise ProgrammingError(f"engine={engine!r} but the connection is a SparkSession")
         from ..engines.spark.engine import SparkEngine
@@ -132,7 +132,12 @@ def _engine_over_connection(connection, meta: Metadata, engine: str | None,
     return Engine.from_connection(connection, meta)
 
 
-def _is_spark(connection) -> bool:
+def is_connection(obj) -> bool:
+    """An open connection a session can run on: DuckDB's, psycopg's, or a SparkSession."""
+    return isinstance(obj, duckdb.DuckDBPyConnection) or _is_postgres(obj) or is_spark(obj)
+
+
+def is_spark(connection) -> bool:
     kind = type(connection)
     return kind.__module__.startswith("pyspark.sql") and kind.__name__ == "SparkSession"
 

@@ -155,3 +155,13 @@ def test_example_script_runs_on_spark(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "privacy unit: person" in done.stdout and "median_age" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_dbapi_connects_to_a_spark_session(spark, spark_tables):
+    with dpsql.connect(spark, metadata=_meta("pums"), tables=spark_tables["pums"],
+                       privacy=LARGE) as con:
+        cur = con.cursor()
+        cur.execute("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > ?", (40,))
+        exact = sum(1 for _ in open(DATA / "PUMS_pid.csv")) - 1
+        assert 0 < cur.fetchone()[0] < exact + 1
+    assert spark.range(1).count() == 1          # the caller's session is still open
