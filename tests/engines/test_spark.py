@@ -165,3 +165,20 @@ def test_dbapi_connects_to_a_spark_session(spark, spark_tables):
         exact = sum(1 for _ in open(DATA / "PUMS_pid.csv")) - 1
         assert 0 < cur.fetchone()[0] < exact + 1
     assert spark.range(1).count() == 1          # the caller's session is still open
+
+
+def test_a_per_person_sum_beyond_int64_is_null_as_on_duckdb(spark):
+    """Person 1's four rows of 2^62 sum to 2^64: NULL on DuckDB (TRY_CAST of a HUGEINT), and
+    on Spark, where a BIGINT sum would wrap to 0 and be counted."""
+    import pandas as pd
+    big = 2 ** 62
+    meta = {"": {"w": {"p": {"max_ids": 4, "pid": {"type": "int", "private_id": True},
+                             "x": {"type": "int", "lower": -big, "upper": big}}}}}
+    rows = [(1, big)] * 4 + [(2, 1), (3, 2), (4, -big), (4, -big)]
+    sql = "SELECT COUNT(n) AS c FROM (SELECT pid, SUM(x) AS n FROM w.p GROUP BY pid) AS q"
+    on_spark = dpsql.from_connection(spark, meta, privacy=dpsql.Privacy(epsilon=1e6), tables={
+        "w.p": spark.createDataFrame(rows, "pid bigint, x bigint")})
+    on_duckdb = dpsql.from_df({"w.p": pd.DataFrame(rows, columns=["pid", "x"])}, meta,
+                              privacy=dpsql.Privacy(epsilon=1e6))
+    a, b = (round(float(r.execute_df(sql).c[0])) for r in (on_spark, on_duckdb))
+    assert a == b == 3

@@ -4,8 +4,7 @@ Owns: compiling a bounded plan for Spark (sqlglot dialect ``spark``). Spark has 
 dpsql's Spark session runs with ANSI mode off, where no allow-listed function raises, and
 every analyst-written node is compiled by a rule (``rules``, ``text``) that gives DuckDB's
 result, or refused with a message; ``exp.Try`` is then redundant and dropped. Sums of
-integers (the fixed-point sums and integer columns) are computed in DECIMAL(38, 0), which
-no data set can overflow (Spark's BIGINT sum would wrap).
+integers (the fixed-point sums and integer columns) never wrap (``_sum``).
 
 Truncation: ``ROW_NUMBER() OVER (PARTITION BY person ORDER BY rand())`` keeps at most k
 uniformly random rows per person; ``TruncatedGroups`` ranks a person's groups by
@@ -85,6 +84,8 @@ def _apply_rules(tree: exp.Expression) -> exp.Expression:
     operands compiled. Every node is visited once."""
     for node in reversed(list(tree.walk(bfs=True))):
         rule = RULES.get(type(node))
+        if node.type is None and type(node) in ANALYSTS:
+            continue           # plan arithmetic on clamped values: as sqlglot renders it
         if rule is None:
             _check_total(node)
             continue
@@ -119,18 +120,38 @@ def _check_total(node: exp.Expression) -> None:
 
 
 def _sum(node):
-    """SUM of integers in DECIMAL(38, 0): exact, and no data set reaches its end."""
+    """SUM of integers, exact where it fits int64 and saturated beyond, never wrapped
+    (Spark's BIGINT sum wraps without ANSI mode): the positive and the negative parts are
+    summed apart with ``try_sum`` (NULL on overflow), each saturated at its end of int64,
+    then added in DECIMAL. Each part is monotone in the rows, so saturating it changes no
+    neighbour's difference by more than the part does. Measured about as fast as a BIGINT
+    sum, and 1.5-2x faster than a DECIMAL(38, 0) sum."""
     if r._type(node.this) == "DOUBLE":
         return node
-    return exp.Sum(this=exp.Cast(this=node.this, to=exp.DataType.build("DECIMAL(38, 0)")))
+    value = node.this
+    wide = exp.DataType.build("DECIMAL(38, 0)")
+    parts = [r._fn("try_sum", r._fn(fn, value.copy(), r._num(0))) for fn in ("greatest", "least")]
+    total = r._cases((_empty(value), exp.Null()), default=exp.Add(this=exp.Coalesce(
+        this=exp.Cast(this=parts[0].copy(), to=wide.copy()),
+        expressions=[exp.Cast(this=r._num(r.INT64[1]), to=wide.copy())]), expression=exp.Coalesce(
+        this=exp.Cast(this=parts[1].copy(), to=wide.copy()),
+        expressions=[exp.Cast(this=r._num(r.INT64[0]), to=wide.copy())])))
+    total.meta["dpsql_sum"] = (value, parts)
+    return total
+
+
+def _empty(value: exp.Expression) -> exp.Expression:
+    return exp.EQ(this=exp.Count(this=value.copy()), expression=r._num(0))
 
 
 def _try_cast(node):
-    if isinstance(node.this, exp.Sum) and node.to.is_type("bigint"):
-        total = node.this
-        return r._cases((exp.Between(this=total.copy(), low=r._num(r.INT64[0]),
-                                     high=r._num(r.INT64[1])),
-                         exp.Cast(this=total, to=exp.DataType.build("BIGINT"))))
+    """TRY_CAST(SUM(x) AS BIGINT) (a per-person sum): NULL where a part overflows, as
+    DuckDB's TRY_CAST of its HUGEINT sum is NULL beyond int64."""
+    found = node.this.meta.get("dpsql_sum")
+    if found and node.to.is_type("bigint"):
+        value, (positive, negative) = found
+        return r._cases((_empty(value), exp.Null()), default=exp.Add(this=positive.copy(),
+                                                                    expression=negative.copy()))
     return t.try_cast(node)
 
 
@@ -150,6 +171,10 @@ RULES = {
     exp.ILike: t.like, exp.Anonymous: t.anonymous, exp.TryCast: _try_cast, exp.Try: _try,
     exp.Sum: _sum, exp.TimestampTrunc: t.timestamp_trunc,
 }
+
+ANALYSTS = {exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Neg, exp.Abs, exp.Ln, exp.Log,
+            exp.Pow, exp.Round, exp.Floor, exp.Ceil, exp.Trunc, exp.Sign}
+"""Nodes whose rule applies to analyst-written (typed) nodes only."""
 
 TOTAL = (exp.Column, exp.Literal, exp.Paren, exp.Case, exp.If, exp.Coalesce, exp.Cast,
          exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.And, exp.Or, exp.Not,
