@@ -36,6 +36,13 @@ from sqlglot import exp
 ENGINE_TYPES = {"int": "BIGINT", "float": "DOUBLE", "string": "VARCHAR", "boolean": "BOOLEAN",
                 "datetime": "TIMESTAMP", "date": "DATE"}
 NUMERIC = {"int", "float"}
+MAX_TEXT_CELL = 1 << 24
+"""The longest text cell (characters) a query reads; longer cells read as NULL. With
+MAX_TEXT_COPIES, no text a query builds exceeds what DuckDB (4 GB) and Spark (2 GB) hold,
+so one person's long value cannot make a query fail."""
+MAX_TEXT_COPIES = 16
+"""How many text columns a CONCAT or || may copy, counting a column once per reference
+(three times under UPPER or LOWER, which may lengthen text); more is refused."""
 TEMPORAL = {"datetime", "date"}
 
 # CAST targets: the spelling's DataType -> the language type it produces.

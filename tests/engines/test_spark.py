@@ -182,3 +182,36 @@ def test_a_per_person_sum_beyond_int64_is_null_as_on_duckdb(spark):
                               privacy=dpsql.Privacy(epsilon=1e6))
     a, b = (round(float(r.execute_df(sql).c[0])) for r in (on_spark, on_duckdb))
     assert a == b == 3
+
+
+ATTACK_META = {"": {"h": {"t": {"max_ids": 1, "pid": {"type": "int", "private_id": True},
+                                "i": {"type": "int", "lower": -10, "upper": 10},
+                                "s": {"type": "string"}}}}}
+
+
+def test_attack_a_like_escape_spark_compiles_only_for_some_data(spark, tmp_path):
+    """Found by the attack review: Spark raised on 'a\\b' ESCAPE '\\' (an escape before an
+    ordinary character) only when it compiled the stage evaluating it, which adaptive
+    execution skipped when the semi-join's other side was empty: the query failed iff the
+    target (i = 7) was present. The dialect now rewrites such patterns as DuckDB reads them."""
+    others = [(p, p % 5, f"v{p % 3}") for p in range(1, 120)]
+    sql = ("SELECT COUNT(*) AS n FROM h.t WHERE s LIKE 'a\\b' ESCAPE '\\' "
+           "AND pid IN (SELECT pid FROM h.t WHERE i = 7)")
+    for name, rows in (("absent", others), ("present", others + [(999, 7, "ab")])):
+        path = str(tmp_path / name)
+        spark.createDataFrame(rows, "pid bigint, i bigint, s string").write.parquet(path)
+        reader = dpsql.from_connection(spark, ATTACK_META, tables={"h.t": path},
+                                       privacy=dpsql.Privacy(epsilon=1.0))
+        assert len(reader.execute_df(sql)) == 1
+
+
+def test_attack_text_copies_are_refused_before_spark_runs(spark):
+    """Found by the attack review: CONCAT of 999 copies of s failed on Spark (past 2 GB)
+    iff one person's s was longer than about 2.15 MB; now refused for free, on every engine."""
+    frame = spark.createDataFrame([(1, 1, "x" * 100)], "pid bigint, i bigint, s string")
+    reader = dpsql.from_connection(spark, ATTACK_META, tables={"h.t": frame},
+                                   privacy=dpsql.Privacy(epsilon=1.0))
+    with pytest.raises(dpsql.QueryError, match="copies text columns 999 times"):
+        reader.execute_df("SELECT COUNT(*) AS n FROM h.t WHERE LENGTH(CONCAT(" +
+                          ", ".join(["s"] * 999) + ")) > 0")
+    assert reader.spent == (0.0, 0.0)

@@ -315,3 +315,34 @@ def test_per_query_privacy_beyond_the_largest_is_refused_at_once(privacy):
                                  "SELECT SUM(ROUND(age * 1e306)) AS s FROM PUMS.PUMS"])
 def test_rounding_beyond_the_doubles_is_a_query_error(reader, sql):
     refused(reader, sql)              # a QueryError, free, from each entry point
+
+
+# Found by the attack review of the Spark engine: CONCAT(s, s, ..., s) of 999 copies made
+# the engine fail (DuckDB: "Cannot create a string of size ..."; Spark: past 2 GB) only
+# when one person's s was a few MB long.
+TEXT_META = {"": {"x": {"t": {"max_ids": 1, "pid": {"type": "int", "private_id": True},
+                              "s": {"type": "string"}}}}}
+
+
+def test_text_copied_more_than_the_limit_is_refused_for_free():
+    from dpsql.frontend.allowed import MAX_TEXT_COPIES
+    frame = pd.DataFrame({"pid": [1, 2], "s": ["a", "b"]})
+    reader = dpsql.from_df({"x.t": frame}, TEXT_META, privacy=dpsql.Privacy(epsilon=1.0))
+    many = "CONCAT(" + ", ".join(["s"] * 999) + ")"
+    nested = "UPPER(UPPER(s || s) || LOWER(s))"            # 3 * (3 * 2 + 3) = 27 copies
+    for expression in (many, nested):
+        with pytest.raises(dpsql.QueryError, match="copies text columns"):
+            reader.execute_df(f"SELECT COUNT(*) AS n FROM x.t WHERE LENGTH({expression}) > 0")
+    at_limit = "CONCAT(" + ", ".join(["s"] * MAX_TEXT_COPIES) + ")"
+    reader.execute_df(f"SELECT COUNT(*) AS n FROM x.t WHERE LENGTH({at_limit}) > 0")
+    assert reader.spent == (1.0, 0.0)
+
+
+def test_a_text_cell_longer_than_the_limit_reads_as_null():
+    from dpsql.frontend.allowed import MAX_TEXT_CELL
+    frame = pd.DataFrame({"pid": [1, 2, 3], "s": ["x" * (MAX_TEXT_CELL + 1), "y" * MAX_TEXT_CELL,
+                                                  "z"]})
+    reader = dpsql.from_df({"x.t": frame}, TEXT_META, privacy=dpsql.Privacy(epsilon=1e5))
+    for where in ("s IS NULL", f"LENGTH(s) = {MAX_TEXT_CELL}", "s = 'z'"):
+        df = reader.execute_df(f"SELECT COUNT(*) AS n FROM x.t WHERE {where}")
+        assert round(df.n[0]) == 1, where

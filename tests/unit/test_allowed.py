@@ -47,7 +47,10 @@ SAMPLES = {
     "IN (list)": ["s IN (1, 'abc', NULL)", "i IN ('1', 2.5)"],
     "BETWEEN": ["i BETWEEN -9223372036854775808 AND 99999999999999999999999"],
     "IS NULL, IS TRUE, IS FALSE": ["s IS NULL", "b IS TRUE", "(i > 0) IS NOT FALSE"],
-    "LIKE, ILIKE [ESCAPE c]": ["s LIKE '%\\_%' ESCAPE '\\'", "s ILIKE 'ABC%'", "s NOT LIKE '%'"],
+    "LIKE, ILIKE [ESCAPE c]": ["s LIKE '%\\_%' ESCAPE '\\'", "s ILIKE 'ABC%'", "s NOT LIKE '%'",
+                               # found by the attack review: c before an ordinary character
+                               "s LIKE 'a\\bc%' ESCAPE '\\'", "s ILIKE '%!x!%!!%' ESCAPE '!'",
+                               "s LIKE '%\\%'"],
     "CASE, IF(c, a, b)": ["CASE WHEN i > 0 THEN i ELSE f END", "IF(b, s, 'x')",
                           "CASE s WHEN 1 THEN 'one' END"],
     "COALESCE, IFNULL, NULLIF, GREATEST, LEAST": ["COALESCE(i, 0)", "IFNULL(s, 1)", "NULLIF(f, 0)",
@@ -75,7 +78,7 @@ SAMPLES = {
                                                  "LEFT(s, i)", "RIGHT(s, -9223372036854775807)"],
     "STRPOS, POSITION": ["STRPOS(s, 'b')", "POSITION('c' IN s)"],
     "STARTS_WITH, CONTAINS": ["STARTS_WITH(s, 'a')", "CONTAINS(s, s)"],
-    "CONCAT, ||": ["CONCAT(s, i, f, b, t)", "s || s"],
+    "CONCAT, ||": ["CONCAT(s, i, f, b, t)", "s || s", "CONCAT(s, UPPER(s), s || LOWER(s))"],
     "EXTRACT(part FROM t), DATE_PART('part', t)": ["EXTRACT(year FROM t)", "DATE_PART('dow', t)",
                                                   "EXTRACT(second FROM CAST(s AS DATE))"],
     "YEAR, QUARTER, MONTH, DAY, HOUR, MINUTE, SECOND, DAYOFWEEK, DAYOFYEAR": [

@@ -21,7 +21,7 @@ from sqlglot import exp
 from ...errors import DataError, InternalError, MetadataError, OperationalError, QueryError
 from ...metadata.model import Metadata, Table
 from ...plan.aggregate import check_rows_independent
-from ...plan.rewrite import null_relation, typed_name, with_source
+from ...plan.rewrite import capped_text, null_relation, typed_name, with_source
 from .dialect import Postgres
 from .guards import _float_fits
 
@@ -133,6 +133,8 @@ class PostgresEngine:
                     exp.LTE(this=node.copy(), expression=exp.Cast(
                         this=exp.Literal.string("294276-12-31"), to=exp.DataType.build(
                             "DATE")))), true=value)])
+            if col.type == "string":
+                value = capped_text(value)
             if col.missing_value is not None:
                 value = exp.Coalesce(this=value, expressions=[exp.Cast(
                     this=exp.Literal.string(str(col.missing_value)), to=target.copy())])

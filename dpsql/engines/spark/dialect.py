@@ -169,7 +169,7 @@ RULES = {
     exp.Substring: t.literal_positions, exp.UnixMicros: t.epoch_us, exp.IsNan: t.is_nan,
     exp.Contains: t.contains, exp.StartsWith: t.starts_with, exp.Like: t.like,
     exp.ILike: t.like, exp.Anonymous: t.anonymous, exp.TryCast: _try_cast, exp.Try: _try,
-    exp.Sum: _sum, exp.TimestampTrunc: t.timestamp_trunc,
+    exp.Sum: _sum, exp.TimestampTrunc: t.timestamp_trunc, exp.Escape: t.escape,
 }
 
 ANALYSTS = {exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Neg, exp.Abs, exp.Ln, exp.Log,
@@ -179,7 +179,7 @@ ANALYSTS = {exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Neg, exp.Abs, ex
 TOTAL = (exp.Column, exp.Literal, exp.Paren, exp.Case, exp.If, exp.Coalesce, exp.Cast,
          exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.And, exp.Or, exp.Not,
          exp.Is, exp.In, exp.Between, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DPipe, exp.Upper,
-         exp.Lower, exp.Length, exp.Escape, exp.Mod, exp.Sqrt, exp.Exp,
+         exp.Lower, exp.Length, exp.Mod, exp.Sqrt, exp.Exp,
          exp.Concat, exp.Greatest, exp.Least, exp.Trim, exp.Nullif, exp.Cbrt, exp.Reverse,
          exp.StrPosition)
 """Analyst-writable nodes that mean on Spark (ANSI off) what they mean on DuckDB."""

@@ -27,7 +27,7 @@ from sqlglot import exp
 from ...errors import DataError, InternalError, MetadataError, OperationalError, QueryError
 from ...metadata.model import Metadata, Table
 from ...plan.aggregate import check_rows_independent
-from ...plan.rewrite import null_relation, typed_name, with_source
+from ...plan.rewrite import capped_text, null_relation, typed_name, with_source
 from .dialect import Spark
 
 log = logging.getLogger("dpsql")
@@ -123,6 +123,8 @@ class SparkEngine:
             name, _ = stored[col.name.lower()]
             target = exp.DataType.build(_TARGET[col.type], dialect="spark")
             value = exp.Cast(this=exp.column(name, quoted=True), to=target)
+            if col.type == "string":
+                value = capped_text(value)
             if col.missing_value is not None:
                 value = exp.Coalesce(this=value, expressions=[exp.Cast(
                     this=exp.Literal.string(str(col.missing_value)), to=target.copy())])

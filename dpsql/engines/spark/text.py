@@ -104,6 +104,27 @@ def like(node):
     return node
 
 
+def escape(node):
+    """LIKE ... ESCAPE c: DuckDB reads c before any character as that character; Spark
+    raises (when it compiles the stage, which may depend on the data) unless c precedes
+    %, _ or c. The pattern is rewritten so that c precedes only those."""
+    like, esc = node.this, node.expression.name
+    pattern = like.expression if isinstance(like, (exp.Like, exp.ILike)) else None
+    if not isinstance(pattern, exp.Literal) or len(esc) != 1:
+        return node
+    text, out, i = pattern.this, [], 0
+    while i < len(text):
+        if text[i] == esc and i + 1 < len(text):
+            following = text[i + 1]
+            out.append(text[i:i + 2] if following in ("%", "_", esc) else following)
+            i += 2
+        else:
+            out.append(text[i])
+            i += 1
+    like.set("expression", exp.Literal.string("".join(out)))
+    return node
+
+
 def literal_positions(node):
     """SUBSTRING, LEFT, RIGHT: positions and lengths must be literals (a start >= 1, a length
     >= 0): Spark reads position 0 and negative lengths otherwise than DuckDB."""
