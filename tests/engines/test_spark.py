@@ -215,3 +215,43 @@ def test_attack_text_copies_are_refused_before_spark_runs(spark):
         reader.execute_df("SELECT COUNT(*) AS n FROM h.t WHERE LENGTH(CONCAT(" +
                           ", ".join(["s"] * 999) + ")) > 0")
     assert reader.spent == (0.0, 0.0)
+
+
+def test_attack_no_server_variable_reaches_a_literal(spark):
+    """Found by the attack review: Spark's variable substitution replaced ${env:NAME},
+    ${system:NAME} and ${spark.conf} inside string literals before parsing, so a count
+    over all rows read the server's secrets a bit at a time. dpsql's session turns it off:
+    a literal is its text, as on DuckDB."""
+    frame = spark.createDataFrame([(p, 1, "x") for p in range(50)], "pid bigint, i bigint, s string")
+    reader = dpsql.from_connection(spark, ATTACK_META, tables={"h.t": frame},
+                                   privacy=dpsql.Privacy(epsilon=1e5))
+    os.environ["DPSQL_TEST_SECRET"] = "s3cret"
+    for literal in ("${env:DPSQL_TEST_SECRET}", "${system:java.version}",
+                    "${spark.app.name}"):
+        sql = f"SELECT COUNT(*) AS n FROM h.t WHERE LENGTH('{literal}') = {len(literal)}"
+        assert round(reader.execute_df(sql).n[0]) == 50, literal
+
+
+def test_attack_values_spark_computed_otherwise_than_duckdb(spark):
+    """Found by the attack review (each changed a count by one row, the target's): ROUND of
+    a BIGINT to negative places wrapped, SUBSTRING's literal past 2^31 wrapped, a DOUBLE
+    % 0 and LOG of a negative base were NULL (DuckDB: NaN), text with a 4-digit exponent
+    did not convert, and ILIKE with a letter as ESCAPE raised at stage compilation."""
+    import pandas as pd
+    meta = {"": {"h": {"t": {"row_privacy": True, "i": {"type": "int"},
+                             "f": {"type": "float"}, "s": {"type": "string"}}}}}
+    rows = [(-2 ** 63, -0.5, "abc"), (2 ** 63 - 1, 2.0, "xyz"), (5, 0.0, "1e-9990")]
+    on_spark = dpsql.from_connection(spark, meta, privacy=dpsql.Privacy(epsilon=1e6), tables={
+        "h.t": spark.createDataFrame(rows, "i bigint, f double, s string")})
+    on_duckdb = dpsql.from_df({"h.t": pd.DataFrame(rows, columns=["i", "f", "s"])}, meta,
+                              privacy=dpsql.Privacy(epsilon=1e6))
+    for predicate in ("ROUND(i, -1) IS NULL", "ROUND(i, -19) = 0",
+                      "SUBSTRING(s, 9223372036854775807) IS NULL", "LEFT(s, 3000000000) = s",
+                      "SUBSTRING(s, 3000000000) = ''", "RIGHT(s, 9223372036854775807) = s",
+                      "ISNAN(f % 0)", "ISNAN(LOG(f, 2))", "CAST(s AS DOUBLE) = 0",
+                      "CAST(s || '0' AS DOUBLE) IS NULL"):
+        sql = f"SELECT COUNT(*) AS n FROM h.t WHERE {predicate}"
+        a, b = (round(float(r.execute_df(sql).n[0])) for r in (on_spark, on_duckdb))
+        assert a == b, (predicate, a, b)
+    with pytest.raises(dpsql.QueryError, match="ILIKE with a letter"):
+        on_spark.execute_df("SELECT COUNT(*) AS n FROM h.t WHERE s ILIKE 'ABC%' ESCAPE 'a'")

@@ -50,7 +50,7 @@ SAMPLES = {
     "LIKE, ILIKE [ESCAPE c]": ["s LIKE '%\\_%' ESCAPE '\\'", "s ILIKE 'ABC%'", "s NOT LIKE '%'",
                                # found by the attack review: c before an ordinary character
                                "s LIKE 'a\\bc%' ESCAPE '\\'", "s ILIKE '%!x!%!!%' ESCAPE '!'",
-                               "s LIKE '%\\%'"],
+                               "s LIKE '%\\%'", "s ILIKE 'ABC%' ESCAPE 'a'"],
     "CASE, IF(c, a, b)": ["CASE WHEN i > 0 THEN i ELSE f END", "IF(b, s, 'x')",
                           "CASE s WHEN 1 THEN 'one' END"],
     "COALESCE, IFNULL, NULLIF, GREATEST, LEAST": ["COALESCE(i, 0)", "IFNULL(s, 1)", "NULLIF(f, 0)",

@@ -161,7 +161,7 @@ def _try(node):
 
 RULES = {
     exp.Add: r._arith, exp.Sub: r._arith, exp.Mul: r._arith, exp.Div: r._div,
-    exp.IntDiv: r._int_div, exp.Neg: r._neg, exp.Abs: r._neg, exp.Ln: r._ln,
+    exp.IntDiv: r._int_div, exp.Mod: r._mod, exp.Neg: r._neg, exp.Abs: r._neg, exp.Ln: r._ln,
     exp.Log: r._log, exp.Pow: r._pow, exp.Round: r._round, exp.Floor: r._integral,
     exp.Ceil: r._integral, exp.Trunc: r._integral, exp.Sign: r._sign, exp.IsInf: r._is_inf,
     exp.Extract: t.date_part, **{node: t.date_part for node in t._PARTS},
@@ -172,14 +172,14 @@ RULES = {
     exp.Sum: _sum, exp.TimestampTrunc: t.timestamp_trunc, exp.Escape: t.escape,
 }
 
-ANALYSTS = {exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Neg, exp.Abs, exp.Ln, exp.Log,
+ANALYSTS = {exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Neg, exp.Abs, exp.Ln, exp.Log,
             exp.Pow, exp.Round, exp.Floor, exp.Ceil, exp.Trunc, exp.Sign}
 """Nodes whose rule applies to analyst-written (typed) nodes only."""
 
 TOTAL = (exp.Column, exp.Literal, exp.Paren, exp.Case, exp.If, exp.Coalesce, exp.Cast,
          exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.And, exp.Or, exp.Not,
          exp.Is, exp.In, exp.Between, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DPipe, exp.Upper,
-         exp.Lower, exp.Length, exp.Mod, exp.Sqrt, exp.Exp,
+         exp.Lower, exp.Length, exp.Sqrt, exp.Exp,
          exp.Concat, exp.Greatest, exp.Least, exp.Trim, exp.Nullif, exp.Cbrt, exp.Reverse,
          exp.StrPosition)
 """Analyst-writable nodes that mean on Spark (ANSI off) what they mean on DuckDB."""
@@ -188,6 +188,7 @@ SUPPORT: dict = {
     "CAST, TRY_CAST, ::": "yes, except text to DATE or TIMESTAMP, and floats to text",
     "SUBSTRING(s, start [, len]), LEFT, RIGHT": "literal positions only (start >= 1)",
     "CONCAT, ||": "yes, except floats",
+    "LIKE, ILIKE [ESCAPE c]": "yes, except ILIKE with a letter as ESCAPE",
 }
 """Allow-list entry (``dpsql.frontend.allowed``) -> "yes" or what Spark refuses of it (the
 Spark column of docs/sql.md; tests/engines/test_spark_allowed.py checks both)."""

@@ -36,8 +36,10 @@ STATEMENT_TIMEOUT_S = 600
 """Longest a statement may run (10 minutes); its Spark jobs are interrupted after that."""
 
 SETTINGS = {"spark.sql.ansi.enabled": "false", "spark.sql.timestampType": "TIMESTAMP_NTZ",
-            "spark.sql.session.timeZone": "UTC"}
-"""dpsql's session settings (``dpsql.engines.spark.dialect`` relies on each)."""
+            "spark.sql.session.timeZone": "UTC", "spark.sql.variable.substitute": "false"}
+"""dpsql's session settings (``dpsql.engines.spark.dialect`` relies on each). Variable
+substitution would replace ``${env:NAME}``, ``${system:NAME}`` and ``${spark.conf}`` inside
+an analyst's string literals with the server's secrets (found by the attack review)."""
 
 # Spark column types (``DataType.typeName()``) that hold each metadata type without loss.
 _COMPATIBLE = {

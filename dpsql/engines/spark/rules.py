@@ -69,12 +69,16 @@ def _arith(node):
 
 
 def _div(node):
-    """/: a float division, as DuckDB's; by zero: +-Infinity, or NaN for 0/0 (Spark: NULL)."""
+    """/: a float division, as DuckDB's (IEEE: by zero +-Infinity, or NaN for 0/0; Spark: NULL)."""
     if _type(node) is None:
         return node
     double = exp.DataType.build("DOUBLE")
-    a = exp.Cast(this=node.this, to=double)
-    b = exp.Cast(this=node.expression, to=double.copy())
+    return ieee_div(exp.Cast(this=node.this, to=double), exp.Cast(this=node.expression,
+                                                                   to=double.copy()))
+
+
+def ieee_div(a: exp.Expression, b: exp.Expression) -> exp.Expression:
+    """a / b of DOUBLEs as IEEE 754 divides (Spark's / is NULL for a zero divisor)."""
     by_zero = _cases((exp.or_(exp.EQ(this=a.copy(), expression=_num(0)), _fn("isnan", a.copy())),
                       _double("NaN")),
                      (exp.GT(this=a.copy(), expression=_num(0)), _double("Infinity")),
@@ -82,6 +86,16 @@ def _div(node):
     return _cases((exp.Is(this=a.copy(), expression=exp.Null()), exp.Null()),
                   (exp.EQ(this=b.copy(), expression=_num(0)), by_zero),
                   default=exp.Div(this=a, expression=b))
+
+
+def _mod(node):
+    """% of DOUBLEs: NaN for a zero divisor, as DuckDB's fmod (Spark: NULL)."""
+    if _type(node) != "DOUBLE":
+        return node
+    return _cases((exp.or_(exp.Is(this=node.this.copy(), expression=exp.Null()),
+                           exp.Is(this=node.expression.copy(), expression=exp.Null())), exp.Null()),
+                  (exp.EQ(this=node.expression.copy(), expression=_num(0)), _double("NaN")),
+                  default=node)
 
 
 def _int_div(node):
@@ -106,13 +120,14 @@ def _neg(node):
     return node
 
 
-def _sqrt(node):
-    return node
-
-
 def _ln(node):
     """LN: -Infinity at 0 and NaN below, as DuckDB (Spark: NULL for both)."""
-    return _log_of(node.this, lambda x: exp.Ln(this=x))
+    return ln_of(node.this)
+
+
+def ln_of(value) -> exp.Expression:
+    x = exp.Cast(this=value.copy(), to=exp.DataType.build("DOUBLE"))
+    return _log_of(x, lambda v: exp.Ln(this=v))
 
 
 def _log_of(value, compute) -> exp.Expression:
@@ -123,18 +138,10 @@ def _log_of(value, compute) -> exp.Expression:
 
 
 def _log(node):
-    """LOG(x) is base 10 in DuckDB (natural in Spark); LOG(b, x), LOG2, LOG10."""
+    """LOG(x) is base 10 in DuckDB (natural in Spark); LOG(b, x) = ln x / ln b, in IEEE."""
     if node.expression is None:
         return _log_of(node.this, lambda x: _fn("log10", x))
-    base = exp.Cast(this=node.this.copy(), to=exp.DataType.build("DOUBLE"))
-    return _log_of(node.expression, lambda x: exp.Div(this=exp.Ln(this=x), expression=exp.Ln(
-        this=base)))
-
-
-def _log_named(name):
-    def rule(node):
-        return _log_of(node.this, lambda x: _fn(name, x))
-    return rule
+    return ieee_div(ln_of(node.expression), ln_of(node.this))
 
 
 def _pow(node):
@@ -174,13 +181,17 @@ def _integral(node):
 
 def _round(node):
     """ROUND(x[, n]): half away from zero (Spark's ROUND is HALF_UP, as DuckDB); of a
-    DOUBLE to places beyond its precision, the DOUBLE itself."""
+    DOUBLE to no places beyond its precision, the DOUBLE itself; of a BIGINT to negative
+    places, computed in DECIMAL and NULL beyond int64 (Spark's would wrap)."""
     places = node.args.get("decimals")
     value = node.this
     if _type(node) == "BIGINT":
         if places is None:
             return value
-        return node
+        wide = exp.Round(this=exp.Cast(this=value, to=exp.DataType.build("DECIMAL(38, 0)")),
+                         decimals=places)
+        return _cases((exp.Between(this=wide.copy(), low=_num(INT64[0]), high=_num(INT64[1])),
+                       exp.Cast(this=wide, to=exp.DataType.build("BIGINT"))))
     if places is None:
         return _cases((exp.LT(this=exp.Abs(this=value.copy()), expression=_num(EXACT_DOUBLE)),
                        exp.Round(this=value.copy())), default=value)

@@ -19,7 +19,7 @@ _FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "
 _INT_RANGE = {"TINYINT": 7, "SMALLINT": 15, "INT": 31, "INTEGER": 31, "BIGINT": 63}
 _TARGETS = {"int": "BIGINT", "float": "DOUBLE", "string": "STRING", "boolean": "BOOLEAN",
             "datetime": "TIMESTAMP", "date": "DATE"}
-_NUMBER = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?\s*$"
+_NUMBER = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
 _SPECIAL = r"^\s*[+-]?(inf|infinity|nan)\s*$"
 
 
@@ -109,6 +109,10 @@ def escape(node):
     raises (when it compiles the stage, which may depend on the data) unless c precedes
     %, _ or c. The pattern is rewritten so that c precedes only those."""
     like, esc = node.this, node.expression.name
+    if isinstance(like, exp.ILike) and esc.lower() != esc.upper():
+        raise QueryError("ILIKE with a letter as its ESCAPE character is not supported on "
+                         "Spark (it lower-cases the pattern, escape included); escape with a "
+                         "character that is not a letter, e.g. ESCAPE '!'")
     pattern = like.expression if isinstance(like, (exp.Like, exp.ILike)) else None
     if not isinstance(pattern, exp.Literal) or len(esc) != 1:
         return node
@@ -125,13 +129,25 @@ def escape(node):
     return node
 
 
+INT32_MAX = 2 ** 31 - 1
+
+
 def literal_positions(node):
     """SUBSTRING, LEFT, RIGHT: positions and lengths must be literals (a start >= 1, a length
-    >= 0): Spark reads position 0 and negative lengths otherwise than DuckDB."""
+    >= 0): Spark reads position 0 and negative lengths otherwise than DuckDB; literals past
+    2^31 - 1 (Spark's positions are 32-bit and would wrap) are 2^31 - 1, which is past any
+    text (cells hold at most MAX_TEXT_CELL characters), and from 2^32 on, where DuckDB's
+    TRY gives NULL, SUBSTRING and LEFT are NULL."""
     for key in ("start", "length", "expression"):
         arg = node.args.get(key)
         if arg is None:
             continue
+        if isinstance(arg, exp.Literal) and arg.is_number and float(arg.name) > INT32_MAX:
+            if float(arg.name) >= 2 ** 32 and not isinstance(node, exp.Right):
+                # DuckDB's offsets are 32-bit: beyond, TRY gives NULL
+                return exp.Cast(this=exp.Null(), to=exp.DataType.build("STRING"))
+            arg = exp.Literal.number(INT32_MAX)
+            node.set(key, arg)
         if not (isinstance(arg, exp.Literal) and arg.is_number and float(arg.name) >= 0):
             raise QueryError(f"{node.key.upper()} with a position or length that is not a "
                              "literal of at least 0 is not supported on Spark (it counts "
