@@ -255,3 +255,28 @@ def test_attack_values_spark_computed_otherwise_than_duckdb(spark):
         assert a == b, (predicate, a, b)
     with pytest.raises(dpsql.QueryError, match="ILIKE with a letter"):
         on_spark.execute_df("SELECT COUNT(*) AS n FROM h.t WHERE s ILIKE 'ABC%' ESCAPE 'a'")
+
+
+def test_the_dry_run_generates_every_stage_so_compile_errors_are_free_refusals(
+        spark, tmp_path, monkeypatch):
+    """The root cause of the LIKE ... ESCAPE attack: Spark raises some errors only when it
+    generates a stage's code; a dry run on folded NULL literals generated none, and adaptive
+    execution skipped stages whose input was empty. With the rewrite of such patterns taken
+    out (a stand-in for any error of that kind), the query must be refused by the dry run,
+    for free, with and without the target."""
+    from sqlglot import exp
+
+    from dpsql.engines.spark import dialect
+    monkeypatch.delitem(dialect.RULES, exp.Escape)
+    monkeypatch.setattr(dialect, "TOTAL", dialect.TOTAL + (exp.Escape,))
+    others = [(p, p % 5, f"v{p % 3}") for p in range(1, 120)]
+    sql = ("SELECT COUNT(*) AS n FROM h.t WHERE s LIKE 'a\\b' ESCAPE '\\' "
+           "AND pid IN (SELECT pid FROM h.t WHERE i = 7)")
+    for name, rows in (("absent", others), ("present", others + [(999, 7, "ab")])):
+        path = str(tmp_path / name)
+        spark.createDataFrame(rows, "pid bigint, i bigint, s string").write.parquet(path)
+        reader = dpsql.from_connection(spark, ATTACK_META, tables={"h.t": path},
+                                       privacy=dpsql.Privacy(epsilon=1.0))
+        with pytest.raises(dpsql.QueryError, match="ESC_IN_THE_MIDDLE"):
+            reader.execute_df(sql)
+        assert reader.spent == (0.0, 0.0)
