@@ -1,0 +1,80 @@
+"""Tumult Analytics on the same data and machine: its time / the same non-private query's time
+on its own Spark, measured in the same run (to set beside bench_spark.py's dpsql ratios).
+
+Usage (in a virtual environment of its own: Tumult pins pyspark 3.5):
+    python -m venv /tmp/tvenv && /tmp/tvenv/bin/pip install tmlt.analytics
+    /tmp/tvenv/bin/python tests/benchmarks/bench_tumult.py --dir DIR [--rows 10000000]
+
+DIR holds the Parquet files bench_spark.py wrote (``--dir``), so both read the same data.
+The queries are bench_spark's where Tumult has them: COUNT, AVG with the same bounds, a
+grouped COUNT and AVG over public keys, and the user-level query with at most 2 rows per
+person. Not part of the test suite.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dir", required=True)
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    from pyspark.sql import SparkSession
+    from tmlt.analytics import (AddOneRow, AddRowsWithID, KeySet, MaxRowsPerID, PureDPBudget,
+                                QueryBuilder, Session)
+    spark = (SparkSession.builder.master("local[2]").appName("tumult-bench")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "4g").getOrCreate())
+    spark.sparkContext.setLogLevel("FATAL")
+    pums = spark.read.parquet(os.path.join(args.dir, f"pums_{args.rows}.parquet"))
+    pums_pid = spark.read.parquet(os.path.join(args.dir, f"pums_pid_{args.rows}.parquet"))
+    pums.createOrReplaceTempView("plain_pums")
+    pums_pid.createOrReplaceTempView("plain_pums_pid")
+    big = PureDPBudget(float("inf"))
+    rows = Session.from_dataframe(privacy_budget=big, source_id="pums", dataframe=pums,
+                                  protected_change=AddOneRow())
+    persons = Session.from_dataframe(privacy_budget=big, source_id="pums_pid", dataframe=pums_pid,
+                                     protected_change=AddRowsWithID(id_column="pid"))
+    sex, married = KeySet.from_dict({"sex": [0, 1]}), KeySet.from_dict({"married": [0, 1]})
+    cases = [
+        ("count", rows, QueryBuilder("pums").count(), "SELECT COUNT(*) FROM plain_pums"),
+        ("avg", rows, QueryBuilder("pums").average("income", low=0, high=500000),
+         "SELECT AVG(income) FROM plain_pums"),
+        ("sex group", rows, QueryBuilder("pums").groupby(sex).average("age", low=0, high=100),
+         "SELECT sex, COUNT(*), AVG(age) FROM plain_pums GROUP BY sex"),
+        ("user-level", persons, QueryBuilder("pums_pid").enforce(MaxRowsPerID(2))
+         .groupby(married).average("income", low=0, high=500000),
+         "SELECT married, COUNT(*), AVG(income) FROM plain_pums_pid GROUP BY married"),
+    ]
+    print(f"\nTumult Analytics, {args.rows:,} rows (best of {args.repeat})")
+    print(f"{'query':18} {'plain ms':>10} {'tumult ms':>10} {'ratio':>8}")
+    for name, session, query, plain_sql in cases:
+        def private():
+            session.evaluate(query, PureDPBudget(1.0)).collect()
+
+        def plain():
+            spark.sql(plain_sql).collect()
+        plain()
+        private()
+        p, t = best(plain, args.repeat), best(private, args.repeat)
+        print(f"{name:18} {p * 1e3:10.0f} {t * 1e3:10.0f} {t / p:8.1f}", flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
