@@ -41,3 +41,25 @@ class Dialect:
 
     def render(self, tree: exp.Expression, pretty: bool = False) -> str:
         return self.lower(tree).sql(self.name, pretty=pretty)
+
+
+def apply_rules(tree: exp.Expression, rule_for, without_rule) -> exp.Expression:
+    """``tree`` with each node replaced by its rule's result (``rule_for(node)``: a function
+    of the node, or None, in which case ``without_rule(node)`` is called, e.g. to refuse
+    it), deepest first (reversed breadth-first order), so that a rule sees its operands
+    compiled; every node is visited once. How the guarded dialects compile the analyst's
+    expressions (``dpsql.engines.postgres.dialect``, ``dpsql.engines.spark.dialect``)."""
+    for node in reversed(list(tree.walk(bfs=True))):
+        rule = rule_for(node)
+        if rule is None:
+            without_rule(node)
+            continue
+        parent, key, index = node.parent, node.arg_key, node.index
+        new = rule(node)
+        if new is node:
+            continue
+        if parent is None:
+            tree = new
+        else:
+            parent.set(key, new, index=index)
+    return tree

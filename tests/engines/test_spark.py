@@ -194,15 +194,22 @@ def test_attack_a_like_escape_spark_compiles_only_for_some_data(spark, tmp_path)
     ordinary character) only when it compiled the stage evaluating it, which adaptive
     execution skipped when the semi-join's other side was empty: the query failed iff the
     target (i = 7) was present. The dialect now rewrites such patterns as DuckDB reads them."""
+    for reader in _with_and_without_the_target(spark, tmp_path):
+        assert len(reader.execute_df(LIKE_ATTACK)) == 1
+
+
+LIKE_ATTACK = ("SELECT COUNT(*) AS n FROM h.t WHERE s LIKE 'a\\b' ESCAPE '\\' "
+               "AND pid IN (SELECT pid FROM h.t WHERE i = 7)")
+
+
+def _with_and_without_the_target(spark, tmp_path):
+    """Readers over Parquet files of 119 persons, without and with the target (i = 7)."""
     others = [(p, p % 5, f"v{p % 3}") for p in range(1, 120)]
-    sql = ("SELECT COUNT(*) AS n FROM h.t WHERE s LIKE 'a\\b' ESCAPE '\\' "
-           "AND pid IN (SELECT pid FROM h.t WHERE i = 7)")
     for name, rows in (("absent", others), ("present", others + [(999, 7, "ab")])):
         path = str(tmp_path / name)
         spark.createDataFrame(rows, "pid bigint, i bigint, s string").write.parquet(path)
-        reader = dpsql.from_connection(spark, ATTACK_META, tables={"h.t": path},
-                                       privacy=dpsql.Privacy(epsilon=1.0))
-        assert len(reader.execute_df(sql)) == 1
+        yield dpsql.from_connection(spark, ATTACK_META, tables={"h.t": path},
+                                    privacy=dpsql.Privacy(epsilon=1.0))
 
 
 def test_attack_text_copies_are_refused_before_spark_runs(spark):
@@ -269,14 +276,7 @@ def test_the_dry_run_generates_every_stage_so_compile_errors_are_free_refusals(
     from dpsql.engines.spark import dialect
     monkeypatch.delitem(dialect.RULES, exp.Escape)
     monkeypatch.setattr(dialect, "TOTAL", dialect.TOTAL + (exp.Escape,))
-    others = [(p, p % 5, f"v{p % 3}") for p in range(1, 120)]
-    sql = ("SELECT COUNT(*) AS n FROM h.t WHERE s LIKE 'a\\b' ESCAPE '\\' "
-           "AND pid IN (SELECT pid FROM h.t WHERE i = 7)")
-    for name, rows in (("absent", others), ("present", others + [(999, 7, "ab")])):
-        path = str(tmp_path / name)
-        spark.createDataFrame(rows, "pid bigint, i bigint, s string").write.parquet(path)
-        reader = dpsql.from_connection(spark, ATTACK_META, tables={"h.t": path},
-                                       privacy=dpsql.Privacy(epsilon=1.0))
+    for reader in _with_and_without_the_target(spark, tmp_path):
         with pytest.raises(dpsql.QueryError, match="ESC_IN_THE_MIDDLE"):
-            reader.execute_df(sql)
+            reader.execute_df(LIKE_ATTACK)
         assert reader.spent == (0.0, 0.0)

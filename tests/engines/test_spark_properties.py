@@ -12,20 +12,14 @@ import os
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, reject, settings
-from hypothesis import strategies as st
+from hypothesis import reject
 
 import dpsql
 import tests.properties.test_properties as properties
-from tests.properties.strategies import neighbour, scenarios
+from tests.engines.property_checks import property_tests
 from tests.servers import SPARK_TYPES
 
 EXAMPLES = int(os.environ.get("DPSQL_SPARK_EXAMPLES", "12"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                    derandomize=os.environ.get("DPSQL_HYPOTHESIS_DERANDOMIZE", "1") != "0",
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.filter_too_much,
-                                           HealthCheck.function_scoped_fixture])
 
 
 def _value(v, kind: str):
@@ -77,21 +71,9 @@ def _binder(spark):
 
 
 @pytest.fixture
-def on_spark(spark, monkeypatch):
+def on_engine(spark, monkeypatch):
     monkeypatch.setattr(properties, "bind", _binder(spark))
 
 
-@SETTINGS
-@given(st.data())
-def test_refusals_are_free_and_do_not_depend_on_data_on_spark(on_spark, data):
-    scn = data.draw(scenarios(), label="scenario")
-    properties.check_refusals(scn, data.draw(properties.query_lists(scn), label="queries"))
-
-
-@SETTINGS
-@given(st.data())
-def test_neighbours_fail_alike_on_spark(on_spark, data):
-    scn = data.draw(scenarios(), label="scenario")
-    qs = data.draw(properties.query_lists(scn), label="queries")
-    kept, removed = neighbour(data.draw, scn)
-    properties.check_neighbours(scn, qs, kept, removed)
+test_refusals_are_free_and_do_not_depend_on_data_on_spark, test_neighbours_fail_alike_on_spark = \
+    property_tests(EXAMPLES)

@@ -20,7 +20,7 @@ from sqlglot import exp
 
 from ...errors import QueryError
 from ...frontend.allowed import ENTRIES
-from ...plan.dialect import Dialect
+from ...plan.dialect import Dialect, apply_rules
 from ...plan.nodes import Truncated, TruncatedGroups
 from .casts import try_cast as _try_cast
 from .guards import (EXP_LIMIT, INT64, _case, _cases, _col, _finite,
@@ -76,22 +76,7 @@ class Postgres(Dialect):
 
     # -- every other node ------------------------------------------------------------
     def lower(self, tree: exp.Expression) -> exp.Expression:
-        tree = super().lower(tree)
-        # Deepest first (reversed breadth-first order): a rule sees its operands compiled.
-        for node in reversed(list(tree.walk(bfs=True))):
-            rule = RULES.get(type(node))
-            if rule is None:
-                _check_total(node)
-                continue
-            parent, key, index = node.parent, node.arg_key, node.index
-            new = rule(node)
-            if new is node:
-                continue
-            if parent is None:
-                tree = new
-            else:
-                parent.set(key, new, index=index)
-        return tree
+        return apply_rules(super().lower(tree), lambda node: RULES.get(type(node)), _check_total)
 
 
 def _check_total(node: exp.Expression) -> None:

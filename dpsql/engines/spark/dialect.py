@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from ...errors import QueryError
 from ...frontend.allowed import ENTRIES
-from ...plan.dialect import Dialect
+from ...plan.dialect import Dialect, apply_rules
 from ...plan.nodes import Truncated, TruncatedGroups
 from . import rules as r
 from . import text as t
@@ -80,25 +80,15 @@ class Spark(Dialect):
 
 
 def _apply_rules(tree: exp.Expression) -> exp.Expression:
-    """Each node's rule, deepest first (reversed breadth-first order): a rule sees its
-    operands compiled. Every node is visited once."""
-    for node in reversed(list(tree.walk(bfs=True))):
-        rule = RULES.get(type(node))
-        if node.type is None and type(node) in ANALYSTS:
-            continue           # plan arithmetic on clamped values: as sqlglot renders it
-        if rule is None:
-            _check_total(node)
-            continue
-        parent, key, index = node.parent, node.arg_key, node.index
-        new = rule(node)
-        if new is node:
-            continue
-        if parent is None:
-            tree = new
-        else:
-            parent.set(key, new, index=index)
+    tree = apply_rules(tree, _rule_for, _check_total)
     _drop_materialized(tree)
     return tree
+
+
+def _rule_for(node: exp.Expression):
+    if node.type is None and type(node) in ANALYSTS:
+        return lambda same: same       # plan arithmetic on clamped values: as sqlglot renders it
+    return RULES.get(type(node))
 
 
 def _drop_materialized(tree: exp.Expression) -> None:

@@ -2,20 +2,16 @@
 
 Owns: dpsql's own Spark session (``newSession()`` of the caller's: the same cluster and
 catalog, but its own settings: ANSI mode off, so that no allow-listed function raises,
-TIMESTAMP meaning TIMESTAMP_NTZ, and UTC) and the typed relation each plan reads there.
-A metadata table ``schema.table`` is the catalog's ``database.table`` (or the caller's
-temporary view ``table``); ``tables={"schema.table": DataFrame or Parquet path}`` binds
-others. Each is registered as a global temporary view under a name dpsql draws, the only
-name its SQL reads. Binding compares the Spark column types with the metadata and refuses a
-mismatch (``MetadataError``, naming both). As on DuckDB, a plan is dry-run on one row of
-NULLs before it first runs (an error there depends on the query alone: a free
-``QueryError``); an error while running on the data is reported by its class only, and a
-statement running longer than ``STATEMENT_TIMEOUT_S`` is cancelled.
+TIMESTAMP meaning TIMESTAMP_NTZ, and UTC), where its tables are, and how a statement runs
+(cancelled after ``STATEMENT_TIMEOUT_S``). A metadata table ``schema.table`` is the
+catalog's ``database.table`` (or the caller's temporary view ``table``);
+``tables={"schema.table": DataFrame or Parquet path}`` binds others. Each is registered as a
+global temporary view under a name dpsql draws, the only name its SQL reads. Binding (Spark
+column types checked against the metadata), the typed relation, the dry run (on a row of
+NULLs Spark cannot fold) and the error policy are ``dpsql.engines.server``'s.
 """
 from __future__ import annotations
 
-import hashlib
-import logging
 import os
 import secrets
 import threading
@@ -24,13 +20,10 @@ from decimal import Decimal
 import numpy as np
 from sqlglot import exp
 
-from ...errors import DataError, InternalError, MetadataError, OperationalError, QueryError
+from ...errors import DataError, MetadataError
 from ...metadata.model import Metadata, Table
-from ...plan.aggregate import check_rows_independent
-from ...plan.rewrite import capped_text, typed_name, with_source
+from ..server import ServerEngine, first_line
 from .dialect import Spark
-
-log = logging.getLogger("dpsql")
 
 STATEMENT_TIMEOUT_S = 600
 """Longest a statement may run (10 minutes); its Spark jobs are interrupted after that."""
@@ -63,18 +56,18 @@ _TARGET = {"int": "BIGINT", "float": "DOUBLE", "string": "STRING", "boolean": "B
            "datetime": "TIMESTAMP", "date": "DATE"}
 
 
-class SparkEngine:
+class SparkEngine(ServerEngine):
     """The private tables of one session, and how to reach them on a Spark cluster."""
 
     dialect = Spark()
+    COMPATIBLE, TARGET = _COMPATIBLE, _TARGET
+    WHERE, COLUMN = "in the Spark catalog", "the Spark column"
+    MISSING = "looked for it as database.table and as a view; bind it with tables={...}"
 
     def __init__(self, session, physical: dict, metadata: Metadata) -> None:
         self.session = session
-        self.physical = physical          # Table.full_name.lower() -> (exp.Table, {column: type})
         self._lock = threading.Lock()
-        for table in metadata.tables.values():
-            if table.full_name.lower() in physical:
-                self.column_types(table)      # every metadata column must exist, typed alike
+        super().__init__(physical, metadata)
 
     @classmethod
     def from_session(cls, spark, metadata: Metadata, tables: dict | None = None) -> "SparkEngine":
@@ -100,89 +93,18 @@ class SparkEngine:
             physical[table.full_name.lower()] = (node, types)
         return cls(own, physical, metadata)
 
-    def table_node(self, table: Table) -> exp.Table:
-        found = self.physical.get(table.full_name.lower())
-        if found is None:
-            raise QueryError(f"table {table.full_name} is in the metadata but not in the Spark "
-                             "catalog (looked for it as database.table and as a view); bind "
-                             "it with tables={...}")
-        return found[0]
+    def _dry_relation(self, table: Table) -> exp.Select:
+        return _dry_relation(table)
 
-    def column_types(self, table: Table) -> dict:
-        """Lower-cased metadata column name -> (Spark's column name, its type); a column the
-        table lacks, or one whose type does not hold the metadata type, is refused."""
-        self.table_node(table)
-        declared = {c.lower(): (c, t) for c, t in self.physical[table.full_name.lower()][1].items()}
-        out = {}
-        for col in table.columns.values():
-            hit = declared.get(col.name.lower())
-            if hit is None:
-                raise MetadataError(f"{table.full_name}.{col.name}: no such column in the Spark "
-                                    f"table (it has {', '.join(sorted(declared))})")
-            if hit[1] not in _COMPATIBLE[col.type]:
-                raise MetadataError(f"{table.full_name}.{col.name}: the metadata says {col.type}, "
-                                    f"the Spark column is {hit[1]}; make them agree")
-            out[col.name.lower()] = hit
-        return out
+    def _errors(self) -> tuple:
+        return _spark_errors()
 
-    def _typed(self, table: Table) -> exp.Select:
-        """Every metadata column cast to its engine type (casts that cannot fail: the types
-        were checked, and ANSI mode is off), under the metadata's name."""
-        stored = self.column_types(table)
-        items = []
-        for col in table.columns.values():
-            name, _ = stored[col.name.lower()]
-            target = exp.DataType.build(_TARGET[col.type], dialect="spark")
-            value = exp.Cast(this=exp.column(name, quoted=True), to=target)
-            if col.type == "string":
-                value = capped_text(value)
-            if col.missing_value is not None:
-                value = exp.Coalesce(this=value, expressions=[exp.Cast(
-                    this=exp.Literal.string(str(col.missing_value)), to=target.copy())])
-            items.append(exp.alias_(value, col.name, quoted=True))
-        return exp.select(*items).from_(self.table_node(table).copy())
-
-    def compile(self, plan) -> str:
-        """The Spark SQL of ``plan`` over the typed relation, after a dry run."""
-        tables = plan.query.relation.tables
-        typed = {typed_name(t): self._typed(t) for t in tables}
-        check_rows_independent(self.dialect.lower(plan.exact))
-        dry = self.dialect.render(with_source(plan.exact, {typed_name(t): _dry_relation(t)
-                                                           for t in tables}))
-        try:
-            self._execute(dry)
-        except _spark_errors() as err:
-            raise QueryError(f"the engine refuses the query: {_first_line(err)}") from None
-        return self.dialect.render(with_source(plan.exact, typed))
-
-    def public_rows(self, select: exp.Select, tables) -> list:
-        """Rows of a query over public tables only."""
-        if any(not t.public for t in tables):
-            raise InternalError("public_rows reads public tables only")
-        sql = self.dialect.render(with_source(select, {typed_name(t): self._typed(t)
-                                                       for t in tables}))
-        try:
-            return [tuple(row) for row in self._execute(sql)[1]]
-        except _spark_errors() as err:
-            raise QueryError(f"cannot read the public table(s) "
-                             f"{', '.join(t.full_name for t in tables)}: {_first_line(err)}") from None
-
-    def run(self, sql: str) -> dict:
-        """Exact aggregates as numpy arrays (masked where NULL), one per column."""
-        try:
-            fields, rows = self._execute(sql)
-        except _spark_errors() as err:
-            log.error("dpsql: the engine failed on data (plan %s, %s); please report it",
-                      hashlib.sha256(sql.encode()).hexdigest()[:16], type(err).__name__)
-            raise OperationalError(
-                "the query failed while reading the data; the engine's message is withheld "
-                "because it could depend on private values") from None
-        return {f.name: _column([row[i] for row in rows], f.dataType)
-                for i, f in enumerate(fields)}
+    def _column(self, values: list, dtype):
+        return _column(values, dtype)
 
     def _execute(self, sql: str) -> tuple:
-        """(result schema fields, rows) of one statement; its jobs (a job group of their
-        own, on this thread) are cancelled after the timeout."""
+        """(column names, rows, Spark types) of one statement; its jobs (a job group of
+        their own, on this thread) are cancelled after the timeout."""
         group = f"dpsql-{secrets.token_hex(6)}"
         context = self.session.sparkContext
         with self._lock:
@@ -193,7 +115,8 @@ class SparkEngine:
             timer.start()
             try:
                 frame = self.session.sql(sql)
-                return frame.schema.fields, frame.collect()
+                fields = frame.schema.fields
+                return [f.name for f in fields], frame.collect(), [f.dataType for f in fields]
             finally:
                 timer.cancel()
                 context.setLocalProperty("spark.jobGroup.id", previous)
@@ -223,7 +146,7 @@ def _frame(spark, table: Table, source):
                 return spark.read.parquet(path)
             except _spark_errors() as err:
                 raise DataError(f"{table.full_name}: cannot read {path} as Parquet: "
-                                f"{_first_line(err)}") from None
+                                f"{first_line(err)}") from None
         if not hasattr(source, "createOrReplaceGlobalTempView"):
             raise DataError(f"{table.full_name}: tables takes a Spark DataFrame or a Parquet "
                             f"path, not {type(source).__name__}")
@@ -271,8 +194,3 @@ def _clip_int(value) -> int:
     if isinstance(value, Decimal):
         value = int(value)
     return max(-(2 ** 63), min(2 ** 63 - 1, int(value)))
-
-
-def _first_line(err: Exception) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__

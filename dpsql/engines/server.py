@@ -1,0 +1,144 @@
+"""What the engines that run on a server (PostgreSQL, Spark) share: typed tables in a catalog.
+
+Owns: binding each metadata table to a typed table of the server (every metadata column
+must exist there, declared in a type that holds the metadata type; a mismatch is a
+``MetadataError`` that names both, so nothing downstream reads a type from the data), the
+typed relation a plan reads, the dry run, and the error policy: an error before the data is
+read depends on the query alone (a free ``QueryError``); one while running on the data is
+reported by its class only. An engine supplies its dialect, its type tables, how it runs a
+statement (``_execute``) and reads a result column (``_column``), and its dry-run relation.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+
+from sqlglot import exp
+
+from ..errors import InternalError, MetadataError, OperationalError, QueryError
+from ..metadata.model import Metadata, Table
+from ..plan.aggregate import check_rows_independent
+from ..plan.rewrite import capped_text, null_relation, typed_name, with_source
+
+log = logging.getLogger("dpsql")
+
+
+class ServerEngine:
+    """The private tables of one session on a server, found in its catalog."""
+
+    dialect = None
+    COMPATIBLE: dict = {}       # metadata type -> the server's types that hold it
+    TARGET: dict = {}           # metadata type -> the engine type it is read as
+    WHERE = ""                  # "on the PostgreSQL server", for messages
+    COLUMN = ""                 # "the server's column", for messages
+    MISSING = ""                # what to do about a missing table
+
+    def __init__(self, physical: dict, metadata: Metadata) -> None:
+        self.physical = physical          # Table.full_name.lower() -> (exp.Table, {column: type})
+        for table in metadata.tables.values():
+            if table.full_name.lower() in physical:
+                self.column_types(table)      # every metadata column must exist, typed alike
+
+    # -- hooks ------------------------------------------------------------------
+    def _execute(self, sql: str) -> tuple:
+        """(column names, rows, column kinds) of one statement."""
+        raise NotImplementedError
+
+    def _column(self, values: list, kind):
+        raise NotImplementedError
+
+    def _errors(self) -> tuple:
+        raise NotImplementedError
+
+    def _read(self, col, node: exp.Expression, kind: str, target: exp.DataType) -> exp.Expression:
+        """A stored column of the server's type ``kind`` as ``target`` (a cast that cannot fail)."""
+        return exp.Cast(this=node, to=target)
+
+    def _dry_relation(self, table: Table) -> exp.Select:
+        return null_relation(table)
+
+    # -- binding -------------------------------------------------------------------
+    def table_node(self, table: Table) -> exp.Table:
+        found = self.physical.get(table.full_name.lower())
+        if found is None:
+            raise QueryError(f"table {table.full_name} is in the metadata but not {self.WHERE} "
+                             f"({self.MISSING})")
+        return found[0]
+
+    def column_types(self, table: Table) -> dict:
+        """Lower-cased metadata column name -> (the server's name, its type); a column the
+        table lacks, or one whose type does not hold the metadata type, is refused."""
+        self.table_node(table)
+        declared = {c.lower(): (c, t) for c, t in self.physical[table.full_name.lower()][1].items()}
+        out = {}
+        for col in table.columns.values():
+            hit = declared.get(col.name.lower())
+            if hit is None:
+                raise MetadataError(f"{table.full_name}.{col.name}: no such column {self.WHERE} "
+                                    f"(it has {', '.join(sorted(declared))})")
+            if hit[1] not in self.COMPATIBLE[col.type]:
+                raise MetadataError(f"{table.full_name}.{col.name}: the metadata says {col.type}, "
+                                    f"{self.COLUMN} is {hit[1]}; make them agree")
+            out[col.name.lower()] = hit
+        return out
+
+    def _typed(self, table: Table) -> exp.Select:
+        """Every metadata column read as its engine type, under the metadata's name; text
+        longer than MAX_TEXT_CELL reads as NULL, as on every engine."""
+        stored = self.column_types(table)
+        items = []
+        for col in table.columns.values():
+            name, kind = stored[col.name.lower()]
+            target = exp.DataType.build(self.TARGET[col.type], dialect=self.dialect.name)
+            value = self._read(col, exp.column(name, quoted=True), kind, target)
+            if col.type == "string":
+                value = capped_text(value)
+            if col.missing_value is not None:
+                value = exp.Coalesce(this=value, expressions=[exp.Cast(
+                    this=exp.Literal.string(str(col.missing_value)), to=target.copy())])
+            items.append(exp.alias_(value, col.name, quoted=True))
+        return exp.select(*items).from_(self.table_node(table).copy())
+
+    # -- running ------------------------------------------------------------------
+    def compile(self, plan) -> str:
+        """The engine SQL of ``plan`` over the typed relation, after a dry run."""
+        tables = plan.query.relation.tables
+        typed = {typed_name(t): self._typed(t) for t in tables}
+        check_rows_independent(self.dialect.lower(plan.exact))
+        dry = self.dialect.render(with_source(plan.exact, {typed_name(t): self._dry_relation(t)
+                                                           for t in tables}))
+        try:
+            self._execute(dry)
+        except self._errors() as err:
+            raise QueryError(f"the engine refuses the query: {first_line(err)}") from None
+        return self.dialect.render(with_source(plan.exact, typed))
+
+    def public_rows(self, select: exp.Select, tables) -> list:
+        """Rows of a query over public tables only."""
+        if any(not t.public for t in tables):
+            raise InternalError("public_rows reads public tables only")
+        sql = self.dialect.render(with_source(select, {typed_name(t): self._typed(t)
+                                                       for t in tables}))
+        try:
+            return [tuple(row) for row in self._execute(sql)[1]]
+        except self._errors() as err:
+            raise QueryError(f"cannot read the public table(s) "
+                             f"{', '.join(t.full_name for t in tables)}: {first_line(err)}") from None
+
+    def run(self, sql: str) -> dict:
+        """Exact aggregates as numpy arrays (masked where NULL), one per column."""
+        try:
+            names, rows, kinds = self._execute(sql)
+        except self._errors() as err:
+            log.error("dpsql: the engine failed on data (plan %s, %s); please report it",
+                      hashlib.sha256(sql.encode()).hexdigest()[:16], type(err).__name__)
+            raise OperationalError(
+                "the query failed while reading the data; the engine's message is withheld "
+                "because it could depend on private values") from None
+        return {name: self._column([row[i] for row in rows], kind)
+                for i, (name, kind) in enumerate(zip(names, kinds))}
+
+
+def first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

@@ -1,0 +1,89 @@
+"""Neighbouring data sets on an engine other than DuckDB: truncation, group truncation, a
+private join, the threshold and a quantile cost no more privacy than charged.
+
+The same tables twice, one without person X (and all of X's rows). X sits far beyond every
+bound, so a bound the engine's plan failed to enforce would show in the outcome buckets;
+``tests/neighbours/harness.py`` compares their frequencies with Clopper-Pearson bounds
+(family-wise false alarm < 1e-6). An engine's test module defines the fixtures ``readers``
+({"with X": reader, "without": reader} over ``tables(with_x)``) and ``runs`` and imports the
+tests below, which pytest then collects there.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+import dpsql
+from tests.neighbours.harness import attack, runs_needed
+
+EPSILON, DELTA = 1.0, 1e-6
+X = 9999
+
+META = {"": {"s": {
+    "t": {"max_ids": 2, "pid": {"type": "int", "private_id": True},
+          "g": {"type": "string", "values": list("abcdefghij")},
+          "k": {"type": "string"},
+          "x": {"type": "int", "lower": 0, "upper": 100}},
+    "p": {"max_ids": 1, "pid": {"type": "int", "private_id": True},
+          "sex": {"type": "string", "values": ["f", "m"]}},
+    "v": {"max_ids": 3, "pid": {"type": "int", "private_id": True},
+          "cost": {"type": "int", "lower": 0, "upper": 1000}},
+    "gt": {"max_ids": 20, "max_groups": 2, "max_rows_per_group": 3,
+           "pid": {"type": "int", "private_id": True},
+           "g": {"type": "string", "values": list("abcdefghij")}},
+}}}
+
+
+def tables(with_x: bool) -> dict:
+    persons = list(range(1, 301))
+    t = pd.DataFrame({"pid": persons, "g": [("abcdefghij")[i % 10] for i in persons],
+                      "k": ["common"] * len(persons), "x": [i % 51 for i in persons]})
+    p = pd.DataFrame({"pid": persons, "sex": ["f" if i % 2 else "m" for i in persons]})
+    v = pd.DataFrame({"pid": persons, "cost": [10] * len(persons)})
+    gt = pd.DataFrame({"pid": persons, "g": [("abcdefghij")[i % 10] for i in persons]})
+    if with_x:
+        t = pd.concat([t, pd.DataFrame({"pid": [X] * 50, "g": ["a"] * 50,
+                                        "k": ["only-x"] * 50, "x": [100] * 50})])
+        p = pd.concat([p, pd.DataFrame({"pid": [X], "sex": ["f"]})])
+        v = pd.concat([v, pd.DataFrame({"pid": [X] * 40, "cost": [1000] * 40})])
+        gt = pd.concat([gt, pd.DataFrame({"pid": [X] * 200, "g": list("abcdefghij") * 20})])
+    return {"s.t": t, "s.p": p, "s.v": v, "s.gt": gt}
+
+
+def _exact_without(readers, sql: str) -> pd.DataFrame:
+    return readers["without"].execute_df(sql, privacy=dpsql.Privacy(epsilon=1e5, delta=DELTA))
+
+
+def test_enough_runs_to_fail(runs):
+    assert runs >= runs_needed(EPSILON, DELTA, 4)
+
+
+def test_truncation_to_max_ids(readers, runs):
+    sql = "SELECT COUNT(*) AS n FROM s.t"
+    base = _exact_without(readers, sql).n[0]
+    attack(readers, sql, lambda df: bool(df.n[0] > base + 12), runs=runs, buckets=2)
+
+
+def test_group_truncation_to_max_groups_and_rows(readers, runs):
+    # X has 20 rows in each of 10 groups; at most 2 groups and 3 rows in each are kept.
+    sql = "SELECT g, COUNT(*) AS n FROM s.gt GROUP BY g"
+    base = _exact_without(readers, sql).set_index("g").n
+    attack(readers, sql, lambda df: min(int(sum(df.set_index("g").n - base > 15)), 3), runs=runs,
+           buckets=4)
+
+
+def test_private_join_on_the_person(readers, runs):
+    sql = "SELECT COUNT(*) AS n, SUM(v.cost) AS s FROM s.p JOIN s.v ON p.pid = v.pid"
+    base = _exact_without(readers, sql)
+    attack(readers, sql, lambda df: (bool(df.n[0] > base.n[0] + 15),
+                                     bool(df.s[0] > base.s[0] + 15000)), runs=runs, buckets=4)
+
+
+def test_a_key_of_one_person_is_thresholded(readers, runs):
+    sql = "SELECT k, COUNT(*) AS n FROM s.t GROUP BY k"
+    _, b = attack(readers, sql, lambda df: "only-x" in set(df.k), runs=runs, buckets=2)
+    assert b.counts[("answer", False)] == runs          # the key is never released without X
+
+
+def test_quantile_of_one_persons_extreme(readers, runs):
+    sql = "SELECT MAX(x) AS hi FROM s.t"
+    attack(readers, sql, lambda df: bool(df.hi[0] >= 75), runs=runs, buckets=2)
