@@ -117,6 +117,16 @@ def _int_add(node):
     row): a + b overflows iff b > 0 and a > max - b, or b < 0 and a < min - b; each bound
     is computed only in the branch where it cannot overflow itself."""
     a, b = node.this, node.expression
+    constant = _int_constant(b)
+    if constant is not None:           # one comparison with a bound computed here
+        step = constant if isinstance(node, exp.Add) else -constant
+        if step == 0:
+            return node
+        if step > 0:
+            return _cases((exp.GT(this=a.copy(), expression=_num(INT64[1] - step)), exp.Null()),
+                          (exp.true(), node))
+        return _cases((exp.LT(this=a.copy(), expression=_num(INT64[0] - step)), exp.Null()),
+                      (exp.true(), node))
     top, bottom = _num(INT64[1]), _num(INT64[0])
     if isinstance(node, exp.Sub):      # a - b overflows iff b < 0 and a > max + b, or b > 0 and a < min + b
         high = exp.GT(this=a.copy(), expression=exp.Add(this=top, expression=b.copy()))
@@ -130,6 +140,18 @@ def _int_add(node):
                   (exp.LT(this=b.copy(), expression=_num(0)),
                    _cases((negative, exp.Null()), (exp.true(), node.copy()))),
                   (exp.true(), node))
+
+
+def _int_constant(node) -> int | None:
+    """The value of an integer literal (possibly cast to BIGINT or negated), else None."""
+    sign = 1
+    while isinstance(node, (exp.Cast, exp.Paren, exp.Neg)):
+        if isinstance(node, exp.Neg):
+            sign = -sign
+        node = node.this
+    if isinstance(node, exp.Literal) and node.is_int:
+        return sign * int(node.this)
+    return None
 
 
 def _in_int64(node):
