@@ -5,7 +5,7 @@ import pytest
 
 from tests.paths import ROOT
 
-SERVERS = {"postgres.py"}      # need a server: run by tests/engines/ against the test server
+SERVERS = {"postgres.py", "spark.py"}   # need a server (Java for Spark): run by tests/engines/
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if p.name not in SERVERS)
 
 
