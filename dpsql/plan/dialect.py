@@ -63,3 +63,16 @@ def apply_rules(tree: exp.Expression, rule_for, without_rule) -> exp.Expression:
         else:
             parent.set(key, new, index=index)
     return tree
+
+
+def int_constant(node: exp.Expression) -> int | None:
+    """The value of an integer literal (possibly cast, parenthesized or negated), else None:
+    a guard against its overflow can then be one comparison with a bound computed here."""
+    sign = 1
+    while isinstance(node, (exp.Cast, exp.Paren, exp.Neg)):
+        if isinstance(node, exp.Neg):
+            sign = -sign
+        node = node.this
+    if isinstance(node, exp.Literal) and node.is_int:
+        return sign * int(node.this)
+    return None

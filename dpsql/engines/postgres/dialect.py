@@ -20,7 +20,7 @@ from sqlglot import exp
 
 from ...errors import QueryError
 from ...frontend.allowed import ENTRIES
-from ...plan.dialect import Dialect, apply_rules
+from ...plan.dialect import Dialect, apply_rules, int_constant
 from ...plan.nodes import Truncated, TruncatedGroups
 from .casts import try_cast as _try_cast
 from .guards import (EXP_LIMIT, INT64, _case, _cases, _col, _finite,
@@ -117,7 +117,7 @@ def _int_add(node):
     row): a + b overflows iff b > 0 and a > max - b, or b < 0 and a < min - b; each bound
     is computed only in the branch where it cannot overflow itself."""
     a, b = node.this, node.expression
-    constant = _int_constant(b)
+    constant = int_constant(b)
     if constant is not None:           # one comparison with a bound computed here
         step = constant if isinstance(node, exp.Add) else -constant
         if step == 0:
@@ -140,18 +140,6 @@ def _int_add(node):
                   (exp.LT(this=b.copy(), expression=_num(0)),
                    _cases((negative, exp.Null()), (exp.true(), node.copy()))),
                   (exp.true(), node))
-
-
-def _int_constant(node) -> int | None:
-    """The value of an integer literal (possibly cast to BIGINT or negated), else None."""
-    sign = 1
-    while isinstance(node, (exp.Cast, exp.Paren, exp.Neg)):
-        if isinstance(node, exp.Neg):
-            sign = -sign
-        node = node.this
-    if isinstance(node, exp.Literal) and node.is_int:
-        return sign * int(node.this)
-    return None
 
 
 def _in_int64(node):
