@@ -3,7 +3,9 @@ on its own Spark, measured in the same run (to set beside bench_spark.py's dpsql
 
 Usage (in a virtual environment of its own: Tumult pins pyspark 3.5):
     python -m venv /tmp/tvenv && /tmp/tvenv/bin/pip install tmlt.analytics
-    /tmp/tvenv/bin/python tests/benchmarks/bench_tumult.py --dir DIR [--rows 10000000]
+    PYSPARK_PYTHON=/tmp/tvenv/bin/python \
+        /tmp/tvenv/bin/python tests/benchmarks/bench_tumult.py --dir DIR [--rows 10000000]
+(Tumult runs Python on Spark's workers, which must import it: hence PYSPARK_PYTHON.)
 
 DIR holds the Parquet files bench_spark.py wrote (``--dir``), so both read the same data.
 The queries are bench_spark's where Tumult has them: COUNT, AVG with the same bounds, a
