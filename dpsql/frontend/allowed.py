@@ -36,13 +36,15 @@ from sqlglot import exp
 ENGINE_TYPES = {"int": "BIGINT", "float": "DOUBLE", "string": "VARCHAR", "boolean": "BOOLEAN",
                 "datetime": "TIMESTAMP", "date": "DATE"}
 NUMERIC = {"int", "float"}
-MAX_TEXT_CELL = 1 << 24
+MAX_TEXT_CELL = 1 << 17
 """The longest text cell (characters) a query reads; longer cells read as NULL. With
-MAX_TEXT_COPIES, no text a query builds exceeds what DuckDB (4 GB) and Spark (2 GB) hold,
-so one person's long value cannot make a query fail."""
-MAX_TEXT_COPIES = 16
-"""How many text columns a CONCAT or || may copy, counting a column once per reference
-(three times under UPPER or LOWER, which may lengthen text); more is refused."""
+MAX_TEXT_COPIES, no text a query builds exceeds what DuckDB (4 GB) and Spark (2 GB) hold
+(131,072 characters of at most 4 bytes, 1,000 copies, and at most 3x more from an UPPER or
+LOWER a derived column hides: 1.5 GB), so one person's long value cannot make a query fail."""
+MAX_TEXT_COPIES = 1_000
+"""How many column values a CONCAT, ||, UPPER or LOWER may copy into the text it builds,
+a derived column counting the references it stands for (its weight, capped alike by
+``dpsql.frontend.binding.MAX_WEIGHT``), and a column under UPPER or LOWER three times."""
 TEMPORAL = {"datetime", "date"}
 
 # CAST targets: the spelling's DataType -> the language type it produces.

@@ -9,6 +9,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..errors import QueryError
+from .allowed import MAX_TEXT_COPIES
 from .dialect import ANALYST_DIALECT
 
 
@@ -39,6 +40,25 @@ def expression_weight(expr: exp.Expression, column_weight) -> int:
     total = sum(column_weight(node) for node in expr.find_all(exp.Column))
     total += sum(len(str(node.this)) // 100 for node in expr.find_all(exp.Literal) if node.is_string)
     return max(total, 1)
+
+
+GROWS_TEXT = (exp.Concat, exp.DPipe, exp.Upper, exp.Lower)
+"""Nodes whose text may be longer than their operands' (see MAX_TEXT_COPIES)."""
+
+
+def text_copies(expr: exp.Expression, column_weight) -> int:
+    """How many column values the text ``expr`` builds may copy: each column read under a
+    CONCAT, ||, UPPER or LOWER counts its weight (the references it stands for once derived
+    columns are expanded), three times over under UPPER or LOWER, which may lengthen text."""
+    copies = 0
+    for column in expr.find_all(exp.Column):
+        growth, at = 0, column
+        while at is not expr and at.parent is not None:
+            at = at.parent
+            if isinstance(at, GROWS_TEXT):
+                growth = max(growth, 1) * (3 if isinstance(at, (exp.Upper, exp.Lower)) else 1)
+        copies += growth * column_weight(column)
+    return copies
 
 
 def check_weight(weight: int, clause: str) -> None:
@@ -95,13 +115,20 @@ class Binder:
         weight = self.weight(bound)
         if weight > MAX_WEIGHT and weight > expression_weight(bound, lambda c: 1):
             check_weight(weight, clause)   # only what CTEs expand; the text's size has its caps
+        if bound.find(*GROWS_TEXT) is not None:
+            copies = text_copies(bound, self._column_weight)
+            if copies > MAX_TEXT_COPIES:
+                fail(f"an expression in {clause} copies text columns {copies} times, derived "
+                     f"columns expanded; at most {MAX_TEXT_COPIES} are allowed, so that no "
+                     "value can build a text longer than an engine holds")
         return bound
 
     def weight(self, expr: exp.Expression) -> int:
-        def of(node):
-            col = self.table.column(node.name) if not isinstance(node.this, exp.Star) else None
-            return getattr(col, "weight", 1) if col is not None else 1
-        return expression_weight(expr, of)
+        return expression_weight(expr, self._column_weight)
+
+    def _column_weight(self, node: exp.Column) -> int:
+        col = self.table.column(node.name) if not isinstance(node.this, exp.Star) else None
+        return getattr(col, "weight", 1) if col is not None else 1
 
     def _bind(self, expr: exp.Expression, clause: str, aliases: dict | None = None,
               keys: list | None = None) -> exp.Expression:

@@ -16,8 +16,7 @@ from typing import Callable
 from sqlglot import exp
 
 from .ranges import cannot_fail
-from .allowed import (CAST_REFUSED, CAST_TARGETS, DATE_PARTS, ENGINE_TYPES, MAX_TEXT_COPIES,
-                      NUMERIC, TEMPORAL,
+from .allowed import (CAST_REFUSED, CAST_TARGETS, DATE_PARTS, ENGINE_TYPES, NUMERIC, TEMPORAL,
                       TRUNC_PARTS, entry_for, name_of)
 from .dialect import ANALYST_DIALECT
 from .literals import (INT64, _convert_literal, _literal_value, _refuse,  # noqa: F401 - re-exported
@@ -65,25 +64,6 @@ def _ends_in_escape(pattern: str, escape: str) -> bool:
     return False
 
 
-GROWS_TEXT = (exp.Concat, exp.DPipe, exp.Upper, exp.Lower)
-"""Nodes whose text may be longer than their operand's (see MAX_TEXT_COPIES)."""
-
-
-def _text_copies(node: exp.Expression) -> int:
-    """How many text column values ``node`` may copy into its result (see MAX_TEXT_COPIES)."""
-    copies = 0
-    for column in node.find_all(exp.Column):
-        if column.type is None or not column.type.is_type("varchar"):
-            continue
-        weight, at = 1, column
-        while at is not node and at.parent is not None:
-            at = at.parent
-            if isinstance(at, (exp.Upper, exp.Lower)):
-                weight *= 3
-        copies += weight
-    return copies
-
-
 class Checker:
     """Types and guards the expressions of one clause.
 
@@ -117,10 +97,6 @@ class Checker:
                     f"({node.sql(ANALYST_DIALECT)[:80]}); dpsql accepts only the functions and "
                     "operators listed in docs/sql.md, whose failures it can rule out")
         out, kind = getattr(self, "_" + entry.rule)(node)
-        if isinstance(node, GROWS_TEXT) and _text_copies(out) > MAX_TEXT_COPIES:
-            _refuse(f"{name_of(node)} copies text columns {_text_copies(out)} times (in "
-                    f"{self.clause}); at most {MAX_TEXT_COPIES} are allowed, so that no value "
-                    "can build a text longer than the engine holds")
         return _annotated(out, kind), kind
 
     def predicate(self, node: exp.Expression) -> exp.Expression:
@@ -452,13 +428,11 @@ class Checker:
 
     def _concat(self, node):
         if isinstance(node, exp.DPipe):
-            out = self._string_pair(node, ("this", "expression", "safe"))
-        else:
-            self._only(node, {"expressions", "safe", "coalesce"})
-            args = [self.check(a)[0] for a in node.expressions]
-            # Anonymous: sqlglot prints CONCAT as ||, which has other NULL and type rules.
-            out = exp.Anonymous(this="CONCAT", expressions=args)
-        return out, "string"
+            return self._string_pair(node, ("this", "expression", "safe")), "string"
+        self._only(node, {"expressions", "safe", "coalesce"})
+        args = [self.check(a)[0] for a in node.expressions]
+        # Anonymous: sqlglot prints CONCAT as ||, which has other NULL and type rules.
+        return exp.Anonymous(this="CONCAT", expressions=args), "string"
 
     def _part(self, node, part, allowed: set, what: str) -> str:
         text = part.name if isinstance(part, (exp.Var, exp.Literal)) else None

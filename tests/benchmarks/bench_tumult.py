@@ -21,6 +21,7 @@ import warnings
 
 
 def best(fn, repeat: int) -> float:
+    """bench_engine.best, repeated: this script runs where dpsql and DuckDB are not installed."""
     times = []
     for _ in range(repeat):
         start = time.perf_counter()

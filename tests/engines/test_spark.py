@@ -214,13 +214,16 @@ def _with_and_without_the_target(spark, tmp_path):
 
 def test_attack_text_copies_are_refused_before_spark_runs(spark):
     """Found by the attack review: CONCAT of 999 copies of s failed on Spark (past 2 GB)
-    iff one person's s was longer than about 2.15 MB; now refused for free, on every engine."""
+    iff one person's s was longer than about 2.15 MB. Now a cell reads as NULL past
+    MAX_TEXT_CELL characters, and more copies than MAX_TEXT_COPIES are refused for free."""
+    from dpsql.frontend.allowed import MAX_TEXT_COPIES
     frame = spark.createDataFrame([(1, 1, "x" * 100)], "pid bigint, i bigint, s string")
     reader = dpsql.from_connection(spark, ATTACK_META, tables={"h.t": frame},
                                    privacy=dpsql.Privacy(epsilon=1.0))
-    with pytest.raises(dpsql.QueryError, match="copies text columns 999 times"):
+    copies = MAX_TEXT_COPIES + 1
+    with pytest.raises(dpsql.QueryError, match=f"copies text columns {copies} times"):
         reader.execute_df("SELECT COUNT(*) AS n FROM h.t WHERE LENGTH(CONCAT(" +
-                          ", ".join(["s"] * 999) + ")) > 0")
+                          ", ".join(["s"] * copies) + ")) > 0")
     assert reader.spent == (0.0, 0.0)
 
 

@@ -328,11 +328,16 @@ def test_text_copied_more_than_the_limit_is_refused_for_free():
     from dpsql.frontend.allowed import MAX_TEXT_COPIES
     frame = pd.DataFrame({"pid": [1, 2], "s": ["a", "b"]})
     reader = dpsql.from_df({"x.t": frame}, TEXT_META, privacy=dpsql.Privacy(epsilon=1.0))
-    many = "CONCAT(" + ", ".join(["s"] * 999) + ")"
-    nested = "UPPER(UPPER(s || s) || LOWER(s))"            # 3 * (3 * 2 + 3) = 27 copies
+    many = "CONCAT(" + ", ".join(["s"] * (MAX_TEXT_COPIES + 1)) + ")"
+    nested = "UPPER(" * 6 + "s || s" + ")" * 6 + " || " + "s || " * 10 + "s"   # 3^6 * 2 + 11
     for expression in (many, nested):
         with pytest.raises(dpsql.QueryError, match="copies text columns"):
             reader.execute_df(f"SELECT COUNT(*) AS n FROM x.t WHERE LENGTH({expression}) > 0")
+    # 3^6 copies of a derived column of two: hidden from each expression alone
+    upper = "UPPER(" * 6 + "s2" + ")" * 6
+    with pytest.raises(dpsql.QueryError, match="copies text columns 1458 times"):
+        reader.execute_df(f"WITH c AS (SELECT pid, s || s AS s2 FROM x.t) "
+                          f"SELECT COUNT(*) AS n FROM c WHERE LENGTH({upper}) > 0")
     at_limit = "CONCAT(" + ", ".join(["s"] * MAX_TEXT_COPIES) + ")"
     reader.execute_df(f"SELECT COUNT(*) AS n FROM x.t WHERE LENGTH({at_limit}) > 0")
     assert reader.spent == (1.0, 0.0)

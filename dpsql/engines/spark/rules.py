@@ -18,7 +18,6 @@ from ...errors import QueryError
 from ...plan.dialect import int_constant
 
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
-FLOAT_MAX = "1.7976931348623157E308"
 EXACT_DOUBLE = 2 ** 52
 """Doubles at least this large in magnitude are whole numbers already."""
 
@@ -42,11 +41,6 @@ def _cases(*branches, default=None) -> exp.Expression:
 
 def _double(text: str) -> exp.Expression:
     return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("DOUBLE"))
-
-
-def finite(node: exp.Expression) -> exp.Expression:
-    """Neither infinite nor NaN (Spark orders NaN above every number)."""
-    return exp.LTE(this=exp.Abs(this=node.copy()), expression=_double(FLOAT_MAX))
 
 
 def _guarded(node) -> bool:
