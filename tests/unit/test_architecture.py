@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "dpsql"
 
 LAYERS = ["errors", "privacy", "metadata", "frontend", "mechanisms", "plan", "engines",
-          "release", "api", "cli", "__init__", "__main__"]
+          "release", "api", "server", "cli", "__init__", "__main__"]
 """Top-level parts of dpsql in pipeline order: each may import only those before it
 (and itself). ``privacy`` (parameters, costs, the accountant) is used by every step."""
 

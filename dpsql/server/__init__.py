@@ -1,0 +1,1 @@
+"""dpsql serve: the privacy boundary reached over the PostgreSQL wire protocol."""
