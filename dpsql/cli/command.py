@@ -107,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_query_parser(sub)
     _add_ledger_parser(sub)
     _add_metadata_parser(sub)
+    from . import serve as cli_serve
+    cli_serve.add_parser(sub)
     return top
 
 
@@ -442,8 +444,11 @@ def _dispatch(argv) -> int:
     if args.command == "metadata" and args.metadata_command in ("check", "init"):
         from . import metadata as cli_metadata
         return cli_metadata.run(args)
-    raise UsageError("give a command: query, ledger show or report, metadata check, init or bounds "
-                     "(see 'dpsql --help')")
+    if args.command == "serve":
+        from . import serve as cli_serve
+        return cli_serve.run(args)
+    raise UsageError("give a command: query, ledger show or report, metadata check, init or "
+                     "bounds, serve (see 'dpsql --help')")
 
 
 if __name__ == "__main__":  # pragma: no cover

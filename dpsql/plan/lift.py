@@ -20,7 +20,8 @@ from sqlglot import exp
 
 from ..errors import QueryError
 from .aggregates import BOUNDED
-from .rewrite import column, substitute
+from .dialect import int_constant
+from .rewrite import clamp, column, substitute
 from ..frontend.typecheck import check
 from .bounds import Deriver
 from .relations import Field, Relation, _unbounded_message
@@ -94,6 +95,11 @@ def _lifted_argument(node, name: str, types: dict, deriver: Deriver) -> tuple:
     if kind not in ("int", "float", "boolean"):
         raise QueryError(f"{node.sql(ANALYST_DIALECT)[:60]} needs a number, but its argument is "
                          f"of type {kind}")
+    shifted = _clamped_shift(expr, deriver.fields)
+    if shifted is not None:
+        expr, lo, hi = shifted
+        return (Field(name, kind, lo, hi, origin=node.this.sql(ANALYST_DIALECT)[:60],
+                      in_bounds=True), expr)
     deriver.unbounded = []
     lo, hi = deriver.interval(expr)
     if kind != "boolean" and not (math.isfinite(lo) and math.isfinite(hi)):
@@ -109,6 +115,37 @@ def _lifted_argument(node, name: str, types: dict, deriver: Deriver) -> tuple:
                   hi if kind != "boolean" else None,
                   origin=node.this.sql(ANALYST_DIALECT)[:60],
                   in_bounds=exact is not None), expr)
+
+
+def _clamped_shift(expr, fields: dict):
+    """``column ± c`` or ``c - column`` of an int column with integer bounds and an integer
+    literal c: (``clamp(column) ± c``, lower, upper), else None.
+
+    The clamp moves before the shift, where it is the same function of every in-range
+    value, and the shift of a bounded value cannot overflow, so no guard is needed: the
+    engine clamps a plain column (docs/performance.md). A value so far outside the bounds
+    that ``column ± c`` would overflow 64 bits counts as its nearest bound, not as NULL.
+    """
+    node = expr.this if isinstance(expr, exp.Try) else expr
+    if not isinstance(node, (exp.Add, exp.Sub)):
+        return None
+    a, b = node.this, node.expression
+    flipped = isinstance(a, exp.Literal) or int_constant(a) is not None
+    col, constant = (b, int_constant(a)) if flipped else (a, int_constant(b))
+    f = fields.get(col.name.lower()) if isinstance(col, exp.Column) else None
+    if (constant is None or f is None or f.kind != "int" or f.lower is None or f.upper is None
+            or not (float(f.lower).is_integer() and float(f.upper).is_integer())):
+        return None
+    lo, hi = int(f.lower), int(f.upper)
+    if max(abs(lo), abs(hi), abs(constant)) >= 2 ** 52:
+        return None
+    bounded = clamp(col, lo, hi) if not f.in_bounds else col.copy()
+    if isinstance(node, exp.Add):
+        return exp.Add(this=exp.Paren(this=bounded), expression=b.copy() if not flipped else a.copy()), \
+            lo + constant, hi + constant
+    if flipped:                   # c - column
+        return exp.Sub(this=a.copy(), expression=exp.Paren(this=bounded)), constant - hi, constant - lo
+    return exp.Sub(this=exp.Paren(this=bounded), expression=b.copy()), lo - constant, hi - constant
 
 
 def _with_columns(query, relation: Relation, new_fields: list, mapping: list):

@@ -334,3 +334,22 @@ def test_floating_point_bounds_are_widened_and_clamped(frames):
     got = _reader(frames, "visits").execute_df(sql).s[0]
     want = _truth(frames, "visits", sql).s[0]
     assert _close(got, want, rel=0.02, absolute=3)
+
+
+def test_a_shifted_column_is_clamped_before_the_shift():
+    """AVG(age - 30), SUM(5 + age), SUM(100 - age): the engine clamps the plain column and
+    shifts the bounded value (no overflow guard per row). A value so far out of bounds that
+    age - 30 would overflow counts as its nearest bound, like any other out-of-range value."""
+    frame = pd.DataFrame({"age": [-(2 ** 63) + 5, 10, 20, 200, None]}, dtype="Int64")
+    meta = {"db": {"s": {"t": {"rows": 1000, "row_privacy": True,
+                               "age": {"type": "int", "lower": 0, "upper": 100}}}}}
+    r = dpsql.from_df({"s.t": frame}, meta, privacy=dpsql.Privacy(epsilon=1e6))
+    sql = "SELECT AVG(age - 30) AS a, SUM(5 + age) AS s, SUM(100 - age) AS d, COUNT(age - 30) AS c FROM s.t"
+    plan = r.explain(sql)
+    assert "TRY" not in plan and "_dpsql_e0 = \"age\" - 30 [-30, 70]" in plan
+    clamped = [0, 10, 20, 100]
+    df = r.execute_df(sql)
+    assert df["c"][0] == 4
+    assert abs(df["a"][0] - (sum(clamped) / 4 - 30)) < 0.01
+    assert df["s"][0] == sum(5 + v for v in clamped)
+    assert df["d"][0] == sum(100 - v for v in clamped)

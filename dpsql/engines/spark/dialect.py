@@ -12,11 +12,13 @@ uniformly random rows per person; ``TruncatedGroups`` ranks a person's groups by
 """
 from __future__ import annotations
 
+import math
+
 from sqlglot import exp
 
 from ...errors import QueryError
 from ...frontend.allowed import ENTRIES
-from ...plan.dialect import Dialect, apply_rules
+from ...plan.dialect import Dialect, apply_rules, int_constant
 from ...plan.nodes import Truncated, TruncatedGroups
 from . import rules as r
 from . import text as t
@@ -121,6 +123,11 @@ def _sum(node):
     value = node.this
     wide = exp.DataType.build("DECIMAL(38, 0)")
     parts = [r._fn("try_sum", r._fn(fn, value.copy(), r._num(0))) for fn in ("greatest", "least")]
+    lo, hi = _clamped(value)
+    if lo >= 0:        # a clamp to non-negative bounds (most columns): no negative part
+        parts = [r._fn("try_sum", value.copy()), r._num(0)]
+    elif hi <= 0:
+        parts = [r._num(0), r._fn("try_sum", value.copy())]
     total = r._cases((_empty(value), exp.Null()), default=exp.Add(this=exp.Coalesce(
         this=exp.Cast(this=parts[0].copy(), to=wide.copy()),
         expressions=[exp.Cast(this=r._num(r.INT64[1]), to=wide.copy())]), expression=exp.Coalesce(
@@ -128,6 +135,20 @@ def _sum(node):
         expressions=[exp.Cast(this=r._num(r.INT64[0]), to=wide.copy())])))
     total.meta["dpsql_sum"] = (value, parts)
     return total
+
+
+def _clamped(value: exp.Expression) -> tuple:
+    """(lo, hi) of ``value`` if it is ``dpsql.plan.rewrite.clamp`` to integer literals (so
+    every value lies in [lo, hi]), else (-inf, inf)."""
+    ifs = value.args.get("ifs") if isinstance(value, exp.Case) else None
+    if not ifs or len(ifs) != 2 or value.args.get("default") != ifs[0].this.this:
+        return -math.inf, math.inf
+    (low, lo), (high, hi) = ((i.this, int_constant(i.args["true"])) for i in ifs)
+    if (not isinstance(low, exp.LT) or not isinstance(high, exp.GT) or lo is None or hi is None
+            or int_constant(low.expression) != lo or int_constant(high.expression) != hi
+            or high.this != low.this):
+        return -math.inf, math.inf
+    return lo, hi
 
 
 def _empty(value: exp.Expression) -> exp.Expression:

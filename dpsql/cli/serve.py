@@ -1,0 +1,94 @@
+"""`dpsql serve`: run the privacy boundary, check its deployment file, or hash a password.
+
+Owns: the command line of the server (the server itself is ``dpsql.server``). ``--check``
+reads and checks the deployment file, the metadata and the data binding, prints what
+would be served, and exits without listening. ``--hash-password`` reads a password
+from the terminal (or one line of stdin) and prints the SCRAM-SHA-256 verifier to put in
+the deployment file, so that no plain password is ever stored.
+"""
+from __future__ import annotations
+
+import asyncio
+import getpass
+import signal
+import sys
+
+from .text import EXIT_OK, UsageError
+
+
+def add_parser(sub) -> None:
+    serve = sub.add_parser(
+        "serve", help="serve the data owner's tables to analysts over the PostgreSQL protocol",
+        description="Serve the tables of a deployment file to its analysts over the "
+        "PostgreSQL wire protocol (psql, psycopg, JDBC, BI tools connect unchanged), each "
+        "analyst with their own budget and ledger. See docs/deployment.md.")
+    serve.add_argument("--config", metavar="FILE", help="the deployment file (YAML)")
+    serve.add_argument("--check", action="store_true",
+                       help="check the deployment file, print what would be served, and exit")
+    serve.add_argument("--hash-password", action="store_true",
+                       help="read a password and print its SCRAM-SHA-256 verifier")
+
+
+def run(args) -> int:
+    if args.hash_password:
+        return _hash_password()
+    if not args.config:
+        raise UsageError("dpsql serve needs --config deployment.yaml (or --hash-password)")
+    from ..server.config import load
+    deployment = load(args.config)
+    if args.check:
+        return _check(deployment)
+    return asyncio.run(_serve(deployment))
+
+
+def _hash_password() -> int:
+    from ..server.scram import make_verifier
+    if sys.stdin.isatty():
+        password = getpass.getpass("password: ")
+        if password != getpass.getpass("again: "):
+            raise UsageError("the two passwords differ")
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        raise UsageError("an empty password cannot be hashed")
+    print(make_verifier(password))
+    return EXIT_OK
+
+
+def _check(deployment) -> int:
+    from ..server.listener import Server
+    server = Server(deployment)
+    try:
+        for account in server.accounts.by_name.values():
+            with account.lock:
+                account.reader()          # binds the data, opens the ledger: checks both
+        tables = ", ".join(sorted(t.full_name for t in server.accounts.metadata.tables.values()))
+        where = [f"unix socket {deployment.unix_socket}"] if deployment.unix_socket else []
+        where += [f"{deployment.host}:{deployment.port}"] if deployment.host else []
+        print(f"ok: {deployment.path}")
+        print(f"  tables: {tables}")
+        print(f"  analysts: {', '.join(sorted(deployment.analysts))}")
+        print(f"  listen: {'; '.join(where)} (TLS {'on' if deployment.tls else 'off'})")
+        print(f"  ledgers: {deployment.ledger_dir}; audit log: {deployment.audit_log}")
+    finally:
+        server.accounts.close()
+        server.pool.shutdown(wait=False)
+    return EXIT_OK
+
+
+async def _serve(deployment) -> int:
+    from ..server.listener import Server
+    server = Server(deployment)
+    await server.start()
+    done = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, done.set)
+    sys.stderr.write(f"dpsql serve: listening on {'; '.join(server.addresses)}\n")
+    sys.stderr.flush()
+    try:
+        await done.wait()
+    finally:
+        await server.stop()
+    sys.stderr.write("dpsql serve: stopped\n")
+    return EXIT_OK

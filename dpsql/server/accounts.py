@@ -1,0 +1,107 @@
+"""Per-analyst accounting behind the server: one pool per analyst, one ledger file each.
+
+Owns: the analyst's session object (a ``Reader`` over the owner's data with the
+analyst's budget and ledger), its renewal periods, and the audit log. All of an
+analyst's connections share one account; its lock serialises their queries, so
+the budget check, the run and the charge of one query never interleave with
+another's (the ledger's file lock also holds across server processes). The ledger
+is the owner's directory with one file per analyst (``alice.jsonl``, or with a
+renewal period ``alice.20261126T000000Z.jsonl``): a charge is written and fsync'd
+before the result is sent, so a restart loses nothing and re-reads the spending.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+import time
+from datetime import datetime, timezone
+
+from ..api.session import open_session
+from ..metadata.model import Metadata
+from ..privacy.params import Budget
+from .config import Analyst, Deployment
+
+
+class Account:
+    """One analyst's pool: the reader of the current period and the lock around it."""
+
+    def __init__(self, deployment: Deployment, metadata: Metadata, analyst: Analyst) -> None:
+        self.deployment, self.metadata, self.analyst = deployment, metadata, analyst
+        self.lock = threading.Lock()
+        self._reader = None
+        self._period = None
+        self.running = None          # the engine connection of the query in progress
+
+    def ledger_path(self, now: float | None = None) -> tuple:
+        """(period start or None, this period's ledger file)."""
+        name = self.analyst.name
+        period = self.analyst.renewal_s
+        if period is None:
+            return None, os.path.join(self.deployment.ledger_dir, f"{name}.jsonl")
+        start = int((time.time() if now is None else now) // period * period)
+        stamp = datetime.fromtimestamp(start, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        return start, os.path.join(self.deployment.ledger_dir, f"{name}.{stamp}.jsonl")
+
+    def reader(self):
+        """The reader of the current period (a new pool when a renewal period starts).
+        Call with ``lock`` held."""
+        start, path = self.ledger_path()
+        if self._reader is None or start != self._period:
+            self.close()
+            os.makedirs(self.deployment.ledger_dir, exist_ok=True)
+            budget = Budget(**_budget_args(self.analyst.budget))
+            tables = self.deployment.tables
+            reader, owned = open_session(
+                self.metadata, tables=dict(tables) if tables else None,
+                database=self.deployment.database, privacy=self.deployment.privacy,
+                budget=budget, ledger=path)
+            self._reader, self._owned, self._period = reader, owned, start
+        return self._reader
+
+    def close(self) -> None:
+        owned = getattr(self, "_owned", None)
+        if owned is not None:
+            owned.close()
+        self._reader, self._owned = None, None
+
+
+def _budget_args(budget: Budget) -> dict:
+    if budget.zcdp:
+        return {"rho": budget.rho, "delta": budget.delta}
+    return {"epsilon": budget.epsilon, "delta": budget.delta}
+
+
+class Accounts:
+    """Every analyst's account, and the audit log they all write."""
+
+    def __init__(self, deployment: Deployment) -> None:
+        self.deployment = deployment
+        self.metadata = Metadata.load(deployment.metadata)
+        self.by_name = {name: Account(deployment, self.metadata, analyst)
+                        for name, analyst in deployment.analysts.items()}
+        self._audit_lock = threading.Lock()
+
+    def audit(self, analyst: str, client: str, sql: str, cost, outcome: str,
+              sqlstate: str = "00000") -> None:
+        """Append one statement to the audit log (one JSON object per line, fsync'd)."""
+        record = {"time": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+                  "analyst": analyst, "client": client, "sql": sql,
+                  "epsilon": None if cost is None else cost[0],
+                  "delta": None if cost is None else cost[1],
+                  "outcome": outcome, "sqlstate": sqlstate}
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
+        with self._audit_lock:
+            fd = os.open(self.deployment.audit_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def close(self) -> None:
+        for account in self.by_name.values():
+            with account.lock:
+                account.close()

@@ -1,0 +1,312 @@
+"""One client connection: the PostgreSQL protocol's state machine over asyncio streams.
+
+Owns: the order of messages on one connection: TLS negotiation, SCRAM-SHA-256
+authentication (an unknown user is indistinguishable from a wrong password), the
+simple and the extended query protocol (statements, portals, error recovery at
+Sync), and cancel keys. Statements run on the server's worker pool
+(``dpsql.server.queries``); this module only moves bytes. A client that breaks the
+protocol loses its own connection, never anything else.
+"""
+from __future__ import annotations
+
+import asyncio
+
+from .. import errors
+from . import protocol as p
+from .queries import duck_oid
+from .scram import MECHANISM, AuthenticationFailed, ScramExchange
+from .statements import Result, SessionState, sqlstate, strip
+from .values import UNKNOWN, TEXT, decode_param, text_field, text_value
+
+AUTH_TIMEOUT_S = 30.0
+
+
+class Closed(Exception):
+    """The connection is over (the client left, or broke the protocol)."""
+
+
+class Connection:
+    """The state of one client: its analyst, prepared statements, portals, cancel key."""
+
+    def __init__(self, server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 client: str, tcp: bool) -> None:
+        self.server, self.reader, self.writer = server, reader, writer
+        self.client, self.tcp, self.tls = client, tcp, False
+        self.pid, self.secret = server.new_key(self)
+        self.state: SessionState | None = None
+        self.statements: dict = {}
+        self.portals: dict = {}
+        self.failed = False            # extended protocol: skip to Sync after an error
+
+    # -- bytes ------------------------------------------------------------------------
+    async def _read(self, n: int, timeout: float | None) -> bytes:
+        try:
+            return await asyncio.wait_for(self.reader.readexactly(n), timeout)
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.TimeoutError):
+            raise Closed() from None
+
+    async def _startup_packet(self) -> object:
+        header = await self._read(4, AUTH_TIMEOUT_S)
+        length = p.read_length(header, p.MAX_STARTUP)
+        return p.parse_startup(await self._read(length - 4, AUTH_TIMEOUT_S))
+
+    async def _message(self, timeout: float | None) -> object:
+        kind = await self._read(1, timeout)
+        length = p.read_length(await self._read(4, timeout),
+                               self.server.deployment.limits["max_message_bytes"])
+        return p.parse_message(kind, await self._read(length - 4, timeout))
+
+    async def _send(self, *chunks: bytes) -> None:
+        self.writer.write(b"".join(chunks))
+        try:
+            await self.writer.drain()
+        except ConnectionError:
+            raise Closed() from None
+
+    async def _fatal(self, code: str, message: str) -> None:
+        await self._send(p.error_response("FATAL", code, message))
+        raise Closed()
+
+    # -- the connection ---------------------------------------------------------------
+    async def serve(self) -> None:
+        try:
+            startup = await self._negotiate()
+            if startup is not None and await self._authenticate(startup):
+                await self._loop()
+        except Closed:
+            pass
+        except p.ProtocolError as err:
+            try:
+                await self._send(p.error_response("FATAL", err.sqlstate, str(err)))
+            except Closed:
+                pass
+        finally:
+            self.server.forget(self)
+            self.writer.close()
+
+    async def _negotiate(self):
+        """The Startup message, after TLS if asked; None for a cancel request."""
+        tls_context = self.server.tls_context
+        while True:
+            message = await self._startup_packet()
+            if isinstance(message, p.SSLRequest) and tls_context is not None and not self.tls:
+                await self._send(p.SSL_YES)
+                try:
+                    await asyncio.wait_for(self.writer.start_tls(tls_context), AUTH_TIMEOUT_S)
+                except (OSError, asyncio.TimeoutError):
+                    raise Closed() from None
+                self.tls = True
+            elif isinstance(message, (p.SSLRequest, p.GSSENCRequest)):
+                await self._send(p.SSL_NO)
+            elif isinstance(message, p.CancelRequest):
+                self.server.cancel(message.pid, message.secret)
+                return None
+            else:
+                break
+        if tls_context is not None and not self.tls:
+            await self._fatal("28000", "this server requires TLS: connect with sslmode=require")
+        return message
+
+    async def _authenticate(self, startup) -> bool:
+        user = startup.params.get("user")
+        if not user:
+            await self._fatal("28000", "no user name given in the startup message")
+        account = self.server.accounts.by_name.get(user)
+        exchange = ScramExchange(account.analyst.verifier if account else None,
+                                 username=user, server_secret=self.server.secret)
+        await self._send(p.authentication_sasl([MECHANISM]))
+        try:
+            first = await self._password()
+            mechanism, response = p.sasl_initial(first)
+            if mechanism != MECHANISM or response is None:
+                raise AuthenticationFailed("unsupported SASL mechanism", "28000")
+            await self._send(p.authentication_sasl_continue(exchange.first(response)))
+            final = exchange.final(await self._password())
+        except AuthenticationFailed:
+            await self._fatal("28P01", f'password authentication failed for user "{user}"')
+        if not self.server.admit(self, account):
+            await self._fatal("53300", f'too many connections for analyst "{user}"')
+        self.state = SessionState(account, self.server.catalog, client=self.client)
+        self.state.interrupt = None
+        status = [p.parameter_status(k, v) for k, v in self.server.parameters(user).items()]
+        await self._send(p.authentication_sasl_final(final), p.authentication_ok(), *status,
+                         p.backend_key_data(self.pid, self.secret), p.ready_for_query("I"))
+        return True
+
+    async def _password(self) -> bytes:
+        message = await self._message(AUTH_TIMEOUT_S)
+        if not isinstance(message, p.Password):
+            raise AuthenticationFailed("expected a SASL response", "08P01")
+        return message.data
+
+    async def _loop(self) -> None:
+        idle = self.server.deployment.limits.get("idle_timeout_s")
+        while True:
+            try:
+                message = await self._message(idle)
+            except p.ProtocolError as err:
+                await self._send(p.error_response("FATAL", err.sqlstate, str(err)))
+                return
+            if isinstance(message, p.Terminate):
+                return
+            if isinstance(message, p.Query):
+                await self._simple(message.sql)
+            elif isinstance(message, p.Sync):
+                self.failed = False
+                await self._send(p.ready_for_query(self._status()))
+            elif self.failed:
+                continue
+            else:
+                try:
+                    await self._extended(message)
+                except errors.Error as err:
+                    self.failed = True
+                    await self._error(err)
+
+    def _status(self) -> str:
+        return "T" if self.state.in_transaction else "I"
+
+    async def _error(self, err: BaseException) -> None:
+        if isinstance(err, errors.Error):
+            text = " ".join(str(err).split()) or type(err).__name__
+        else:
+            text = "internal error in dpsql serve (reported in the server's log)"
+            self.server.log_internal(err)
+        await self._send(p.error_response("ERROR", sqlstate(err), text))
+
+    async def _run(self, sql: str, params=None) -> Result:
+        return await self.server.run(self.state, sql, params)
+
+    # -- simple query -----------------------------------------------------------------
+    async def _simple(self, sql: str) -> None:
+        statements = split_statements(sql)
+        if not statements:
+            await self._send(p.empty_query_response(), p.ready_for_query(self._status()))
+            return
+        for statement in statements:
+            try:
+                result = await self._run(statement)
+            except Exception as err:   # noqa: BLE001 - every failure is one ErrorResponse
+                await self._error(err)
+                break
+            await self._send(*self._result(result, describe=True))
+        await self._send(p.ready_for_query(self._status()))
+
+    def _result(self, result: Result, describe: bool, rows=None) -> list:
+        out = []
+        if result.tag == "EMPTY":
+            return [p.empty_query_response()]
+        if describe and result.columns:
+            out.append(self._description(result))
+        for row in result.rows if rows is None else rows:
+            out.append(p.data_row([text_value(v) for v in row]))
+        out.append(p.command_complete(result.tag))
+        return out
+
+    @staticmethod
+    def _description(result: Result) -> bytes:
+        return p.row_description([text_field(name, duck_oid(kind)) for name, kind in result.columns])
+
+    # -- extended query ---------------------------------------------------------------
+    async def _extended(self, message) -> None:
+        if isinstance(message, p.Parse):
+            self.statements[message.name] = message
+            await self._send(p.parse_complete())
+        elif isinstance(message, p.Bind):
+            await self._bind(message)
+        elif isinstance(message, p.Describe):
+            await self._describe(message)
+        elif isinstance(message, p.Execute):
+            await self._execute(message)
+        elif isinstance(message, p.Close):
+            (self.statements if message.kind == "S" else self.portals).pop(message.name, None)
+            await self._send(p.close_complete())
+        elif isinstance(message, p.Flush):
+            await self._send()
+        else:
+            raise p.ProtocolError(f"unexpected {type(message).__name__} message")
+
+    async def _bind(self, bind: p.Bind) -> None:
+        statement = self.statements.get(bind.statement)
+        if statement is None:
+            raise _Refused(f'prepared statement "{bind.statement}" does not exist', "26000")
+        if any(bind.result_format(i) != 0 for i in range(max(len(bind.result_formats), 1))):
+            raise _Refused("dpsql serve sends results in text format only", "0A000")
+        types = statement.param_types
+        values = [decode_param(raw, types[i] if i < len(types) else UNKNOWN, bind.param_format(i))
+                  for i, raw in enumerate(bind.params)]
+        self.portals[bind.portal] = {"sql": statement.sql, "params": values, "result": None,
+                                     "sent": 0}
+        await self._send(p.bind_complete())
+
+    async def _describe(self, describe: p.Describe) -> None:
+        if describe.kind == "S":
+            statement = self.statements.get(describe.name)
+            if statement is None:
+                raise _Refused(f'prepared statement "{describe.name}" does not exist', "26000")
+            oids = [t if t != UNKNOWN else TEXT for t in statement.param_types]
+            await self._send(p.parameter_description(oids), p.no_data())
+            return
+        portal = self._portal(describe.name)
+        result = await self._portal_result(portal)
+        await self._send(self._description(result) if result.columns else p.no_data())
+
+    async def _execute(self, execute: p.Execute) -> None:
+        portal = self._portal(execute.portal)
+        result = await self._portal_result(portal)
+        if result.tag == "EMPTY":
+            await self._send(p.empty_query_response())
+            return
+        start = portal["sent"]
+        stop = len(result.rows) if execute.max_rows <= 0 else start + execute.max_rows
+        rows = result.rows[start:stop]
+        portal["sent"] = start + len(rows)
+        chunks = [p.data_row([text_value(v) for v in row]) for row in rows]
+        if portal["sent"] < len(result.rows):
+            await self._send(*chunks, p.portal_suspended())
+        else:
+            await self._send(*chunks, p.command_complete(result.tag))
+
+    def _portal(self, name: str) -> dict:
+        portal = self.portals.get(name)
+        if portal is None:
+            raise _Refused(f'portal "{name}" does not exist', "34000")
+        return portal
+
+    async def _portal_result(self, portal: dict) -> Result:
+        if portal["result"] is None:
+            portal["result"] = await self._run(portal["sql"], portal["params"])
+        return portal["result"]
+
+
+class _Refused(errors.ProgrammingError):
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.sqlstate = code
+
+
+def split_statements(sql: str) -> list:
+    """The statements of a simple-protocol query string, split at ``;`` outside quotes
+    and comments (blank ones dropped)."""
+    out, start, i, n = [], 0, 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in "'\"":
+            j = sql.find(c, i + 1)
+            while j >= 0 and j + 1 < n and sql[j + 1] == c:
+                j = sql.find(c, j + 2)
+            i = n if j < 0 else j + 1
+        elif sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif c == ";":
+            out.append(sql[start:i])
+            start = i = i + 1
+        else:
+            i += 1
+    out.append(sql[start:])
+    return [s.strip() for s in out if strip(s)]
+

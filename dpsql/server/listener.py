@@ -1,0 +1,137 @@
+"""The server: listening sockets, TLS, limits, the worker pool and cancel keys.
+
+Owns: what is shared by all connections of one ``dpsql serve`` process. Statements
+run on a bounded thread pool (the engines release the GIL while they work), so one
+slow query never stalls the protocol of the others; sessions are limited in total and
+per analyst; a cancel request needs the right (pid, secret) pair. Nothing a client
+sends can stop the server: every connection's failure ends at that connection.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import ssl
+from concurrent.futures import ThreadPoolExecutor
+
+from .accounts import Accounts
+from .catalog import PARAMETERS, Catalog
+from .config import Deployment
+from .connection import Connection
+from .queries import Runner
+
+log = logging.getLogger("dpsql.server")
+logging.getLogger("sqlglot").setLevel(logging.ERROR)   # its parse warnings are not ours to print
+
+
+class Server:
+    """One deployment served: ``await start()``, then ``await stop()``."""
+
+    def __init__(self, deployment: Deployment) -> None:
+        self.deployment = deployment
+        self.accounts = Accounts(deployment)
+        self.catalog = Catalog(self.accounts.metadata)
+        self.runner = Runner(deployment, self.accounts, self.catalog)
+        self.pool = ThreadPoolExecutor(deployment.limits["workers"], "dpsql-worker")
+        self.secret = secrets.token_bytes(32)        # mock SCRAM verifiers of unknown users
+        self.tls_context = _tls_context(deployment) if deployment.tls else None
+        self.sessions: dict = {}                     # pid -> Connection
+        self.servers: list = []
+        self.addresses: list = []
+
+    # -- lifecycle --------------------------------------------------------------------
+    async def start(self) -> None:
+        d = self.deployment
+        if d.unix_socket is not None:
+            path = os.path.join(d.unix_socket, f".s.PGSQL.{d.port}")
+            if os.path.exists(path):
+                os.unlink(path)               # a stale socket of a killed server
+            server = await asyncio.start_unix_server(
+                lambda r, w: self._accept(r, w, tcp=False), path=path)
+            os.chmod(path, 0o660)
+            self.servers.append(server)
+            self.addresses.append(path)
+        if d.host is not None:
+            server = await asyncio.start_server(lambda r, w: self._accept(r, w, tcp=True),
+                                                host=d.host, port=d.port)
+            self.servers.append(server)
+            self.addresses += [f"{s.getsockname()[0]}:{s.getsockname()[1]}"
+                               for s in server.sockets]
+
+    @property
+    def port(self) -> int:
+        """The TCP port listened on (useful with ``port: 0``)."""
+        for server in self.servers:
+            for sock in server.sockets:
+                if sock.family in (2, 10):
+                    return sock.getsockname()[1]
+        return self.deployment.port
+
+    async def stop(self) -> None:
+        for server in self.servers:
+            server.close()
+            await server.wait_closed()
+        for connection in list(self.sessions.values()):
+            connection.writer.close()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.accounts.close()
+
+    # -- connections ------------------------------------------------------------------
+    async def _accept(self, reader, writer, tcp: bool) -> None:
+        peer = writer.get_extra_info("peername")
+        client = f"{peer[0]}:{peer[1]}" if tcp and peer else "unix socket"
+        if len(self.sessions) >= self.deployment.limits["max_sessions"]:
+            from . import protocol as p
+            writer.write(p.error_response("FATAL", "53300", "too many connections to dpsql "
+                                          "serve; try again later"))
+            writer.close()
+            return
+        await Connection(self, reader, writer, client, tcp).serve()
+
+    def new_key(self, connection) -> tuple:
+        while True:
+            pid, secret = secrets.randbelow(2 ** 31 - 1) + 1, secrets.randbelow(2 ** 31)
+            if pid not in self.sessions:
+                self.sessions[pid] = connection
+                return pid, secret
+
+    def forget(self, connection) -> None:
+        self.sessions.pop(connection.pid, None)
+
+    def admit(self, connection, account) -> bool:
+        """Whether ``account`` may open one more session."""
+        if account is None:
+            return False
+        same = sum(1 for c in self.sessions.values()
+                   if c.state is not None and c.state.account is account)
+        return same < self.deployment.limits["max_sessions_per_analyst"]
+
+    def cancel(self, pid: int, secret: int) -> None:
+        """A cancel request: interrupt that session's running statement if the key matches."""
+        connection = self.sessions.get(pid)
+        if connection is None or not secrets.compare_digest(
+                secret.to_bytes(4, "big"), connection.secret.to_bytes(4, "big")):
+            return
+        interrupt = getattr(connection.state, "interrupt", None) if connection.state else None
+        if interrupt is not None:
+            interrupt()
+
+    def parameters(self, user: str) -> dict:
+        out = dict(PARAMETERS)
+        out["session_authorization"] = user
+        return out
+
+    async def run(self, state, sql: str, params):
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.pool, self.runner.run, state, sql, params)
+
+    def log_internal(self, err: BaseException) -> None:
+        log.error("dpsql serve: internal error %s", type(err).__name__, exc_info=err)
+
+
+def _tls_context(deployment: Deployment) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(deployment.certificate, deployment.key)
+    return context

@@ -1,0 +1,204 @@
+"""Running one statement for a connection: session command, catalog, EXPLAIN or dpsql query.
+
+Owns: the order of checks for a statement that reaches the data. The per-query cap
+and the privacy parameters are checked before the account is touched (a refusal
+costs nothing); the analyst's account lock is held from the budget check to the
+charge; a statement timeout or a client's cancel interrupts the engine, and a query
+that reached the engine is charged whether it finished or not (whether it would
+have finished in time could depend on the data). Every statement is audited.
+"""
+from __future__ import annotations
+
+import threading
+
+from .. import errors
+from ..privacy.params import Privacy
+from .statements import Result, ServerError, SessionState, first_word, session_command, \
+    sqlstate, strip
+
+_DUCK_OIDS = {"BIGINT": 20, "HUGEINT": 1700, "INTEGER": 23, "SMALLINT": 21, "TINYINT": 21,
+              "UBIGINT": 1700, "UINTEGER": 20, "USMALLINT": 23, "UTINYINT": 21,
+              "DOUBLE": 701, "FLOAT": 700, "BOOLEAN": 16, "DATE": 1082,
+              "TIMESTAMP": 1114, "TIMESTAMP WITH TIME ZONE": 1184, "VARCHAR": 25}
+"""PostgreSQL type OIDs of the DuckDB types a catalog or dpsql result can have."""
+
+
+def duck_oid(type_name: str) -> int:
+    name = str(type_name).upper()
+    if name.startswith("DECIMAL"):
+        return 1700
+    if name.endswith("[]"):
+        return 1009            # text[]: arrays are sent in text form
+    return _DUCK_OIDS.get(name, 25)
+
+
+def qmark(sql: str, params: list) -> tuple:
+    """PostgreSQL's ``$1``-style placeholders as dpsql's ``?`` ones, with the values in the
+    order of the ``?``s (``$1`` used twice is passed twice). Quotes and comments are skipped."""
+    out, order, i, n = [], [], 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in "'\"":
+            j = i + 1
+            while j < n and not (sql[j] == c and (j + 1 >= n or sql[j + 1] != c)):
+                j += 2 if sql[j] == c else 1
+            out.append(sql[i:j + 1])
+            i = j + 1
+        elif sql.startswith("--", i) or sql.startswith("/*", i):
+            end = sql.find("\n" if c == "-" else "*/", i)
+            j = n if end < 0 else end + (1 if c == "-" else 2)
+            out.append(sql[i:j])
+            i = j
+        elif c == "$" and i + 1 < n and sql[i + 1].isdigit():
+            j = i + 1
+            while j < n and sql[j].isdigit():
+                j += 1
+            index = int(sql[i + 1:j]) - 1
+            if not 0 <= index < len(params):
+                raise ServerError(f"there is no parameter ${index + 1}", "42P02")
+            out.append("?")
+            order.append(params[index])
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out), order
+
+
+class Runner:
+    """Runs statements for every connection of one server."""
+
+    def __init__(self, deployment, accounts, catalog) -> None:
+        self.deployment, self.accounts, self.catalog = deployment, accounts, catalog
+
+    def run(self, state: SessionState, sql: str, params: list | None = None) -> Result:
+        """The result of ``sql``; every outcome goes to the audit log."""
+        cost, outcome, code = None, "ok", "00000"
+        try:
+            result = self._run(state, sql, list(params or []))
+            cost = result.cost
+            return result
+        except BaseException as exc:   # noqa: BLE001 - audited, then re-raised
+            outcome, code = type(exc).__name__, sqlstate(exc)
+            cost = getattr(exc, "dpsql_cost", None)
+            raise
+        finally:
+            if strip(sql):
+                self.accounts.audit(state.user, state.client, sql, cost, outcome, code)
+
+    def _run(self, state: SessionState, sql: str, params: list) -> Result:
+        if not strip(sql):
+            return Result("EMPTY")
+        default = self.deployment.privacy
+        done = session_command(state, sql, default)
+        if done is not None:
+            return done
+        if self.catalog.answers(sql):
+            columns, rows = self.catalog.run(sql, params, user=state.user)
+            return Result(f"SELECT {len(rows)}", list(columns), list(rows))
+        privacy = self._privacy(state)
+        text, values = qmark(sql, params)
+        if first_word(text) == "explain":
+            body = strip(text)[len("explain"):]
+            with state.account.lock:
+                plan = state.account.reader().explain(body, params=values or None,
+                                                      privacy=privacy)
+            return Result("EXPLAIN", [("QUERY PLAN", "VARCHAR")],
+                          [(line,) for line in plan.splitlines()])
+        return self._query(state, text, values, privacy)
+
+    def _privacy(self, state: SessionState) -> Privacy:
+        try:
+            privacy = state.privacy(self.deployment.privacy)
+        except errors.ProgrammingError as err:
+            raise ServerError(str(err), "22023") from None
+        cap = state.account.analyst.per_query
+        if cap is not None and not _within(privacy, cap):
+            raise ServerError(f"the query's privacy ({_describe(privacy)}) is above your "
+                              f"per-query cap ({_describe(cap)}); SET dpsql.epsilon lower",
+                              "42501")
+        return privacy
+
+    def _query(self, state: SessionState, sql: str, params: list, privacy: Privacy) -> Result:
+        account = state.account
+        timeout = self.deployment.limits["statement_timeout_s"]
+        with account.lock:
+            reader = account.reader()
+            before = reader.accountant.spending
+            stop = threading.Timer(timeout, _interrupt, (reader, state, "timeout"))
+            state.cancel.clear()
+            state.interrupt = lambda: _interrupt(reader, state, "cancel")
+            stop.start()
+            try:
+                frame = reader.execute_df(sql, params=params or None, privacy=privacy)
+            except errors.Error as err:
+                raise _interrupted(state, err, reader, before) from None
+            finally:
+                stop.cancel()
+                state.interrupt = None
+            cost = _cost(reader, before)
+        columns = [(str(name), _frame_type(frame[name])) for name in frame.columns]
+        rows = list(frame.itertuples(index=False, name=None))
+        return Result(f"SELECT {len(rows)}", columns, rows, cost)
+
+
+def _interrupt(reader, state: SessionState, why: str) -> None:
+    state.cancel_reason = why
+    state.cancel.set()
+    con = getattr(reader.engine, "con", None)
+    if con is not None:
+        con.interrupt()
+
+
+def _interrupted(state: SessionState, err: Exception, reader, before) -> Exception:
+    """A cancel or timeout becomes 57014 (the query was charged if it reached the engine)."""
+    err.dpsql_cost = _cost(reader, before)
+    if not state.cancel.is_set():
+        return err
+    why = getattr(state, "cancel_reason", "cancel")
+    text = ("canceling statement due to statement timeout" if why == "timeout"
+            else "canceling statement due to user request")
+    out = ServerError(f"{text}; its cost was charged if it had reached the data", "57014")
+    out.dpsql_cost = err.dpsql_cost
+    return out
+
+
+def _cost(reader, before) -> tuple:
+    now = reader.accountant.spending
+    return (max(now.epsilon - before.epsilon, 0.0), max(now.delta - before.delta, 0.0))
+
+
+def _frame_type(series) -> str:
+    kind = series.dtype.kind
+    if kind in "iu":
+        return "BIGINT"
+    if kind == "f":
+        return "DOUBLE"
+    if kind == "b":
+        return "BOOLEAN"
+    if kind == "M":
+        return "TIMESTAMP"
+    name = str(series.dtype).lower()
+    if name in ("int64", "int32"):
+        return "BIGINT"
+    return "BOOLEAN" if name == "boolean" else "VARCHAR"
+
+
+def _within(privacy: Privacy, cap: dict) -> bool:
+    if "delta" in cap and privacy.delta > cap["delta"]:
+        return False
+    if privacy.rho is not None:
+        rho = privacy.rho
+        return rho <= cap["rho"] if "rho" in cap else (
+            "epsilon" not in cap or rho <= cap["epsilon"] ** 2 / 2)
+    if "epsilon" in cap and privacy.epsilon > cap["epsilon"]:
+        return False
+    return "rho" not in cap or privacy.epsilon ** 2 / 2 <= cap["rho"]
+
+
+def _describe(p) -> str:
+    if isinstance(p, dict):
+        return ", ".join(f"{k}={v:g}" for k, v in p.items())
+    if p.rho is not None:
+        return f"rho={p.rho:g}, delta={p.delta:g}"
+    return f"epsilon={p.epsilon:g}, delta={p.delta:g}"

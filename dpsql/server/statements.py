@@ -1,0 +1,230 @@
+"""What one SQL statement from a client does: the server's dispatch, one statement at a time.
+
+Owns: the meaning of a statement received over the wire, and the SQLSTATE of every
+failure. Transaction and session commands (BEGIN, SET, SHOW, RESET, DISCARD) act on
+the connection's settings only; catalog queries go to the metadata-only catalog
+(``dpsql.server.catalog``) and cost nothing; ``EXPLAIN q`` is dpsql's explain; any
+other statement is a dpsql query of the analyst's account, at the session's
+privacy (``SET dpsql.epsilon = 0.5``), which may never exceed the owner's per-query cap.
+Runs in a worker thread; the connection (``dpsql.server.connection``) encodes the result.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+
+from .. import errors
+from ..privacy.params import Privacy
+from .catalog import PARAMETERS
+
+_COMMENTS = re.compile(r"^(\s+|--[^\n]*(\n|$)|/\*.*?\*/)+", re.S)
+_SET = re.compile(r"^set\s+(?:session\s+|local\s+)?([a-z_][a-z0-9_.]*)\s*(?:=|\s+to\s+)\s*(.+?)\s*;?\s*$",
+                  re.S | re.I)
+_SET_TZ = re.compile(r"^set\s+(?:session\s+|local\s+)?time\s+zone\s+(.+?)\s*;?\s*$", re.S | re.I)
+_SHOW = re.compile(r"^show\s+([a-z_][a-z0-9_. ]*?)\s*;?\s*$", re.S | re.I)
+_RESET = re.compile(r"^reset\s+([a-z_][a-z0-9_.]*|all)\s*;?\s*$", re.S | re.I)
+DPSQL_SETTINGS = ("dpsql.epsilon", "dpsql.delta", "dpsql.rho")
+CLIENT_SETTINGS = {"application_name", "client_encoding", "datestyle", "timezone",
+                   "extra_float_digits", "search_path", "statement_timeout", "intervalstyle",
+                   "client_min_messages", "standard_conforming_strings", "bytea_output",
+                   "lc_monetary", "lc_numeric", "lc_time", "default_transaction_isolation",
+                   "transaction_isolation", "idle_in_transaction_session_timeout",
+                   "lock_timeout", "jit", "geqo", "transaction_read_only"}
+FIXED = {"client_encoding": {"utf8", "unicode", "'utf8'", "'unicode'"},
+         "standard_conforming_strings": {"on", "'on'"}}
+
+
+class ServerError(errors.OperationalError):
+    """A statement refused by the server itself, with its SQLSTATE."""
+
+    def __init__(self, message: str, sqlstate: str) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+
+@dataclass
+class Result:
+    """Columns ((name, type name) pairs; none for a command), rows, and the command tag."""
+
+    tag: str
+    columns: list = field(default_factory=list)
+    rows: list = field(default_factory=list)
+    cost: tuple | None = None
+
+
+@dataclass
+class SessionState:
+    """One connection's analyst, settings and transaction state."""
+
+    account: object
+    catalog: object
+    client: str = ""
+    settings: dict = field(default_factory=dict)
+    in_transaction: bool = False
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def user(self) -> str:
+        return self.account.analyst.name
+
+    def privacy(self, default: Privacy) -> Privacy:
+        """The privacy of this session's next query: the owner's default, as SET changes it."""
+        values = {k.split(".")[1]: self.settings[k] for k in DPSQL_SETTINGS if k in self.settings}
+        if not values:
+            return default
+        if "rho" in values:
+            return Privacy(rho=values["rho"], delta=values.get("delta", default.delta))
+        return Privacy(epsilon=values.get("epsilon", default.epsilon if default.rho is None else 1.0),
+                       delta=values.get("delta", default.delta))
+
+
+def strip(sql: str) -> str:
+    return _COMMENTS.sub("", sql, count=1).strip()
+
+
+def first_word(sql: str) -> str:
+    found = re.match(r"[A-Za-z_]+", strip(sql))
+    return found.group(0).lower() if found else ""
+
+
+def session_command(state: SessionState, sql: str, default: Privacy) -> Result | None:
+    """The result of a transaction or session command, or None for anything else."""
+    text, word = strip(sql), first_word(sql)
+    if word in ("begin", "start"):
+        state.in_transaction = True
+        return Result("BEGIN")
+    if word in ("savepoint", "release") or (word == "rollback" and re.match(
+            r"rollback\s+(work\s+|transaction\s+)?to\b", text, re.I)):
+        return Result({"savepoint": "SAVEPOINT", "release": "RELEASE"}.get(word, "ROLLBACK"))
+    if word in ("commit", "end", "rollback", "abort"):
+        state.in_transaction = False
+        return Result("ROLLBACK" if word in ("rollback", "abort") else "COMMIT")
+    if word == "set":
+        return _set(state, text, default)
+    if word == "reset":
+        return _reset(state, text)
+    if word == "show":
+        return _show(state, text)
+    if word in ("discard", "deallocate", "unlisten", "close"):
+        if word == "discard":
+            state.settings.clear()
+        return Result({"discard": "DISCARD ALL", "close": "CLOSE CURSOR"}.get(word, word.upper()))
+    return None
+
+
+def _set(state: SessionState, text: str, default: Privacy) -> Result:
+    tz = _SET_TZ.match(text)
+    found = _SET.match(text) if tz is None else None
+    if tz is None and found is None:
+        raise ServerError("SET takes one name and one value: SET dpsql.epsilon = 0.5",
+                          "42601")
+    name, value = ("timezone", tz.group(1)) if tz else (found.group(1).lower(), found.group(2))
+    value = value.strip()
+    if name in DPSQL_SETTINGS:
+        number = _number(name, value)
+        trial = dict(state.settings, **{name: number})
+        SessionState(state.account, state.catalog, settings=trial).privacy(default)
+        state.settings[name] = number
+        return Result("SET")
+    if name not in CLIENT_SETTINGS:
+        raise ServerError(f'unrecognized configuration parameter "{name}"; dpsql sets '
+                          f"{', '.join(DPSQL_SETTINGS)} and the usual client parameters", "42704")
+    if name in FIXED and value.lower() not in FIXED[name]:
+        raise ServerError(f"{name} can only be {sorted(FIXED[name])[0]} on dpsql", "22023")
+    state.settings[name] = value.strip("'")
+    return Result("SET")
+
+
+def _number(name: str, value: str) -> float:
+    try:
+        number = float(value.strip("'"))
+    except ValueError:
+        number = float("nan")
+    if not number > 0 or number == float("inf"):
+        raise ServerError(f"{name} must be a positive number, got {value[:40]}", "22023")
+    return number
+
+
+def _reset(state: SessionState, text: str) -> Result:
+    name = _RESET.match(text)
+    if name is None:
+        raise ServerError("RESET takes a parameter name or ALL", "42601")
+    key = name.group(1).lower()
+    if key == "all":
+        state.settings.clear()
+    else:
+        state.settings.pop(key, None)
+    return Result("RESET")
+
+
+def _show(state: SessionState, text: str) -> Result:
+    found = _SHOW.match(text)
+    if found is None:
+        raise ServerError("SHOW takes a parameter name", "42601")
+    name = " ".join(found.group(1).lower().split())
+    if name in ("dpsql.budget", "dpsql.spent", "dpsql.remaining"):
+        return Result("SHOW", [(name, "VARCHAR")], [(_pool(state, name),)])
+    known = {k.lower(): v for k, v in PARAMETERS.items()}
+    known.update({"transaction isolation level": "read committed", "is_superuser": "off"})
+    if name == "all":
+        rows = sorted((k, str(state.settings.get(k, v)), "") for k, v in known.items())
+        return Result("SHOW", [("name", "VARCHAR"), ("setting", "VARCHAR"),
+                               ("description", "VARCHAR")], rows)
+    if name in state.settings:
+        value = state.settings[name]
+    elif name in known:
+        value = known[name]
+    else:
+        raise ServerError(f'unrecognized configuration parameter "{name}"', "42704")
+    column = "transaction_isolation" if name == "transaction isolation level" else name
+    return Result("SHOW", [(column, "VARCHAR")], [(_text(value),)])
+
+
+def _text(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _pool(state: SessionState, name: str) -> str:
+    account = state.account
+    budget = account.analyst.budget
+    with account.lock:
+        reader = account.reader()
+        spent = reader.spent
+    if name == "dpsql.budget":
+        return (f"epsilon={budget.epsilon:g}, delta={budget.delta:g}" if not budget.zcdp
+                else f"rho={budget.rho:g}, delta={budget.delta:g}")
+    if name == "dpsql.spent":
+        return f"epsilon={spent[0]:.6g}, delta={spent[1]:.6g}"
+    if budget.zcdp:
+        return f"spent epsilon={spent[0]:.6g} of the rho={budget.rho:g} budget"
+    return (f"epsilon={max(budget.epsilon - spent[0], 0.0):.6g}, "
+            f"delta={max(budget.delta - spent[1], 0.0):.6g}")
+
+
+SQLSTATES = [
+    (errors.BudgetExceededError, "53400"),
+    (errors.LedgerError, "58030"),
+    (errors.MetadataError, "42P01"),
+    (errors.QueryError, "42601"),
+    (errors.NotSupportedError, "0A000"),
+    (errors.ProgrammingError, "42601"),
+    (errors.DataError, "22000"),
+    (errors.InterfaceError, "08P01"),
+    (errors.OperationalError, "58000"),
+    (errors.InternalError, "XX000"),
+]
+
+
+def sqlstate(exc: BaseException) -> str:
+    """The SQLSTATE a client is told for ``exc``."""
+    code = getattr(exc, "sqlstate", None)
+    if isinstance(code, str):
+        return code
+    if isinstance(exc, errors.QueryError):
+        text = str(exc)
+        if text.startswith("unknown table"):
+            return "42P01"
+        if text.startswith("unknown column"):
+            return "42703"
+    return next((state for kind, state in SQLSTATES if isinstance(exc, kind)), "XX000")
