@@ -23,7 +23,7 @@ from .scram import Verifier, parse_verifier
 TOP_KEYS = {"metadata", "tables", "database", "ledger", "audit_log", "listen", "tls", "privacy",
             "limits", "analysts"}
 LIMITS = {"statement_timeout_s": 60.0, "max_sessions": 64, "max_message_bytes": 1 << 20,
-          "workers": 4, "max_sessions_per_analyst": 16}
+          "workers": 4, "max_sessions_per_analyst": 16, "idle_timeout_s": 3600.0}
 PERIOD = re.compile(r"^(\d+)\s*([dhw])$")
 PERIOD_SECONDS = {"h": 3600, "d": 86400, "w": 7 * 86400}
 

@@ -8,8 +8,8 @@ import os
 import shutil
 import subprocess
 import sys
+import signal
 import threading
-import time
 
 import yaml
 
@@ -64,8 +64,26 @@ def self_signed(where) -> tuple:
     return cert, key
 
 
-class Served:
-    """A Server running in a thread with its own event loop."""
+class _Dsn:
+    deployment = None
+
+    @property
+    def socket_dir(self) -> str:
+        return self.deployment.unix_socket
+
+    def dsn(self, user: str = "alice", password: str | None = None, **extra) -> str:
+        password = PASSWORDS.get(user, "x") if password is None else password
+        parts = {"host": self.socket_dir, "port": self.deployment.port, "user": user,
+                 "password": password, "dbname": "dpsql", "sslmode": "disable"}
+        parts.update(extra)
+        quoted = {k: str(v).replace("\\", "\\\\").replace("'", "\\'") for k, v in parts.items()}
+        return " ".join(f"{k}='{v}'" for k, v in quoted.items())
+
+
+class Served(_Dsn):
+    """A Server running in a thread of this process, with its own event loop. (A client
+    in the same process must not call psycopg's blocking ``cancel()``, which holds the
+    GIL while it waits for the server: use ``Process`` for that.)"""
 
     def __init__(self, path: str) -> None:
         self.deployment = load(path)
@@ -85,20 +103,8 @@ class Served:
             raise RuntimeError("dpsql serve did not start")
 
     @property
-    def socket_dir(self) -> str:
-        return self.deployment.unix_socket
-
-    @property
     def port(self) -> int:
         return self.server.port if self.deployment.host else self.deployment.port
-
-    def dsn(self, user: str = "alice", password: str | None = None, **extra) -> str:
-        password = PASSWORDS.get(user, "x") if password is None else password
-        parts = {"host": self.socket_dir, "port": self.deployment.port, "user": user,
-                 "password": password, "dbname": "dpsql", "sslmode": "disable"}
-        parts.update(extra)
-        quoted = {k: str(v).replace("\\", "\\\\").replace("'", "\\'") for k, v in parts.items()}
-        return " ".join(f"{k}='{v}'" for k, v in quoted.items())
 
     def stop(self) -> None:
         asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(30)
@@ -106,19 +112,23 @@ class Served:
         self.thread.join(30)
 
 
-def serve_process(path: str):
-    """``dpsql serve --config path`` in a subprocess, once its socket is there."""
-    proc = subprocess.Popen([sys.executable, "-m", "dpsql", "serve", "--config", path],
-                            stderr=subprocess.PIPE, text=True)
-    deployment = load(path)
-    socket = os.path.join(deployment.unix_socket, f".s.PGSQL.{deployment.port}")
-    for _ in range(300):
-        if os.path.exists(socket) and proc.poll() is None:
-            line = proc.stderr.readline()
-            if "listening" in line:
-                return proc
-        if proc.poll() is not None:
-            raise RuntimeError(f"dpsql serve exited: {proc.stderr.read()}")
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("dpsql serve did not start")
+class Process(_Dsn):
+    """``dpsql serve --config path`` in a subprocess, started once its socket is there."""
+
+    def __init__(self, path: str) -> None:
+        self.deployment = load(path)
+        self.proc = subprocess.Popen([sys.executable, "-m", "dpsql", "serve", "--config", path],
+                                     stderr=subprocess.PIPE, text=True)
+        line = self.proc.stderr.readline()          # "listening on ..." or the error
+        if "listening" not in line:
+            self.proc.kill()
+            raise RuntimeError(f"dpsql serve did not start: {line}{self.proc.stderr.read()}")
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(20)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(30)
