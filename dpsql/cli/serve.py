@@ -56,23 +56,30 @@ def _hash_password() -> int:
 
 
 def _check(deployment) -> int:
-    from ..server.listener import Server
-    server = Server(deployment)
-    try:
-        for account in server.accounts.by_name.values():
-            with account.lock:
-                account.reader()          # binds the data, opens the ledger: checks both
-        tables = ", ".join(sorted(t.full_name for t in server.accounts.metadata.tables.values()))
-        where = [f"unix socket {deployment.unix_socket}"] if deployment.unix_socket else []
-        where += [f"{deployment.host}:{deployment.port}"] if deployment.host else []
-        print(f"ok: {deployment.path}")
-        print(f"  tables: {tables}")
-        print(f"  analysts: {', '.join(sorted(deployment.analysts))}")
-        print(f"  listen: {'; '.join(where)} (TLS {'on' if deployment.tls else 'off'})")
-        print(f"  ledgers: {deployment.ledger_dir}; audit log: {deployment.audit_log}")
-    finally:
-        server.accounts.close()
-        server.pool.shutdown(wait=False)
+    """Bind the data once and check every analyst's existing ledger; create nothing."""
+    import os
+
+    from ..api.session import open_session
+    from ..metadata.model import Metadata
+    from ..privacy.ledger import Ledger
+    from ..server.accounts import Account
+    metadata = Metadata.load(deployment.metadata)
+    reader, owned = open_session(metadata, tables=deployment.tables,
+                                 database=deployment.database)
+    if owned is not None:
+        owned.close()
+    for analyst in deployment.analysts.values():
+        path = Account(deployment, metadata, analyst).ledger_path()[1]
+        if os.path.exists(path):
+            Ledger(path, analyst.budget, create=False)       # refuses a changed budget
+    tables = ", ".join(sorted(t.full_name for t in metadata.tables.values()))
+    where = [f"unix socket {deployment.unix_socket}"] if deployment.unix_socket else []
+    where += [f"{deployment.host}:{deployment.port}"] if deployment.host else []
+    print(f"ok: {deployment.path}")
+    print(f"  tables: {tables}")
+    print(f"  analysts: {', '.join(sorted(deployment.analysts))}")
+    print(f"  listen: {'; '.join(where)} (TLS {'on' if deployment.tls else 'off'})")
+    print(f"  ledgers: {deployment.ledger_dir}; audit log: {deployment.audit_log}")
     return EXIT_OK
 
 

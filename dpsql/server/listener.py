@@ -12,9 +12,11 @@ import asyncio
 import logging
 import os
 import secrets
+import socket
 import ssl
 from concurrent.futures import ThreadPoolExecutor
 
+from ..errors import OperationalError
 from .accounts import Accounts
 from .catalog import PARAMETERS, Catalog
 from .config import Deployment
@@ -45,8 +47,7 @@ class Server:
         d = self.deployment
         if d.unix_socket is not None:
             path = os.path.join(d.unix_socket, f".s.PGSQL.{d.port}")
-            if os.path.exists(path):
-                os.unlink(path)               # a stale socket of a killed server
+            _free_socket(path)
             server = await asyncio.start_unix_server(
                 lambda r, w: self._accept(r, w, tcp=False), path=path)
             os.chmod(path, 0o660)
@@ -128,6 +129,22 @@ class Server:
 
     def log_internal(self, err: BaseException) -> None:
         log.error("dpsql serve: internal error %s", type(err).__name__, exc_info=err)
+
+
+def _free_socket(path: str) -> None:
+    """Remove the stale socket of a killed server; refuse to take a live server's."""
+    if not os.path.exists(path):
+        return
+    probe = socket.socket(socket.AF_UNIX)
+    try:
+        probe.connect(path)
+    except OSError:
+        os.unlink(path)
+        return
+    finally:
+        probe.close()
+    raise OperationalError(f"another server is listening on {path}; stop it or choose "
+                           "another port")
 
 
 def _tls_context(deployment: Deployment) -> ssl.SSLContext:
