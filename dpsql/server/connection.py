@@ -186,10 +186,11 @@ class Connection:
         for statement in statements:
             try:
                 result = await self._run(statement)
+                chunks = self._result(result, describe=True)
             except Exception as err:   # noqa: BLE001 - every failure is one ErrorResponse
                 await self._error(err)
                 break
-            await self._send(*self._result(result, describe=True))
+            await self._send(*chunks)
         await self._send(p.ready_for_query(self._status()))
 
     def _result(self, result: Result, describe: bool, rows=None) -> list:
@@ -199,7 +200,7 @@ class Connection:
         if describe and result.columns:
             out.append(self._description(result))
         for row in result.rows if rows is None else rows:
-            out.append(p.data_row([text_value(v) for v in row]))
+            out.append(p.data_row([cell(v) for v in row]))
         out.append(p.command_complete(result.tag))
         return out
 
@@ -261,7 +262,7 @@ class Connection:
         stop = len(result.rows) if execute.max_rows <= 0 else start + execute.max_rows
         rows = result.rows[start:stop]
         portal["sent"] = start + len(rows)
-        chunks = [p.data_row([text_value(v) for v in row]) for row in rows]
+        chunks = [p.data_row([cell(v) for v in row]) for row in rows]
         if portal["sent"] < len(result.rows):
             await self._send(*chunks, p.portal_suspended())
         else:
@@ -277,6 +278,14 @@ class Connection:
         if portal["result"] is None:
             portal["result"] = await self._run(portal["sql"], portal["params"])
         return portal["result"]
+
+
+def cell(value) -> bytes | None:
+    """One value in text format; a list (a quantile's several values) as a PostgreSQL array."""
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
+        parts = [text_value(v) for v in value]
+        return b"{" + b",".join(b"NULL" if v is None else v for v in parts) + b"}"
+    return text_value(value)
 
 
 class _Refused(errors.ProgrammingError):

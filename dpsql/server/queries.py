@@ -27,8 +27,10 @@ def duck_oid(type_name: str) -> int:
     name = str(type_name).upper()
     if name.startswith("DECIMAL"):
         return 1700
+    if name == "DOUBLE[]":
+        return 1022            # float8[]
     if name.endswith("[]"):
-        return 1009            # text[]: arrays are sent in text form
+        return 1009            # text[]
     return _DUCK_OIDS.get(name, 25)
 
 
@@ -179,6 +181,9 @@ def _frame_type(series) -> str:
     if kind == "M":
         return "TIMESTAMP"
     name = str(series.dtype).lower()
+    first = series.dropna().iloc[0] if series.notna().any() else None
+    if isinstance(first, (list, tuple)) or type(first).__name__ == "ndarray":
+        return "DOUBLE[]"
     if name in ("int64", "int32"):
         return "BIGINT"
     return "BOOLEAN" if name == "boolean" else "VARCHAR"

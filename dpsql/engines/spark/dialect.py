@@ -152,6 +152,10 @@ def _clamped(value: exp.Expression) -> tuple:
 
 
 def _empty(value: exp.Expression) -> exp.Expression:
+    """COUNT(value) = 0. A clamp is NULL exactly where its argument is: count that, the
+    COUNT(column) the plan usually has already (Spark computes equal aggregates once)."""
+    if math.isfinite(_clamped(value)[0]):
+        value = value.args["default"]
     return exp.EQ(this=exp.Count(this=value.copy()), expression=r._num(0))
 
 
