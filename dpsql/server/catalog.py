@@ -20,9 +20,10 @@ import sqlglot
 from sqlglot import exp
 
 from ..errors import ProgrammingError
+from . import pgcompat
+from .pgcompat import _MACROS, OWNER
 
 VERSION = "PostgreSQL 15.0 (dpsql)"
-OWNER = "dpsql"
 
 PARAMETERS = {
     "server_version": "15.0", "server_version_num": "150000", "server_encoding": "UTF8",
@@ -41,11 +42,6 @@ _SHOW_ALIASES = {"transaction isolation level": "transaction_isolation",
 
 DUCK_TYPES = {"int": "BIGINT", "float": "DOUBLE", "string": "VARCHAR", "boolean": "BOOLEAN",
               "datetime": "TIMESTAMP", "date": "DATE"}
-
-_PG_TYPE_NAMES = {16: "boolean", 20: "bigint", 21: "smallint", 23: "integer", 25: "text",
-                  700: "real", 701: "double precision", 1043: "character varying",
-                  1082: "date", 1114: "timestamp without time zone",
-                  1184: "timestamp with time zone", 1700: "numeric"}
 
 _DUCK_TO_PG = {"BIGINT": "bigint", "DOUBLE": "double precision", "VARCHAR": "text",
                "BOOLEAN": "boolean", "TIMESTAMP": "timestamp without time zone",
@@ -74,28 +70,6 @@ _EMPTY = {
     "pg_trigger": "oid BIGINT, tgrelid BIGINT, tgname VARCHAR, tgisinternal BOOLEAN",
     "pg_views": "schemaname VARCHAR, viewname VARCHAR, viewowner VARCHAR, definition VARCHAR",
 }
-
-_MACROS = {
-    "pg_get_userbyid": "(role) AS '" + OWNER + "'",
-    "pg_table_is_visible": "(rel) AS rel IN (SELECT oid FROM dpsql_pg.pg_class)",
-    "pg_get_expr": "(expr, rel) AS NULL::VARCHAR, (expr, rel, pretty) AS NULL::VARCHAR",
-    "pg_get_serial_sequence": "(tab, col) AS NULL::VARCHAR",
-    "to_regtype": "(name) AS NULL::BIGINT", "to_regclass": "(name) AS NULL::BIGINT",
-    "pg_relation_is_publishable": "(rel) AS false", "pg_encoding_to_char": "(e) AS 'UTF8'",
-    "pg_get_statisticsobjdef_columns": "(oid) AS NULL::VARCHAR",
-    "array_upper": "(arr, dim) AS len(arr)",
-    "array_lower": "(arr, dim) AS CASE WHEN len(arr) > 0 THEN 1 END",
-    "obj_description": "(o, c := NULL) AS NULL::VARCHAR", "col_description": "(o, n) AS NULL",
-    "pg_get_constraintdef": "(o, p := NULL) AS NULL::VARCHAR",
-    "has_table_privilege": "(a, b, c := NULL) AS true", "pg_is_in_recovery": "() AS false",
-    "has_schema_privilege": "(a, b, c := NULL) AS true", "pg_backend_pid": "() AS 0",
-    "has_database_privilege": "(a, b, c := NULL) AS true", "pg_collation_is_visible": "(c) AS true",
-    "format_type": "(t, m) AS CASE t " + " ".join(
-        f"WHEN {oid} THEN '{name}'" for oid, name in _PG_TYPE_NAMES.items())
-        + " ELSE format_type(t, m) END",
-}
-"""PostgreSQL functions DuckDB lacks or answers differently, as macros named
-``dpsql_<name>``; calls are renamed to them."""
 
 _ALLOWED_FUNCTIONS = frozenset("""
     abs and any array array_agg array_length array_position array_to_string between bool_and
@@ -230,7 +204,7 @@ class Catalog:
 
     def _rewrite(self, tree, user: str):
         """The tree DuckDB runs: dpsql's views and macros, PostgreSQL's column names."""
-        tree = tree.copy()
+        tree = pgcompat.resolve(tree.copy(), self._relation_oid)
         ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
         names = _output_names(tree)
         for node in reversed(list(tree.walk(bfs=False))):
@@ -245,6 +219,14 @@ class Catalog:
                 e if n is None or isinstance(e, exp.Alias) else exp.alias_(e, n, quoted=True)
                 for e, n in zip(first.expressions, names)])
         return tree
+
+    def _relation_oid(self, name: str):
+        schema, _, table = name.rpartition(".")
+        found = self._con.cursor().execute(
+            "SELECT c.oid FROM dpsql_pg.pg_class c JOIN dpsql_pg.pg_namespace n ON "
+            "n.oid = c.relnamespace WHERE c.relname = ? AND (? = '' OR n.nspname = ?)",
+            [table, schema, schema]).fetchone()
+        return found[0] if found else None
 
     def _rewrite_node(self, node, ctes: set, user: str):
         if isinstance(node, exp.Table):
