@@ -170,7 +170,11 @@ def _cost(laplace, gauss, privacy, delta_g, delta_t, eps_g) -> Spend:
         if gauss or (conv_delta > 0 and zcdp.epsilon_for(rho, conv_delta) < eps_l):
             return Spend(zcdp.epsilon_for(rho, conv_delta), privacy.delta, rho, delta_t)
         return Spend(eps_l, delta_t, rho, delta_t)
-    eps = eps_l
+    eps = math.fsum(s.mechanism.epsilon for s in laplace)
     if gauss:
         eps += min(zcdp.epsilon_for(rho_g, delta_g), eps_g)
+    # Calibration rounds each statistic's epsilon down (a grid's scale), so the parts add
+    # up to a hair under what was asked: the query is charged what was asked, exactly
+    # (never less than the parts).
+    eps = max(eps, privacy.epsilon)
     return Spend(eps, (delta_g if gauss else 0.0) + delta_t, rho, delta_t)

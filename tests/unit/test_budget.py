@@ -75,7 +75,8 @@ def test_split_equal_shares_on_request_and_sums_to_query_epsilon(pums, data_dir)
     plan = r._plan("SELECT COUNT(*), SUM(age), AVG(income) FROM PUMS.PUMS")
     shares = [s.mechanism.epsilon for s in plan.statistics]
     assert len(shares) == 4 and all(close_below(x, 0.9 / 4) for x in shares)
-    assert math.isclose(sum(shares), plan.cost[0])
+    # charged exactly what was asked; the calibrated parts add up to no more
+    assert plan.cost[0] == 0.9 and sum(shares) <= 0.9 and math.isclose(sum(shares), 0.9, rel_tol=1e-6)
 
 
 def test_default_split_gives_aggregates_parts_by_their_statistics_spent_to_minimise_error(
@@ -90,7 +91,8 @@ def test_default_split_gives_aggregates_parts_by_their_statistics_spent_to_minim
     count, total = eps['COUNT("income")'], eps["SUM(income - 250000)"]
     assert math.isclose(count + total, 0.4, rel_tol=1e-6)
     assert math.isclose(count / total, 0.5 ** (1 / 3), rel_tol=1e-6)
-    assert math.isclose(sum(eps.values()), plan.cost[0])
+    assert plan.cost[0] == 0.8 and sum(eps.values()) <= 0.8
+    assert math.isclose(sum(eps.values()), 0.8, rel_tol=1e-6)
 
 
 def test_mechanism_choice_smartnoise_style(pums, data_dir):
