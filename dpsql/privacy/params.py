@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from . import zcdp
 from .pools import pool_of
+from .spend import MIN_QUERY_EPSILON
 from ..errors import ProgrammingError
 
 DEFAULT_DELTA = 1e-10
@@ -164,11 +165,20 @@ class Privacy:
                 raise ProgrammingError("Privacy: give epsilon or rho (zCDP), not both")
             _check_rho(self.rho, "Privacy")
             _check_eps_delta(1.0, self.delta, "Privacy")
+            if _number(self.rho) < MIN_QUERY_EPSILON ** 2 / 2:
+                raise ProgrammingError(f"Privacy: rho={self.rho!r} is below dpsql's smallest "
+                                       f"per-query rho, {MIN_QUERY_EPSILON ** 2 / 2:g}: its "
+                                       "noise would dwarf any answer")
             if _number(self.rho) > MAX_QUERY_EPSILON ** 2 / 2:
                 raise ProgrammingError(f"Privacy: rho={self.rho!r} is beyond dpsql's largest "
                                        f"per-query rho, {MAX_QUERY_EPSILON ** 2 / 2:g}")
         else:
             _check_eps_delta(self.epsilon, self.delta, "Privacy")
+            if _number(self.epsilon) < MIN_QUERY_EPSILON:
+                raise ProgrammingError(
+                    f"Privacy: epsilon={self.epsilon!r} is below dpsql's smallest per-query "
+                    f"epsilon, {MIN_QUERY_EPSILON:g}: a count's noise would be about "
+                    f"±{3 / _number(self.epsilon):.0e}, which answers nothing")
             if _number(self.epsilon) > MAX_QUERY_EPSILON:
                 raise ProgrammingError(
                     f"Privacy: epsilon={self.epsilon!r} is beyond dpsql's largest per-query "

@@ -42,6 +42,9 @@ class Spend(NamedTuple):
 
 
 ZERO = Spend()
+MIN_QUERY_EPSILON = 1e-6
+"""Smallest epsilon of one query (rho: its square over 2). Below it a count's noise is
+millions wide: such a query answers nothing, and a budget's remainder below it is spent."""
 
 
 def exceeds(spent: Spend, cost: Spend, budget) -> bool:
@@ -64,16 +67,21 @@ def remaining(spent: Spend, budget) -> tuple | None:
         return None
     spent = Spend.of(spent)
     if budget.zcdp:
-        return (max(budget.rho - spent.rho, 0.0), max(budget.delta / 2 - spent.rho_delta, 0.0))
-    return (max(budget.epsilon - spent.epsilon, 0.0), max(budget.delta - spent.delta, 0.0))
+        rho = budget.rho - spent.rho
+        return (rho if rho >= MIN_QUERY_EPSILON ** 2 / 2 else 0.0,
+                max(budget.delta / 2 - spent.rho_delta, 0.0))
+    epsilon = budget.epsilon - spent.epsilon
+    # A remainder no query can use (below the smallest per-query epsilon) counts as spent.
+    return (epsilon if epsilon >= MIN_QUERY_EPSILON else 0.0, max(budget.delta - spent.delta, 0.0))
 
 
 def budget_message(spent: Spend, cost: Spend, budget) -> str:
     """Why ``cost`` does not fit, and what to do."""
     if budget.zcdp:
         return _zcdp_message(spent, cost, budget)
-    if spent.epsilon >= budget.epsilon * (1 - 1e-6):
-        return (f"the session budget (epsilon={budget.epsilon:.6g}) is spent; this query "
+    if spent.epsilon > budget.epsilon - MIN_QUERY_EPSILON:
+        return (f"the session budget (epsilon={budget.epsilon:.6g}) is spent (any remainder "
+                f"is below {MIN_QUERY_EPSILON:g}, the smallest epsilon a query can use); this query "
                 f"(epsilon={cost.epsilon:.6g}) was not run and nothing was charged. No further "
                 "query can be answered in this session.")
     short = []

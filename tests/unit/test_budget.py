@@ -120,3 +120,17 @@ def test_noise_has_the_documented_scale(data_dir):
     # sample variance of 2,020 draws: relative sd ~ sqrt((kurtosis - 1)/n) ~ 0.05; 7 sd bound
     assert abs(draws.var() / variance - 1) < 0.35
     assert abs(draws.mean()) < 7 * math.sqrt(variance / len(draws))
+
+
+def test_an_epsilon_too_small_to_answer_anything_is_refused_and_a_tiny_remainder_is_spent():
+    with pytest.raises(dpsql.Error, match="below dpsql's smallest per-query epsilon"):
+        dpsql.Privacy(epsilon=5e-9)
+    with pytest.raises(dpsql.Error, match="smallest per-query rho"):
+        dpsql.Privacy(rho=1e-14)
+    from dpsql.privacy.spend import Spend, budget_message, remaining
+    budget = dpsql.Budget(epsilon=1.0)
+    spent = Spend(1.0 - 5e-9, 0.0)
+    assert remaining(spent, budget)[0] == 0.0
+    message = budget_message(spent, Spend(1e-6, 0.0), budget)
+    assert "is spent" in message and "smallest epsilon a query can use" in message
+    assert remaining(Spend(0.5, 0.0), budget)[0] == 0.5
