@@ -108,7 +108,7 @@ class Reader:
     def _fingerprint(self, plan, privacy_key) -> str:
         # Keyed by what determines the plan (its canonical SQL and privacy, in this
         # session's metadata), never by object identity, which Python reuses.
-        key = (plan.bound_sql, privacy_key)
+        key = (plan.key_sql, privacy_key)
         mark = self._marks.get(key)
         if mark is None:
             parts = plan.parts if isinstance(plan, UnionPlan) else [plan]
@@ -294,7 +294,7 @@ class Reader:
     def release_key(self, plan, privacy: Privacy | None = None) -> tuple:
         """What makes two requests one release: the canonical SQL with its parameters
         bound, and the privacy asked for."""
-        return (plan.bound_sql, self._privacy_key(self.privacy if privacy is None else privacy))
+        return (plan.key_sql, self._privacy_key(self.privacy if privacy is None else privacy))
 
     def _fresh(self, plan, mark: str = "") -> list:
         """Read the data, charge, add noise: the noisy statistics of every part."""
@@ -365,6 +365,7 @@ class UnionPlan:
         self.spend = sum((p.spend for p in parts), ZERO)
         self.cost = self.spend.pair
         self.bound_sql = sql
+        self.key_sql = " UNION ALL ".join(p.key_sql for p in parts)
         self.output_names = parts[0].output_names
 
 

@@ -61,6 +61,17 @@ class Plan:
         # The query as the analyst wrote it, parameters bound: release keys and the ledger.
         # The plan itself is engine-neutral: only an engine renders it (dpsql.plan.dialect).
         self.bound_sql = self.query.tree.sql(ANALYST_DIALECT)
+        # What makes two requests one release: identifiers match metadata names without
+        # regard to case, so their case is not part of it (text literals keep theirs).
+        self.key_sql = _case_free(self.query.tree).sql(ANALYST_DIALECT)
+
+
+def _case_free(tree: exp.Expression) -> exp.Expression:
+    out = tree.copy()
+    for ident in out.find_all(exp.Identifier):
+        ident.set("this", ident.this.lower())
+        ident.set("quoted", False)
+    return out
 
 
 def metadata_types(table) -> dict:

@@ -92,7 +92,7 @@ def fingerprint(plan, privacy_key, explained: list) -> str:
     parameters bound, the privacy, and the plan the metadata gives it (``explained``:
     the explain text of each part, with its engine SQL and every mechanism): a changed
     bound, type or contribution limit is a new release."""
-    text = repr((plan.bound_sql, privacy_key, list(explained)))
+    text = repr((plan.key_sql, privacy_key, list(explained)))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -50,3 +50,23 @@ def test_queries_that_differ_only_in_a_semi_join_are_not_one_replay():
     b = r.execute_df("SELECT COUNT(*) AS n FROM clinic.persons WHERE pid IN "
                      "(SELECT pid FROM clinic.visits WHERE cost > 900)").n[0]
     assert abs(a - 589) < 5 and b < a - 100
+
+
+def test_identifier_case_is_not_part_of_a_release(tmp_path):
+    """`PUMS.PUMS` and `pums.pums` name one table (metadata names match without case): the
+    second spelling is a replay, in the session and through a ledger; text keeps its case."""
+    import dpsql as _dpsql
+    from tests.paths import DATA
+    ledger = str(tmp_path / "l.jsonl")
+    budget = _dpsql.Budget(epsilon=5)
+    first = _dpsql.from_df({"PUMS.PUMS": str(DATA / "PUMS.csv")}, DATA / "PUMS.yaml",
+                           budget=budget, ledger=ledger)
+    a = first.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE sex = '1'")
+    b = first.execute_df("select count(*) as N from pums.pums where SEX = '1'")
+    assert first.spent[0] == 1.0 and a.iloc[0, 0] == b.iloc[0, 0] and list(b.columns) == ["N"]
+    second = _dpsql.from_df({"PUMS.PUMS": str(DATA / "PUMS.csv")}, DATA / "PUMS.yaml",
+                            budget=_dpsql.Budget(epsilon=5), ledger=ledger)
+    c = second.execute_df('SELECT COUNT(*) AS n FROM "pums"."PUMS" WHERE "Sex" = \'1\'')
+    assert c.iloc[0, 0] == a.iloc[0, 0] and second.spent[0] == 1.0
+    second.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE sex = '0'")   # text case matters
+    assert second.spent[0] == 2.0
