@@ -231,8 +231,10 @@ class Reader:
         for i, name in enumerate(plan.output_names):
             out[name] = columns[f"_o{i}"]
             if read[i]:
-                out[f"{name}_lo"] = columns[f"_o{i}_lo"]
-                out[f"{name}_hi"] = columns[f"_o{i}_hi"]
+                lo, hi = columns[f"_o{i}_lo"], columns[f"_o{i}_hi"]
+                if np.asarray(out[name]).dtype.kind in "iu":
+                    lo, hi = _whole(lo, np.floor), _whole(hi, np.ceil)
+                out[f"{name}_lo"], out[f"{name}_hi"] = lo, hi
         return pd.DataFrame(out)
 
     def _noisy(self, sql, params, privacy, replay: bool) -> tuple:
@@ -367,6 +369,14 @@ class UnionPlan:
         self.bound_sql = sql
         self.key_sql = " UNION ALL ".join(p.key_sql for p in parts)
         self.output_names = parts[0].output_names
+
+
+def _whole(values, rounding):
+    """Interval ends of an integer output as integers, rounded outward (NULL stays NULL)."""
+    array = np.asarray(values, dtype=float)
+    if np.isnan(array).any():
+        return pd.array([None if np.isnan(v) else int(rounding(v)) for v in array], dtype="Int64")
+    return rounding(array).astype(np.int64)
 
 
 def _native(value):

@@ -141,3 +141,14 @@ def test_cli_accuracy_adds_interval_columns_and_validates_the_level():
     assert all(r["n_lo"] <= r["n"] <= r["n_hi"] and r["a_lo"] <= r["a"] <= r["a_hi"] for r in rows)
     bad = subprocess.run(base + ["--accuracy", "1", sql], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "--accuracy" in bad.stderr
+
+
+def test_integer_outputs_have_integer_interval_ends(pums, data_dir):
+    r = dpsql.from_df(pums, data_dir / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=1.0))
+    df = r.execute_with_accuracy_df("SELECT COUNT(*) AS n, SUM(age) AS s, AVG(age) AS a "
+                                    "FROM PUMS.PUMS")
+    for name in ("n", "s"):
+        assert df[name].dtype.kind == "i"
+        assert df[f"{name}_lo"].dtype.kind == "i" and df[f"{name}_hi"].dtype.kind == "i"
+        assert df[f"{name}_lo"][0] <= df[name][0] <= df[f"{name}_hi"][0]
+    assert df["a_lo"].dtype == np.float64
