@@ -76,10 +76,24 @@ def statistic_interval(stat, value: exp.Expression, beta: float) -> tuple:
 class _Intervals:
     """Interval arithmetic over a post-processing expression tree."""
 
-    def __init__(self, leaves: dict):
+    def __init__(self, leaves: dict, prefix: str):
         self.leaves = leaves             # statistic column name -> (lo, hi)
+        self.prefix = prefix
+        self.defs: list = []             # (alias, expression): earlier columns of the SELECT
 
     def __call__(self, node) -> tuple:
+        """(lo, hi) of ``node``: names of columns defined in ``defs`` (DuckDB reads a select
+        list's earlier aliases), so that a bound used by four corners is computed once and
+        the SQL grows with the expression, not with 4^depth."""
+        lo, hi = self._bounds(node)
+        if isinstance(lo, exp.Column) and isinstance(hi, exp.Column):
+            return lo, hi
+        k = len(self.defs) // 2
+        names = (f"{self.prefix}_t{k}_lo", f"{self.prefix}_t{k}_hi")
+        self.defs += [(names[0], lo), (names[1], hi)]
+        return exp.column(names[0], quoted=True), exp.column(names[1], quoted=True)
+
+    def _bounds(self, node) -> tuple:
         if isinstance(node, exp.Column) and node.name in self.leaves:
             lo, hi = self.leaves[node.name]
             return lo.copy(), hi.copy()
@@ -151,7 +165,7 @@ def with_intervals(plan, alpha: float) -> tuple:
     per output index, the statistics it reads (empty: no noise, no interval)."""
     stats = {s.name: s for s in plan.statistics}
     post = plan.post.copy()
-    items, read = [], []
+    items, read, defs = [], [], []
     for item in post.expressions:
         body = item.this if isinstance(item, exp.Alias) else item
         names = reads(body, set(stats))
@@ -161,11 +175,33 @@ def with_intervals(plan, alpha: float) -> tuple:
             continue
         beta = alpha / len(names)
         leaves = {n: statistic_interval(stats[n], exp.column(n, quoted=True), beta) for n in names}
-        lo, hi = _Intervals(leaves)(body)
+        bounds = _Intervals(leaves, f"_i{len(read) - 1}")
+        lo, hi = bounds(body)
+        defs += bounds.defs
         items += [exp.alias_(lo, f"{item.alias}_lo", quoted=True),
                   exp.alias_(hi, f"{item.alias}_hi", quoted=True)]
     post.set("expressions", items)
-    return post, read
+    return _layered(post, defs), read
+
+
+def _layered(post: exp.Select, defs: list) -> exp.Select:
+    """``post`` reading the bounds' intermediate columns from nested SELECTs over its noisy
+    table, one per depth of the bounds' expression tree: every bound is computed once
+    (inlining them, as one select list's aliases would be, grows as 4^depth)."""
+    if not defs:
+        return post
+    depth: dict = {}
+    layers: dict = {}
+    for name, expression in defs:
+        below = [depth[c.name] for c in expression.find_all(exp.Column) if c.name in depth]
+        depth[name] = 1 + max(below, default=0)
+        layers.setdefault(depth[name], []).append(exp.alias_(expression, name, quoted=True))
+    source = post.args["from_"].this.copy()
+    for level in sorted(layers):
+        source = exp.Subquery(this=exp.select(exp.Star(), *layers[level]).from_(source),
+                              alias=exp.TableAlias(this=exp.to_identifier(f"_b{level}")))
+    post.set("from_", exp.From(this=source))
+    return post
 
 
 def describe_outputs(plan, alpha: float = 0.05) -> list:
