@@ -180,9 +180,12 @@ def _resolve_group(tree: exp.Select, binder: _Binder, items: list) -> list:
     group = tree.args.get("group")
     if group is None:
         return []
+    sets = (exp.Rollup, exp.Cube, exp.GroupingSets)
     if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets") \
-            or group.args.get("all"):
-        _fail("GROUP BY ROLLUP/CUBE/GROUPING SETS/ALL is not supported; list the keys")
+            or group.args.get("all") or any(isinstance(k, sets) for k in group.expressions):
+        _fail("GROUP BY ROLLUP, CUBE, GROUPING SETS and ALL are not supported: each grouping "
+              "set would be a release of its own; ask one query per grouping (GROUP BY sex, "
+              "then the same query without GROUP BY for the total)")
     keys = []
     by_alias = {_output_name(i).lower(): i for i in items if isinstance(i, exp.Alias)}
     for key in group.expressions:

@@ -30,7 +30,9 @@ SELECT sex, age, COUNT(*) FROM PUMS.PUMS GROUP BY sex -- QueryError: column "age
 SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex HAVING age > 3 -- QueryError: column "age" in HAVING is neither grouped
 SELECT educ, COUNT(*) AS n FROM PUMS.PUMS GROUP BY educ ORDER BY age -- QueryError: column "age" in ORDER BY is neither grouped
 SELECT DISTINCT sex FROM PUMS.PUMS ORDER BY married -- QueryError: column "married" in ORDER BY is neither grouped
-SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY ROLLUP (sex) -- QueryError: is neither grouped nor aggregated
+SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY ROLLUP (sex) -- QueryError: each grouping set would be a release of its own
+SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY CUBE (sex, race) -- QueryError: each grouping set would be a release of its own
+SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY GROUPING SETS ((sex), ()) -- QueryError: each grouping set would be a release of its own
 # ---- GROUP BY the privacy unit's id
 SELECT pid, COUNT(*) FROM PUMS.PUMS GROUP BY pid -- QueryError: privacy unit
 SELECT pid % 10 AS b, COUNT(*) AS n FROM PUMS.PUMS GROUP BY b -- QueryError: uses the privacy unit's id
