@@ -9,6 +9,7 @@ query costs nothing.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import OrderedDict
 from datetime import datetime, timezone
 
@@ -27,7 +28,7 @@ from ..metadata.model import Metadata
 from ..frontend.parse import parse_query, typed_params, union_parts
 from ..plan import Plan, build_plan
 from ..privacy.params import Budget, Privacy, Stat
-from ..release.noise import add_noise, empty_noisy
+from ..release.noise import add_noise, drowned_counts, empty_noisy
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
 
@@ -262,6 +263,7 @@ class Reader:
                 self._log(plan, None, replay=True)
                 return plan, stored
         noisy = self._fresh(plan, mark)
+        _warn_drowned(plan)
         with self._lock:
             self._releases[key] = noisy
         if ledger is not None and sum(len(v) for part in noisy for v in part.values()) <= \
@@ -369,6 +371,16 @@ class UnionPlan:
         self.bound_sql = sql
         self.key_sql = " UNION ALL ".join(p.key_sql for p in parts)
         self.output_names = parts[0].output_names
+
+
+def _warn_drowned(plan) -> None:
+    parts = plan.parts if isinstance(plan, UnionPlan) else [plan]
+    found = [d for part in parts for d in drowned_counts(part)]
+    if found:
+        label, error, rows = max(found, key=lambda d: d[1] / d[2])
+        warnings.warn(f"dpsql: the noise of {label} (95% error ±{error:.3g}) is wider than the "
+                      f"table's {rows:,} rows (metadata 'rows'): this release tells almost "
+                      "nothing; ask with a larger epsilon", UserWarning, stacklevel=4)
 
 
 def _whole(values, rounding):

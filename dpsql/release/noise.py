@@ -115,3 +115,20 @@ def empty_noisy(plan) -> dict:
 def _shown_whole(stat) -> bool:
     """Counts are shown as whole numbers whatever their grid (post-processing)."""
     return stat.stat in (Stat.count, Stat.threshold)
+
+
+def drowned_counts(plan) -> list:
+    """(label, 95% error, rows) of each count whose noise is wider than the whole table
+    (the metadata's ``rows``): such a release tells almost nothing, and says so."""
+    relation = getattr(plan.query, "relation", None)
+    base = getattr(relation, "base", None) or getattr(plan.query, "table", None)
+    rows = getattr(base, "rows_exact", None) or getattr(base, "rows", None)
+    if not rows:
+        return []
+    out = []
+    for stat in plan.statistics:
+        if stat.stat in (Stat.count, Stat.threshold) and stat.mechanism is not None:
+            error = stat.mechanism.accuracy(0.05)
+            if error > rows:
+                out.append((stat.label, error, rows))
+    return out

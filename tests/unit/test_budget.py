@@ -134,3 +134,14 @@ def test_an_epsilon_too_small_to_answer_anything_is_refused_and_a_tiny_remainder
     message = budget_message(spent, Spend(1e-6, 0.0), budget)
     assert "is spent" in message and "smallest epsilon a query can use" in message
     assert remaining(Spend(0.5, 0.0), budget)[0] == 0.5
+
+
+def test_a_count_drowned_in_noise_warns_at_the_callers_line(pums, data_dir):
+    r = dpsql.from_df(pums, data_dir / "PUMS.yaml", budget=dpsql.Budget(epsilon=2))
+    with pytest.warns(UserWarning, match=r"wider than the table's 1,000 rows") as caught:
+        r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS", privacy=dpsql.Privacy(epsilon=0.001))
+    assert caught[0].filename == __file__
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS", privacy=dpsql.Privacy(epsilon=0.5))
