@@ -20,13 +20,13 @@ from ..privacy.accounting import Accountant
 from ..privacy.records import ReleaseRecord
 from ..privacy.spend import ZERO, remaining
 from ..release.intervals import check_alpha, with_intervals
-from ..errors import OperationalError, ProgrammingError, QueryError
+from ..errors import OperationalError, ProgrammingError, QueryError, warn
 from ..engines.postprocess import PostProcessor, render
 from ..release.explain import describe
 from ..metadata.model import Metadata
 from ..frontend.parse import parse_query, typed_params, union_parts
 from ..plan import Plan, build_plan
-from ..privacy.params import Budget, Privacy, Stat
+from ..privacy.params import Budget, Privacy, Stat, large_privacy_warning
 from ..release.noise import add_noise, empty_noisy
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
@@ -61,6 +61,9 @@ class Reader:
         params, typed = typed_params(params)
         privacy = self.privacy if privacy is None else privacy
         key = (sql, typed, self._privacy_key(privacy))
+        note = large_privacy_warning(privacy)
+        if note is not None:
+            warn(note)
         cached = self._plans.get(key)
         if cached is not None:
             return cached
@@ -163,6 +166,8 @@ class Reader:
             raise ProgrammingError("estimate_bounds(table, column, epsilon): table and column "
                                    "are names (str), e.g. 'PUMS.PUMS', 'income'")
         privacy = Privacy(epsilon=epsilon, delta=0.0)
+        if large_privacy_warning(privacy) is not None:
+            warn(large_privacy_warning(privacy))
         found = self.metadata.find_table(table)
         col = found.column(column) if found is not None else None
         if col is not None and col.type not in ("int", "float"):
