@@ -5,21 +5,40 @@ The data flow, one module per step: ``parse`` -> ``validate`` -> ``plan``
 -> ``accounting`` (charge) -> ``release`` (noise, from ``noise``/``mechanisms``)
 -> post-processing on noisy values -> result; ``reader`` runs them in that order.
 """
-import logging as _logging
-
-# Residual engine failures are logged for the operator, never shown to the analyst:
-# without a handler configured by the operator, nothing reaches stderr.
-_logging.getLogger("dpsql").addHandler(_logging.NullHandler())
-
-from .api.dbapi import (BINARY, DATETIME, NUMBER, ROWID, STRING, Binary, Date, DateFromTicks, Time,
-                    TimeFromTicks, Timestamp, TimestampFromTicks, connect)
+# Light at import: only the exceptions. The rest of the API (pandas, DuckDB, sqlglot)
+# is imported on first use of any other name, all at once, as an eager import would,
+# so that the ``dpsql`` command can take over Ctrl-C before it loads (dpsql.cli).
 from .errors import (BudgetExceededError, DatabaseError, DataError, Error, IntegrityError,
                      InterfaceError, InternalError, LedgerError, MetadataError, NotSupportedError,
                      OperationalError, ProgrammingError, QueryError, Warning)
-from .metadata.model import Metadata
-from .privacy.params import DEFAULT_DELTA, Budget, Mechanism, Mechanisms, Privacy, Stat
-from .api.reader import Reader
-from .api.session import from_connection, from_df
+
+_LAZY = {
+    ".api.dbapi": ["BINARY", "DATETIME", "NUMBER", "ROWID", "STRING", "Binary", "Date",
+                   "DateFromTicks", "Time", "TimeFromTicks", "Timestamp", "TimestampFromTicks",
+                   "connect"],
+    ".metadata.model": ["Metadata"],
+    ".privacy.params": ["DEFAULT_DELTA", "Budget", "Mechanism", "Mechanisms", "Privacy", "Stat"],
+    ".api.reader": ["Reader"],
+    ".api.session": ["from_connection", "from_df"],
+}
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(f"module 'dpsql' has no attribute {name!r}")
+    from importlib import import_module
+    for module, names in _LAZY.items():
+        found = import_module(module, __name__)
+        for each in names:
+            globals()[each] = getattr(found, each)
+    if name in globals():
+        return globals()[name]
+    raise AttributeError(f"module 'dpsql' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {n for names in _LAZY.values() for n in names})
+
 
 __version__ = "0.1.0"
 

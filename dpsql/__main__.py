@@ -1,6 +1,6 @@
 """``python -m dpsql``: the same command line as the ``dpsql`` script."""
 import sys
 
-from .cli.command import main
+from .cli import main
 
 sys.exit(main())

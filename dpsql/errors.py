@@ -65,3 +65,17 @@ class LedgerError(OperationalError):
 
     A ``dpsql.OperationalError``; the CLI exits with the budget/ledger code.
     """
+
+
+def warn(message: str, category=UserWarning) -> None:
+    """``warnings.warn`` attributed to the caller's line: the first frame outside the
+    dpsql package (Python 3.11 has no ``skip_file_prefixes``), so that a warning from a
+    ``reader.execute_df`` points at the script that called it, not into dpsql."""
+    import os
+    import sys
+    import warnings
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level + 1)

@@ -9,7 +9,6 @@ query costs nothing.
 from __future__ import annotations
 
 import threading
-import warnings
 from collections import OrderedDict
 from datetime import datetime, timezone
 
@@ -21,13 +20,13 @@ from ..privacy.accounting import Accountant
 from ..privacy.records import ReleaseRecord
 from ..privacy.spend import ZERO, remaining
 from ..release.intervals import check_alpha, with_intervals
-from ..errors import OperationalError, ProgrammingError, QueryError
+from ..errors import OperationalError, ProgrammingError, QueryError, warn
 from ..engines.postprocess import PostProcessor, render
 from ..release.explain import describe
 from ..metadata.model import Metadata
 from ..frontend.parse import parse_query, typed_params, union_parts
 from ..plan import Plan, build_plan
-from ..privacy.params import Budget, Privacy, Stat
+from ..privacy.params import Budget, Privacy, Stat, large_privacy_warning
 from ..release.noise import add_noise, drowned_counts, empty_noisy
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
@@ -62,6 +61,9 @@ class Reader:
         params, typed = typed_params(params)
         privacy = self.privacy if privacy is None else privacy
         key = (sql, typed, self._privacy_key(privacy))
+        note = large_privacy_warning(privacy)
+        if note is not None:
+            warn(note)
         cached = self._plans.get(key)
         if cached is not None:
             return cached
@@ -164,6 +166,8 @@ class Reader:
             raise ProgrammingError("estimate_bounds(table, column, epsilon): table and column "
                                    "are names (str), e.g. 'PUMS.PUMS', 'income'")
         privacy = Privacy(epsilon=epsilon, delta=0.0)
+        if large_privacy_warning(privacy) is not None:
+            warn(large_privacy_warning(privacy))
         found = self.metadata.find_table(table)
         col = found.column(column) if found is not None else None
         if col is not None and col.type not in ("int", "float"):
@@ -378,9 +382,9 @@ def _warn_drowned(plan) -> None:
     found = [d for part in parts for d in drowned_counts(part)]
     if found:
         label, error, rows = max(found, key=lambda d: d[1] / d[2])
-        warnings.warn(f"dpsql: the noise of {label} (95% error ±{error:.3g}) is wider than the "
-                      f"table's {rows:,} rows (metadata 'rows'): this release tells almost "
-                      "nothing; ask with a larger epsilon", UserWarning, stacklevel=4)
+        warn(f"dpsql: the noise of {label} (95% error ±{error:.3g}) is wider than the "
+             f"table's {rows:,} rows (metadata 'rows'): this release tells almost nothing; "
+             "ask with a larger epsilon")
 
 
 def _whole(values, rounding):

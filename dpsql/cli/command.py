@@ -19,6 +19,7 @@ import os
 import sys
 import warnings
 
+from . import interrupt
 from .text import (EXIT_BUDGET, EXIT_CODES, EXIT_DATA, EXIT_INTERNAL, EXIT_METADATA,
                        EXIT_OK, EXIT_QUERY, EXIT_USAGE, UsageError, _pair, _require_file, _warn,
                        _write, format_frame)
@@ -101,15 +102,32 @@ def _query_table(text: str) -> tuple:
 
 def build_parser() -> argparse.ArgumentParser:
     top = _Parser(prog="dpsql", description="Differentially private SQL over DuckDB.",
+                  usage="dpsql [-h] [--version] COMMAND ...",
                   epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--version", action="version", version=f"dpsql {_version()}")
-    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    # The commands are listed in the epilog, sub-actions included, one line each.
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser,
+                             help=argparse.SUPPRESS)
     _add_query_parser(sub)
     _add_ledger_parser(sub)
     _add_metadata_parser(sub)
     from . import serve as cli_serve
     cli_serve.add_parser(sub)
+    top.epilog = _command_list(sub) + "\n" + EXIT_CODES
     return top
+
+
+def _command_list(sub) -> str:
+    """``commands:`` and one line per command (``ledger show``, ...), from the parsers'
+    own help, so that --help cannot leave one out."""
+    lines = []
+    for action in sub._choices_actions:
+        parser = sub.choices[action.dest]
+        nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        for choice in (nested[0]._choices_actions if nested else [action]):
+            name = action.dest + (f" {choice.dest}" if nested else "")
+            lines.append(f"  {name:<16}  {choice.help}")
+    return "commands (each has --help):\n" + "\n".join(lines) + "\n"
 
 
 def _add_query_parser(sub) -> None:
@@ -396,6 +414,20 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
+def _error_text(exc: BaseException, code: int, label: str) -> str:
+    """``dpsql: <label>: <what>``; metadata with several problems: one per line after it,
+    as ``dpsql metadata check`` lists them."""
+    problems = getattr(exc, "problems", None)
+    if isinstance(exc, Error) and problems and len(problems) > 1:
+        head = " ".join(str(exc).strip().splitlines()[0].split())
+        return (f"dpsql: {label}: {head}; fix each of them:\n"
+                + "".join(f"  {' '.join(str(p).split())}\n" for p in problems))
+    text = _one_line(exc)
+    if code == EXIT_INTERNAL and not isinstance(exc, Error):
+        text = f"{type(exc).__name__}: {text}"
+    return f"dpsql: {label}: {text}\n"
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     text = " ".join(str(message).split())
     text = text[len("dpsql: "):] if text.startswith("dpsql: ") else text
@@ -403,16 +435,16 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 
 def main(argv=None) -> int:
-    """Entry point of the ``dpsql`` console script; returns the exit code."""
-    with warnings.catch_warnings():
+    """Run one command in-process; returns the exit code (the console script's entry
+    point, ``dpsql.cli.main``, calls it after taking over Ctrl-C)."""
+    with warnings.catch_warnings(), interrupt.raising():
         warnings.showwarning = _show_warning  # one line on stderr, no source line
         try:
             return _dispatch(argv)
         except SystemExit as exc:  # --help / --version
             return exc.code if isinstance(exc.code, int) else EXIT_OK
         except KeyboardInterrupt:
-            sys.stderr.write("dpsql: interrupted\n")
-            return 130
+            return _interrupted()
         except BrokenPipeError:
             # Whoever read our stdout went away (e.g. `| head`): nothing to report.
             # Point stdout at /dev/null so the interpreter's final flush is quiet.
@@ -420,12 +452,17 @@ def main(argv=None) -> int:
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return EXIT_OK
         except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback
+            if interrupt.caused(exc):     # DuckDB's RuntimeError('Query interrupted')
+                return _interrupted()
             code, label = classify(exc)
-            text = _one_line(exc)
-            if code == EXIT_INTERNAL and not isinstance(exc, Error):
-                text = f"{type(exc).__name__}: {text}"
-            sys.stderr.write(f"dpsql: {label}: {text}\n")
+            sys.stderr.write(_error_text(exc, code, label))
             return code
+
+
+def _interrupted() -> int:
+    interrupt.quiet_from_now()
+    interrupt.say(sys.stderr.write)
+    return interrupt.EXIT_INTERRUPTED
 
 
 def _dispatch(argv) -> int:

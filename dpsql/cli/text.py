@@ -26,6 +26,7 @@ exit codes:
      budget, nothing was run or spent; or the ledger refused the session)
   {EXIT_DATA}  data or I/O (DataError, OperationalError: a file that cannot be read,
      the query failed while reading the data)
+  130  interrupted (Ctrl-C)
 """
 
 

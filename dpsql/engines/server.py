@@ -21,6 +21,9 @@ from ..plan.aggregate import check_rows_independent
 from ..plan.rewrite import capped_text, null_relation, typed_name, with_source
 
 log = logging.getLogger("dpsql")
+# Logged for the operator, never shown to the analyst: nothing reaches stderr unless
+# the operator configures a handler of the "dpsql" logger.
+logging.getLogger("dpsql").addHandler(logging.NullHandler())
 
 
 class ServerEngine:

@@ -11,9 +11,8 @@ starting a new process.
 from __future__ import annotations
 
 import threading
-import warnings
 
-from ..errors import BudgetExceededError
+from ..errors import BudgetExceededError, warn
 from .params import Budget
 from .pools import pool_of
 from .spend import ZERO, Spend, budget_message, exceeds, remaining  # noqa: F401 - its face
@@ -67,8 +66,8 @@ class Accountant:
         pools = self._pools()
         if not pools:
             if not self._warned:
-                warnings.warn("dpsql: no budget set; spending is tracked (reader.spent) "
-                              "but nothing is enforced", stacklevel=3)
+                warn("dpsql: no budget set; spending is tracked (reader.spent) "
+                     "but nothing is enforced")
                 self._warned = True
             return
         cost = Spend.of(cost)

@@ -138,6 +138,26 @@ MAX_QUERY_EPSILON = 1e6
 """Largest epsilon of one query (rho: its square over 2)."""
 
 
+LARGE_QUERY_EPSILON, LARGE_QUERY_RHO = 10.0, 50.0
+"""Above these, a query's privacy is accepted (up to MAX_QUERY_EPSILON) with a warning."""
+
+
+def large_privacy_warning(privacy) -> str | None:
+    """The warning for a query's privacy so large that it protects almost no one, or None."""
+    if privacy.rho is not None and privacy.rho > LARGE_QUERY_RHO:
+        value, over, usual = (f"rho={privacy.rho:g}", f"rho above {LARGE_QUERY_RHO:g}",
+                              "rho is usually below 0.5")
+    elif privacy.epsilon is not None and privacy.epsilon > LARGE_QUERY_EPSILON:
+        value, over, usual = (f"epsilon={privacy.epsilon:g}",
+                              f"epsilon above {LARGE_QUERY_EPSILON:g}",
+                              "epsilon is usually between 0.1 and 1")
+    else:
+        return None
+    return (f"dpsql: {value} per query gives almost no privacy: with {over} the noise "
+            f"hardly hides any one person, and an answer can reveal their data (a query's "
+            f"{usual}). It is answered; lower it unless that is intended")
+
+
 @dataclass
 class Privacy:
     """The most one query may cost, all its noisy statistics together.

@@ -24,6 +24,9 @@ from .connection import Connection
 from .queries import Runner
 
 log = logging.getLogger("dpsql.server")
+# Logged for the operator, never shown to the analyst: nothing reaches stderr unless
+# the operator configures a handler of the "dpsql" logger.
+logging.getLogger("dpsql").addHandler(logging.NullHandler())
 logging.getLogger("sqlglot").setLevel(logging.ERROR)   # its parse warnings are not ours to print
 
 

@@ -33,6 +33,9 @@ from ...plan.rewrite import null_relation, typed_name, typed_relation, with_sour
 
 DIALECT = "duckdb"
 log = logging.getLogger("dpsql")
+# Logged for the operator, never shown to the analyst: nothing reaches stderr unless
+# the operator configures a handler of the "dpsql" logger.
+logging.getLogger("dpsql").addHandler(logging.NullHandler())
 
 
 class Engine:
@@ -162,6 +165,10 @@ class Engine:
         try:
             with self._lock:
                 return self.con.execute(sql).fetchnumpy()
+        except RuntimeError as err:
+            if str(err).strip() == "Query interrupted":   # DuckDB's form of Ctrl-C
+                raise KeyboardInterrupt from None
+            raise
         except duckdb.Error as err:
             # A bug: the plan is built so that no value can make it fail. The message
             # may quote a value, so only the error's class and the plan's digest are logged.

@@ -1,0 +1,91 @@
+"""Ctrl-C in the ``dpsql`` command: exit code 130 and one line, ``dpsql: interrupted``.
+
+Owns: the process's SIGINT handling, which only the console entry point
+(``dpsql.cli.main``, also behind ``python -m dpsql``) takes over. From its first line
+(before pandas, DuckDB and the engine are imported, which takes most of a second)
+until the command starts, and again once it has returned, a Ctrl-C ends the process
+at once: there is nothing to clean up. While the command runs, a Ctrl-C raises
+``KeyboardInterrupt`` as usual, so that ``finally`` blocks close files and
+connections, and the command reports it (``dpsql.cli.command.main``). DuckDB turns
+that interrupt into ``RuntimeError('Query interrupted')``; ``caused`` recognises it.
+``dpsql.cli.command.main`` called in-process leaves its caller's handling alone.
+
+Imports nothing but the standard library: it must run before anything heavy.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+
+EXIT_INTERRUPTED = 130
+MESSAGE = "dpsql: interrupted\n"
+_said: list = []
+_owned: list = []     # non-empty once the console entry point owns SIGINT
+
+
+def say(write=None) -> None:
+    """Write ``dpsql: interrupted`` once per process (a second Ctrl-C adds nothing);
+    ``write``: a text writer such as ``sys.stderr.write`` (default: fd 2 directly, which
+    is safe in a signal handler)."""
+    if _said:
+        return
+    _said.append(True)
+    with contextlib.suppress(OSError, ValueError):
+        write(MESSAGE) if write is not None else os.write(2, MESSAGE.encode())
+
+
+def _exit_now(signum, frame) -> None:
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    say()
+    os._exit(EXIT_INTERRUPTED)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def at_start() -> None:
+    """The console entry point's first step: a Ctrl-C from now on exits 130 quietly."""
+    if _main_thread():
+        signal.signal(signal.SIGINT, _exit_now)
+        _owned.append(True)
+
+
+@contextlib.contextmanager
+def raising():
+    """While a command runs: Ctrl-C raises ``KeyboardInterrupt`` (the default handler,
+    which ``asyncio.run`` also recognises, so that ``serve`` stops its server). Only in
+    the ``dpsql`` process itself; afterwards, Ctrl-C exits quietly again."""
+    if not _owned or not _main_thread():
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, _exit_now)
+
+
+def quiet_from_now() -> None:
+    """Once an interrupt is being reported, a second Ctrl-C exits at once (in the
+    ``dpsql`` process only)."""
+    if _owned and _main_thread():
+        signal.signal(signal.SIGINT, _exit_now)
+
+
+def caused(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or was raised while handling, a Ctrl-C: ``KeyboardInterrupt``,
+    or DuckDB's form of it (``RuntimeError('Query interrupted')``, ``InterruptException``)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "InterruptException":
+            return True
+        if isinstance(exc, RuntimeError) and str(exc).strip() == "Query interrupted":
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False

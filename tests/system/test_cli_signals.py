@@ -1,0 +1,132 @@
+"""What a user of the `dpsql` command meets: Ctrl-C, several metadata problems, the
+command list, warnings at the caller's line, an epsilon that protects no one. Real
+processes (`python -m dpsql`, a script run by the interpreter)."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import duckdb
+import pytest
+
+from tests.paths import DATA, ROOT
+
+PUMS = ["--metadata", str(DATA / "PUMS.yaml"), "--table", f"PUMS.PUMS={DATA / 'PUMS.csv'}"]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "dpsql", *map(str, args)], capture_output=True,
+                          text=True, env=ENV, timeout=120, cwd=ROOT)
+
+
+def interrupted_after(delay: float, *args):
+    proc = subprocess.Popen([sys.executable, "-m", "dpsql", *map(str, args)], env=ENV, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, out, err
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    """A Parquet file whose COUNT takes seconds, and metadata with pid as the privacy unit."""
+    tmp = tmp_path_factory.mktemp("big")
+    path = tmp / "t.parquet"
+    duckdb.execute(f"COPY (SELECT range % 1000 AS pid, random() AS x FROM range(30_000_000)) "
+                   f"TO '{path}'")
+    meta = tmp / "t.yaml"
+    meta.write_text("Database:\n  t:\n    t:\n      max_ids: 5\n      pid:\n        type: int\n"
+                    "        private_id: true\n      x:\n        type: float\n        lower: 0\n"
+                    "        upper: 1\n")
+    return ["--metadata", meta, "--table", f"t.t={path}"]
+
+
+def test_ctrl_c_during_a_query_exits_130_with_one_line(big):
+    started = time.monotonic()
+    code, out, err = interrupted_after(1.0, "query", *big, "--epsilon", "1",
+                                       "SELECT COUNT(*) FROM t.t")
+    assert (code, err, out) == (130, "dpsql: interrupted\n", ""), (code, err)
+    assert time.monotonic() - started < 30
+
+
+# Before ~0.02 s the interpreter itself is still starting (its site module): a Ctrl-C
+# there is Python's ("Fatal Python error: init_import_site"), before any dpsql code runs.
+@pytest.mark.parametrize("delay", [0.04, 0.06, 0.1, 0.2, 0.3])
+def test_ctrl_c_during_start_up_exits_130_without_a_traceback(big, delay):
+    code, out, err = interrupted_after(delay, "query", *big, "--epsilon", "1",
+                                       "SELECT COUNT(*) FROM t.t")
+    assert code == 130 and "Traceback" not in err, (delay, code, err)
+    assert err == "dpsql: interrupted\n", err
+
+
+@pytest.mark.parametrize("args", [["ledger", "show", DATA / "PUMS.yaml"],
+                                  ["metadata", "check", DATA / "PUMS.yaml"]])
+def test_ctrl_c_in_other_commands_exits_130(args):
+    code, out, err = interrupted_after(0.15, *args)
+    assert code == 130 and err == "dpsql: interrupted\n", (code, err)
+
+
+def test_several_metadata_problems_are_one_per_line_in_query(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    text = (DATA / "PUMS.yaml").read_text().replace("type: int", "type: integerish", 1)
+    bad.write_text(text.replace("row_privacy: True", "row_privacy: True\n      max_idz: 2", 1))
+    proc = run("query", "--metadata", bad, "--table", f"PUMS.PUMS={DATA / 'PUMS.csv'}",
+               "--epsilon", "1", "SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert proc.returncode == 4 and proc.stdout == "" and "Traceback" not in proc.stderr
+    head, *problems = proc.stderr.splitlines()
+    assert head.startswith("dpsql: metadata error: ") and "2 problem(s)" in head, head
+    assert len(problems) == 2, proc.stderr
+    assert "PUMS.PUMS.max_idz" in problems[0] + problems[1]
+    assert "PUMS.PUMS.age.type" in problems[0] + problems[1]
+    assert all(("max_idz" in p) != ("integerish" in p) for p in problems), problems
+
+
+def test_help_lists_every_command_with_one_line_each():
+    proc = run("--help")
+    assert proc.returncode == 0, proc.stderr
+    for command in ("query", "ledger show", "ledger report", "metadata check", "metadata init",
+                    "metadata bounds", "serve"):
+        lines = [x for x in proc.stdout.splitlines() if x.startswith(f"  {command}  ")]
+        assert len(lines) == 1 and len(lines[0].split()) > len(command.split()) + 2, command
+    assert "130" in proc.stdout
+
+
+def test_api_warnings_point_at_the_callers_line(tmp_path):
+    script = tmp_path / "analysis.py"
+    script.write_text(
+        "import warnings\nimport pandas as pd\nimport dpsql\n"
+        f"frame = pd.read_csv({str(DATA / 'PUMS.csv')!r})\n"
+        f"reader = dpsql.from_df({{'PUMS.PUMS': frame}}, {str(DATA / 'PUMS.yaml')!r},\n"
+        "                       privacy=dpsql.Privacy(epsilon=100))\n"
+        "with warnings.catch_warnings(record=True) as got:\n"
+        "    warnings.simplefilter('always')\n"
+        "    reader.execute_df('SELECT COUNT(*) AS n FROM PUMS.PUMS')\n"
+        "for w in got:\n"
+        "    print(w.category.__name__, w.filename, w.lineno, str(w.message)[:40], sep='|')\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=ENV, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split("|") for line in proc.stdout.splitlines()]
+    messages = [r[3] for r in rows]
+    assert any(m.startswith("dpsql: no budget set") for m in messages), rows
+    assert any(m.startswith("dpsql: epsilon=100 per query gives") for m in messages), rows
+    assert all(r[0] == "UserWarning" and r[1] == str(script) and r[2] == "9" for r in rows), rows
+
+
+@pytest.mark.parametrize("size, shown", [(["--epsilon", "100000"], "epsilon=100000"),
+                                         (["--rho", "60"], "rho=60")])
+def test_an_extreme_privacy_is_answered_with_a_warning(size, shown):
+    proc = run("query", *PUMS, *size, "--format", "csv", "SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == "n" and len(proc.stdout.splitlines()) == 2
+    warned = [x for x in proc.stderr.splitlines()
+              if x.startswith(f"dpsql: warning: {shown} per query gives almost no privacy: ")]
+    assert len(warned) == 1, proc.stderr
+
+
+def test_an_ordinary_privacy_gets_no_such_warning():
+    proc = run("query", *PUMS, "--epsilon", "10", "SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert proc.returncode == 0 and "almost no privacy" not in proc.stderr, proc.stderr
