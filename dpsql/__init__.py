@@ -47,6 +47,18 @@ threadsafety = 1
 paramstyle = "qmark"
 
 
+def _register_sqlalchemy_dialect() -> None:
+    """``create_engine("dpsql://")`` without reinstalling (the entry point in pyproject.toml
+    does it for an installed dpsql). SQLAlchemy is optional: without it, nothing happens."""
+    try:
+        from sqlalchemy.dialects import registry
+    except ImportError:
+        return
+    registry.register("dpsql", "dpsql.api.sqlalchemy", "DpsqlDialect")
+
+
+_register_sqlalchemy_dialect()
+
 __all__ = ["Budget", "BudgetExceededError", "DataError", "DatabaseError", "DEFAULT_DELTA", "Error",
            "IntegrityError", "InterfaceError", "InternalError", "LedgerError", "Mechanism", "Mechanisms",
            "Metadata", "MetadataError", "NotSupportedError", "OperationalError", "Privacy",

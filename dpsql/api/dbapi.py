@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-import os
 import time as _time
 from collections.abc import Mapping, Sequence
 
@@ -178,6 +177,19 @@ class Connection:
         self._reader = reader
         self._owned = owned          # a connection connect() opened itself (closed with it)
         self._closed = False
+
+    def __repr__(self) -> str:
+        """The session's tables, privacy, budget, spent and ledger: never a data value."""
+        if self._closed:
+            return "<dpsql.Connection closed>"
+        from .display import session_summary
+        return f"<dpsql.Connection {session_summary(self._reader)}>"
+
+    def _repr_html_(self) -> str:
+        from .display import session_html
+        if self._closed:
+            return "<div><strong>dpsql.Connection</strong> closed</div>"
+        return session_html("dpsql.Connection", self._reader)
 
     # -- session ---------------------------------------------------------------
     @property

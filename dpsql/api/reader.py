@@ -26,10 +26,11 @@ from ..release.explain import describe
 from ..metadata.model import Metadata
 from ..frontend.parse import parse_query, typed_params, union_parts
 from ..plan import Plan, build_plan
-from ..privacy.params import Budget, Privacy, Stat, large_privacy_warning
+from ..privacy.params import Budget, Privacy, large_privacy_warning
 from ..release.noise import add_noise, drowned_counts, empty_noisy
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
+from .display import HTMLPage, Text, session_html, session_summary
 
 _PLAN_CACHE_SIZE = 256
 
@@ -50,6 +51,13 @@ class Reader:
         self._marks: dict = {}       # (canonical SQL, privacy key) -> ledger fingerprint
         self.post = PostProcessor()
         self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        """Tables, privacy per query, budget, spent and ledger: never a data value."""
+        return f"<dpsql.Reader {session_summary(self)}>"
+
+    def _repr_html_(self) -> str:
+        return session_html("dpsql.Reader", self)
 
     # -- planning (no data touched) -----------------------------------------
     def _plan(self, sql: str, params=None, privacy: Privacy | None = None) -> Plan:
@@ -138,16 +146,19 @@ class Reader:
         return self._plan(sql, params, privacy).cost
 
     def explain(self, sql: str, params=None, privacy: Privacy | None = None) -> str:
-        """The bounded plan and, per noisy statistic, its sensitivity, noise and budget share."""
+        """The bounded plan and, per noisy statistic, its sensitivity, noise and budget share.
+
+        A ``str`` (``dpsql.api.display.Text``) that a notebook shows as a preformatted
+        block."""
         plan = self._plan(sql, params, privacy)
         if isinstance(plan, UnionPlan):
             eps, delta = plan.cost
-            return "\n\n".join(
+            return Text("\n\n".join(
                 [f"UNION ALL of {len(plan.parts)} queries, each its own release; cost: the sum, "
                  f"epsilon={eps:.6g}, delta={delta:.3g}"]
                 + [f"-- part {i + 1} of {len(plan.parts)}\n{self._describe(p)}"
-                   for i, p in enumerate(plan.parts)])
-        return self._describe(plan)
+                   for i, p in enumerate(plan.parts)]))
+        return Text(self._describe(plan))
 
     def estimate_bounds(self, table: str, column: str, epsilon: float) -> tuple:
         """DP (lower, upper) bounds of a numeric column, charged to the session like a query.
@@ -288,7 +299,8 @@ class Reader:
         ledger holds): a DataFrame, or ``format="markdown" | "html" | "json"`` text.
         Per release: time, query, privacy unit and contribution bound, epsilon, delta,
         rho, and per statistic its mechanism, scale, bounds, share and 95% accuracy, the
-        threshold; with the totals and what is left of the budget (docs/privacy.md)."""
+        threshold; with the totals and what is left of the budget (docs/privacy.md).
+        The HTML page is a ``str`` that a notebook renders (in a sandboxed frame)."""
         ledger = self.accountant.ledger
         if ledger is not None:
             records = ledger.records()
@@ -296,8 +308,9 @@ class Reader:
             with self._lock:
                 records = list(self._history)
         spending = self.accountant.spending
-        return report.render(records, self.accountant.budget, self.accountant.spent, spending,
-                             remaining(spending, self.accountant.budget), format)
+        out = report.render(records, self.accountant.budget, self.accountant.spent, spending,
+                            remaining(spending, self.accountant.budget), format)
+        return HTMLPage(out) if format == "html" else out
 
     def release_key(self, plan, privacy: Privacy | None = None) -> tuple:
         """What makes two requests one release: the canonical SQL with its parameters

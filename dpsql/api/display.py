@@ -1,0 +1,86 @@
+"""How sessions and their texts show in a terminal and in a notebook.
+
+Owns: ``Text`` (``reader.explain``: a ``str`` that a notebook shows as a preformatted
+block, not as an escaped string), ``HTMLPage`` (``reader.report(format="html")``: a
+``str`` that a notebook renders, sandboxed) and the summary of a session shown by the
+``repr`` of a ``Reader`` and of a DB-API ``Connection``: its tables, the privacy of one
+query, the budget, what was spent and the ledger's path. Metadata and accounting only:
+never a data value.
+"""
+from __future__ import annotations
+
+import html
+import re
+
+__all__ = ["HTMLPage", "Text", "session_fields", "session_html", "session_summary"]
+
+
+class Text(str):
+    """Plain text (equal to the same ``str``) shown in a notebook as a preformatted block."""
+
+    __slots__ = ()
+
+    def _repr_markdown_(self) -> str:
+        longest = max((len(run) for run in re.findall(r"`+", self)), default=0)
+        fence = "`" * max(3, longest + 1)
+        return f"{fence}text\n{self}\n{fence}\n"
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(str.__str__(self))}</pre>"
+
+
+class HTMLPage(str):
+    """A whole HTML document (equal to the same ``str``), rendered by a notebook in a
+    sandboxed frame: its styles and its Content-Security-Policy stay inside it."""
+
+    __slots__ = ()
+
+    def _repr_html_(self) -> str:
+        return (f'<iframe sandbox="" srcdoc="{html.escape(str.__str__(self), quote=True)}" '
+                'style="width:100%;height:32em;border:1px solid #ccc;resize:vertical">'
+                "</iframe>")
+
+
+def _pair(kind: str, value, delta) -> str:
+    return f"{kind}={value:g}, delta={delta:g}"
+
+
+def _privacy(p) -> str:
+    if getattr(p, "rho", None) is not None:
+        return _pair("rho", p.rho, p.delta)
+    return _pair("epsilon", p.epsilon, p.delta)
+
+
+def _budget(b) -> str:
+    if b is None:
+        return "none (spending tracked, not limited)"
+    return _privacy(b)
+
+
+def session_fields(reader) -> list:
+    """(label, text) of a reader's session: tables, privacy, budget, spent, ledger."""
+    accountant = reader.accountant
+    try:
+        spent = _pair("epsilon", *accountant.spent)
+        budget = _budget(accountant.budget)
+    except Exception as err:    # a ledger that cannot be read: a repr must not raise
+        spent = budget = f"unavailable ({type(err).__name__})"
+    fields = [("tables", ", ".join(reader.metadata.tables) or "none"),
+              ("privacy per query", _privacy(reader.privacy)),
+              ("budget", budget), ("spent", spent)]
+    ledger = accountant.ledger
+    if ledger is not None:
+        fields.append(("ledger", str(getattr(ledger, "path", ledger))))
+    return fields
+
+
+def session_summary(reader) -> str:
+    """One line: ``tables: ...; privacy per query: ...; budget: ...; spent: ...``."""
+    return "; ".join(f"{label}: {text}" for label, text in session_fields(reader))
+
+
+def session_html(title: str, reader) -> str:
+    rows = "".join(f"<tr><th style=\"text-align:left\">{html.escape(label)}</th>"
+                   f"<td style=\"text-align:left\">{html.escape(text)}</td></tr>"
+                   for label, text in session_fields(reader))
+    return f"<div><strong>{html.escape(title)}</strong><table>{rows}</table></div>"
