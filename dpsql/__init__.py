@@ -48,8 +48,13 @@ paramstyle = "qmark"
 
 
 def _register_sqlalchemy_dialect() -> None:
-    """``create_engine("dpsql://")`` without reinstalling (the entry point in pyproject.toml
-    does it for an installed dpsql). SQLAlchemy is optional: without it, nothing happens."""
+    """``create_engine("dpsql://")``: the entry point in pyproject.toml registers the dialect
+    for an installed dpsql; a SQLAlchemy already imported also learns it here (an install
+    older than the entry point). SQLAlchemy is never imported by ``import dpsql``: it is
+    optional, and heavy enough to delay the command's Ctrl-C handling."""
+    import sys
+    if sys.modules.get("sqlalchemy") is None:
+        return
     try:
         from sqlalchemy.dialects import registry
     except ImportError:
