@@ -276,6 +276,8 @@ class Reader:
                         self._releases[key] = stored
             if stored is not None:
                 self._log(plan, None, replay=True)
+                if ledger is not None:
+                    ledger.replayed(plan.bound_sql, mark, report.details(plan))
                 return plan, stored
         noisy = self._fresh(plan, mark)
         _warn_drowned(plan)
@@ -297,6 +299,10 @@ class Reader:
     def report(self, format: str = "dataframe"):
         """The DP release table of this session (with a ledger: of every release the
         ledger holds): a DataFrame, or ``format="markdown" | "html" | "json"`` text.
+        Replays are rows too (``replay`` true, costing 0), with a ledger as without one:
+        a ledger records each replay (``Ledger.replayed``), since a release table that
+        lists what was shown must not depend on where the log is kept, and a replay
+        record costs nothing, so it changes no total.
         Per release: time, query, privacy unit and contribution bound, epsilon, delta,
         rho, and per statistic its mechanism, scale, bounds, share and 95% accuracy, the
         threshold; with the totals and what is left of the budget (docs/privacy.md).

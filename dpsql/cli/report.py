@@ -24,7 +24,8 @@ def add_parser(led_sub) -> None:
         "privacy unit and contribution bound, epsilon/delta/rho, and per statistic its "
         "mechanism, scale, bounds and 95%% accuracy; with the totals and the budget left. "
         "--format html writes a standalone page (no scripts, no network) with a chart of the "
-        "budget spent over time.")
+        "budget spent over the releases, numbered as the table's rows. Replays are listed, "
+        "costing 0.")
     rep.add_argument("file", metavar="FILE", nargs="?", help="the ledger file (or --ledger)")
     rep.add_argument("--ledger", metavar="FILE", dest="ledger_file")
     rep.add_argument("--format", choices=("markdown", "html", "json"), default="markdown")
@@ -73,11 +74,11 @@ def cmd_ledger_show(args) -> int:
              "remaining: " + ("unlimited" if remaining is None else
                               f"rho={remaining[0]:.6g}, delta={remaining[1]:.3g}"
                               if budget.zcdp else _pair(*remaining)),
-             f"releases:  {len(records)}"]
+             f"releases:  {_count(records)}"]
     out = "\n".join(lines) + "\n"
     if records:
-        rows = [(r.time, _num(r.epsilon), _num(r.delta), " ".join(r.query.split()))
-                for r in records]
+        rows = [(r.time, _num(r.epsilon), _num(r.delta),
+                 ("(replay) " if r.replay else "") + " ".join(r.query.split())) for r in records]
         out += "\n" + render_table(("time (UTC)", "epsilon", "delta", "query"), rows,
                                    numeric=(False, True, True, False))
     _write(out)
@@ -89,3 +90,9 @@ def _budget_text(budget) -> str:
         return (f"rho={budget.rho:.6g} (zCDP), reported at delta={budget.delta:.3g}; "
                 "remaining is (rho, delta for thresholds)")
     return _pair(budget.epsilon, budget.delta)
+
+
+def _count(records: list) -> str:
+    """Charged releases, and the replays (free) the ledger lists with them."""
+    replays = sum(1 for r in records if r.replay)
+    return f"{len(records) - replays}" + (f" (and {replays} free replay(s))" if replays else "")

@@ -327,10 +327,21 @@ class PermuteAndFlip(NoiseMechanism):
                 f"released value: {_RELEASED_VALUE[self.how]}; accuracy {self.accuracy_text(0.05)}")
 
     def report(self, stat) -> dict:
+        within = ("" if self.grid.kind == "integer" else
+                  f", give or take one grid cell ({self.grid.width:.6g}) in value"
+                  if self.grid.kind == "linear" else ", give or take one log-spaced grid cell")
         return {"mechanism": self.name, "grid": self.grid.describe(), "scale": float(self.scale),
-                "accuracy95": self.accuracy_text(0.05)}
+                "rank_error95": float(self.accuracy(0.05)),
+                "accuracy95": rank_error_text(self.accuracy(0.05), "95%") + within}
 
     def describe(self) -> str:
         return (f"permute-and-flip over {self.grid.describe()}, p={self.p}, score sensitivity "
                 f"{self.sensitivity:.6g} rows, temperature {self.scale:.6g} rows, "
                 f"epsilon={self.epsilon:.6g}, delta=0")
+
+
+def rank_error_text(t: float, level: str) -> str:
+    """A quantile's rank error ``t`` (rows) at ``level`` (e.g. "95%"), in words."""
+    rows = f"{t:.0f}" if t >= 10 else f"{t:.2g}"
+    return (f"the released value's rank is within about {rows} rows of the true "
+            f"quantile's rank ({level})")

@@ -33,7 +33,9 @@ File format (JSON lines)::
         statistics, appended after its charge, for replays: dpsql.release.report)
 
 A release record may also carry ``key`` (dpsql.release.report.fingerprint) and ``details`` (the
-release table's facts: privacy unit, mechanisms, scales, bounds, threshold).
+release table's facts: privacy unit, mechanisms, scales, bounds, threshold). A replay (a
+stored release shown again) is a release record costing 0 with ``"replay": true``: a reader
+of any version counts it as a free release, so the format stays the same.
 
 Deleting or editing the file by hand defeats it; protect it like the data.
 """
@@ -47,7 +49,6 @@ import os
 import stat
 import tempfile
 import threading
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from .records import ReleaseRecord
@@ -203,6 +204,19 @@ class Ledger:
         with self._locked(exclusive=True):
             self._refresh()
             self._append({"kind": "stored", "time": _now(), "key": str(key), "noisy": noisy})
+            self._refresh()
+
+    def replayed(self, query: str, key: str = "", details: dict | None = None) -> None:
+        """Record that a stored release was shown again (a replay, free): a ``release``
+        record costing 0 with ``"replay": true``, so the ledger's release table lists the
+        same rows as a session's log. No budget check: a replay costs nothing."""
+        record = {"kind": "release", "time": _now(), "query": str(query), "epsilon": 0.0,
+                  "delta": 0.0, "rho": 0.0, "rho_delta": 0.0, "replay": True}
+        record.update({"key": str(key)} if key else {})
+        record.update({"details": details} if details is not None else {})
+        with self._locked(exclusive=True):
+            self._refresh()
+            self._append(record)
             self._refresh()
 
     def stored(self, key: str):
@@ -454,7 +468,8 @@ class Ledger:
                 if details is not None and not isinstance(details, dict):
                     raise ValueError("details is not an object")
                 self._records.append(Release(str(record["time"]), str(record["query"]), *cost,
-                                             key=str(record.get("key", "")), details=details))
+                                             key=str(record.get("key", "")), details=details,
+                                             replay=record.get("replay") is True))
                 self._spent = self._spent + cost
             elif record.get("kind") == "stored":
                 if not isinstance(record["key"], str) or not isinstance(record["noisy"], list):

@@ -1,8 +1,9 @@
 """One release, as the session log, the ledger and the release table all keep it.
 
 Owns: the ``ReleaseRecord`` type. A session without a ledger logs one per answer
-(replays included, at no cost); a ledger stores the charged ones in its file; the
-report (``dpsql.release.report``) renders either list.
+(replays included, at no cost); a ledger stores the same in its file (a replay as a
+release record costing 0, ``Ledger.replayed``); the report (``dpsql.release.report``)
+renders either list, and the two list the same rows.
 """
 from __future__ import annotations
 

@@ -18,8 +18,9 @@ import pandas as pd
 from sqlglot import exp
 
 from ..errors import LedgerError, ProgrammingError
-from ..privacy.params import Stat
+from ..mechanisms.quantile import rank_error_text
 from ..privacy.spend import Spend
+from .chart import chart
 
 FORMATS = ("dataframe", "markdown", "html", "json")
 MAX_STORED_VALUES = 100_000
@@ -141,28 +142,53 @@ def decode(stored) -> list:
 
 
 # -- the release table --------------------------------------------------------------------
+_OLD_RANK_TEXT = re.compile(r"^(\d+%): rank within ([0-9.e+-]+) rows of the best cell's "
+                            r"\(.*?<= best \+ [0-9.e+-]+\)(.*)$")
+
+
+def _accuracy_text(s: dict) -> str:
+    """A statistic's 95% accuracy in words: "+/-x" for additive noise; for a quantile,
+    how far (in rows) the released value's rank may be from the true quantile's. Ledgers
+    written before the plain wording are reworded here."""
+    acc = str(s.get("accuracy95", "?"))
+    old = _OLD_RANK_TEXT.match(acc)
+    if old:
+        acc = rank_error_text(float(old.group(2)), old.group(1)) + old.group(3)
+    return f"accuracy: {acc}" if s.get("kind") == "quantile" else f"95% accuracy {acc}"
+
+
 def _stat_text(s: dict) -> str:
     bounds = ", ".join(f"{k} in [{a:g}, {b:g}]" for k, (a, b) in s.get("bounds", {}).items())
     return (f"{s['label']}: {s['mechanism']} scale {s['scale']:.4g}, epsilon {s['epsilon']:.4g}"
-            + (f", {bounds}" if bounds else "") + f", 95% accuracy {s['accuracy95']}")
+            + (f", {bounds}" if bounds else "") + f", {_accuracy_text(s)}")
+
+
+def _threshold_text(part: dict) -> str:
+    """The threshold in words, naming the statistic by its label (not its internal name)."""
+    t = part["threshold"]
+    label = next((s.get("label") for s in part.get("statistics", [])
+                  if s.get("name") == t["statistic"]), None)
+    count = f"a noisy count ({label})" if label else "a noisy count"
+    return (f"groups with {count} below {t['tau']:.4g} are withheld "
+            f"(a group held by one person shows with probability <= {t['delta']:.2g})")
 
 
 def frame(records: list) -> pd.DataFrame:
-    """One row per release (``dpsql.privacy.records.ReleaseRecord``)."""
+    """One row per release (``dpsql.privacy.records.ReleaseRecord``), numbered from 1 in
+    ``release`` as the HTML chart's markers are."""
     rows = []
-    for r in records:
+    for number, r in enumerate(records, start=1):
         parts = (r.details or {}).get("parts") or [{}]
         rows.append({
-            "time": r.time, "query": r.query, "replay": bool(r.replay),
+            "release": number, "time": r.time, "query": r.query, "replay": bool(r.replay),
             "privacy_unit": "; ".join(p.get("unit", "?") for p in parts),
             "max_ids": ", ".join(str(p.get("max_ids", "?")) for p in parts),
             "epsilon": r.epsilon, "delta": r.delta, "rho": r.rho,
             "statistics": "; ".join(_stat_text(s) for p in parts for s in p.get("statistics", [])),
-            "threshold": "; ".join(f"{t['statistic']} >= {t['tau']:.4g} (delta {t['delta']:.2g})"
-                                   for p in parts if (t := p.get("threshold"))),
+            "threshold": "; ".join(_threshold_text(p) for p in parts if p.get("threshold")),
         })
-    columns = ["time", "query", "replay", "privacy_unit", "max_ids", "epsilon", "delta", "rho",
-               "statistics", "threshold"]
+    columns = ["release", "time", "query", "replay", "privacy_unit", "max_ids", "epsilon",
+               "delta", "rho", "statistics", "threshold"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -198,18 +224,20 @@ def render(records: list, budget, spent: tuple, spending: tuple, remaining, fmt:
 
 
 _MD_LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
-_MD_PUNCTUATION = re.compile(r"([\\`*_\[\]()!#~{}|])")
+_MD_PUNCTUATION = re.compile(r"([\\`*_~\[\]<>&|$])")
 
 
 def _md_cell(value) -> str:
     """One cell of a GFM table, all of it text: whatever a query holds (a parameter, a
-    name) cannot end the row, start a block (a heading, a list) or make a link, an image,
-    code, emphasis or HTML. Every line break becomes a space; the backslash and the
-    punctuation that starts markup are backslash-escaped (the backslash with the rest,
-    in one pass, so nothing is escaped twice); then HTML's < > & " ' become entities
-    (after the escaping, so the "#" and ";" of an entity stay as they are)."""
+    name) cannot end the row, start a block or make a link, an image, code, emphasis,
+    math, an entity or HTML. Every line break becomes a space (so nothing can start a
+    heading or a list: a row's line starts with its pipe); then the backslash and what
+    markdown reads as markup inside a line are backslash-escaped, in one pass (so nothing
+    is escaped twice): ``\\ ` * _ ~ [ ] < > & | $``. Nothing else is touched: quotes and
+    parentheses stay as written, and the text holds no HTML entity (``\\&`` shows an
+    ampersand, ``\\<`` a less-than sign)."""
     text = _MD_LINE_BREAK.sub(" ", str(value))
-    return html.escape(_MD_PUNCTUATION.sub(r"\\\1", text), quote=True)
+    return _MD_PUNCTUATION.sub(r"\\\1", text)
 
 
 def _markdown(table: pd.DataFrame, totals: dict) -> str:
@@ -233,47 +261,25 @@ def _summary(totals: dict) -> str:
     return text
 
 
-def _chart(records: list, totals: dict) -> str:
-    """Cumulative spending against release number, with the budget line: inline SVG."""
-    zcdp = bool(totals["budget"] and "rho" in totals["budget"])
-    key = "rho" if zcdp else "epsilon"
-    values = np.cumsum([float(getattr(r, key) or 0.0) for r in records]) if records else np.zeros(0)
-    limit = totals["budget"][key] if totals["budget"] else None
-    top = max([limit or 0.0, float(values[-1]) if values.size else 0.0, 1e-12])
-    w, h, pad = 480, 180, 30
-    pts = [(pad, h - pad)] + [(pad + (w - 2 * pad) * (i + 1) / max(len(values), 1),
-                               h - pad - (h - 2 * pad) * v / top) for i, v in enumerate(values)]
-    path = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" '
-           f'aria-label="{key} spent over releases">',
-           f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="#888"/>',
-           f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="#888"/>',
-           f'<polyline fill="none" stroke="#1f5fa8" stroke-width="2" points="{path}"/>']
-    if limit:
-        y = h - pad - (h - 2 * pad) * limit / top
-        out.append(f'<line x1="{pad}" y1="{y:.1f}" x2="{w - pad}" y2="{y:.1f}" stroke="#c0392b" '
-                   f'stroke-dasharray="4 3"/><text x="{w - pad}" y="{y - 4:.1f}" font-size="11" '
-                   f'text-anchor="end">budget {key} {limit:.4g}</text>')
-    out.append(f'<text x="{pad}" y="{pad - 8}" font-size="11">{key} spent (cumulative); '
-               f'{len(values)} release(s)</text></svg>')
-    return "".join(out)
-
-
 def _html(table: pd.DataFrame, totals: dict, records: list) -> str:
     esc = html.escape
     head = "".join(f"<th>{esc(c)}</th>" for c in table.columns)
-    body = "".join("<tr>" + "".join(f"<td>{esc(str(v))}</td>" for v in row) + "</tr>"
-                   for row in table.itertuples(index=False, name=None))
+    body = "".join(("<tr class=\"replay\">" if replay else "<tr>")
+                   + "".join(f"<td>{esc(str(v))}</td>" for v in row) + "</tr>"
+                   for row, replay in zip(table.itertuples(index=False, name=None), table.replay))
     style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
              "td,th{border:1px solid #ccc;padding:4px;vertical-align:top;text-align:left}"
-             "td:nth-child(2){font-family:monospace;white-space:pre-wrap}")
+             "td:nth-child(3){font-family:monospace;white-space:pre-wrap}tr.replay{color:#555}"
+             "svg{display:block;margin:1em 0}")
     return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
             "style-src 'unsafe-inline'\">"
             f"<title>DP release table</title><style>{style}</style></head><body>"
-            f"<h1>DP release table</h1><p>{esc(_summary(totals))}</p>{_chart(records, totals)}"
+            f"<h1>DP release table</h1><p>{esc(_summary(totals))}</p>"
+            f"{chart(records, totals['budget'])}"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
             "<p>Each release: the query as asked (parameters bound), the privacy unit and its "
             "contribution bound, its cost, and per noisy statistic the mechanism, noise scale, "
             "epsilon share, the bounds it was clamped to and its 95% accuracy (noise only, not "
-            "the bias of clamping or truncation). Replays cost nothing.</p></body></html>\n")
+            "the bias of clamping or truncation). Replays cost nothing. The chart's markers are "
+            "the releases, numbered as the rows (a hollow marker is a replay).</p></body></html>\n")

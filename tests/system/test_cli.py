@@ -150,11 +150,11 @@ def test_ledger_keeps_spending_across_invocations_and_refuses_overspending(tmp_p
     assert show.returncode == 0, show.stderr
     assert "spent:     epsilon=0.6," in show.stdout
     assert "remaining: epsilon=0.4," in show.stdout
-    assert "releases:  1" in show.stdout and sql in show.stdout
+    assert "releases:  1 (and 1 free replay(s))" in show.stdout and f"(replay) {sql}" in show.stdout
     doc = json.loads(run("ledger", "show", ledger, "--format", "json").stdout)
     assert doc["budget"] == {"epsilon": 1.0, "delta": 1e-6}
-    assert [r["query"] for r in doc["releases"]] == [sql]
-    assert doc["releases"][0]["epsilon"] == pytest.approx(0.6)
+    assert [(r["query"], r["replay"]) for r in doc["releases"]] == [(sql, False), (sql, True)]
+    assert [r["epsilon"] for r in doc["releases"]] == pytest.approx([0.6, 0.0])
 
 
 def test_a_ledger_budget_cannot_be_raised_by_reopening(tmp_path):

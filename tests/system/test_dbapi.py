@@ -256,7 +256,9 @@ def test_a_ledger_keeps_the_budget_across_connections(tmp_path):
     with pytest.raises(dpsql.OperationalError, match="fixed"):
         open_pums(budget=dpsql.Budget(50.0), ledger=ledger)
     from dpsql.privacy.ledger import Ledger
-    assert [r.query for r in Ledger(ledger).records()] == [COUNT]
+    # One charge; the second connection's replay is listed, costing 0.
+    assert [(r.query, r.replay) for r in Ledger(ledger).records()] == [(COUNT, False), (COUNT, True)]
+    assert Ledger(ledger).records()[1].epsilon == 0.0
 
 
 def test_connect_to_a_duckdb_file_read_only_and_close_releases_it(tmp_path):
