@@ -30,6 +30,7 @@ class Account:
     def __init__(self, deployment: Deployment, metadata: Metadata, analyst: Analyst) -> None:
         self.deployment, self.metadata, self.analyst = deployment, metadata, analyst
         self.lock = threading.Lock()
+        self.catalog_lock = threading.Lock()   # one catalog query at a time per analyst
         self._reader = None
         self._period = None
         self.running = None          # the engine connection of the query in progress

@@ -24,6 +24,8 @@ from . import pgcompat
 from .pgcompat import _MACROS, OWNER
 
 VERSION = "PostgreSQL 15.0 (dpsql)"
+MAX_ROWS = 10_000
+"""Most rows of a catalog result (clients list tables and columns; nothing needs more)."""
 
 PARAMETERS = {
     "server_version": "15.0", "server_version_num": "150000", "server_encoding": "UTF8",
@@ -168,9 +170,11 @@ class Catalog:
 
     # ------------------------------------------------------------ the answer
 
-    def run(self, sql: str, params: list | None = None, *, user: str = OWNER):
+    def run(self, sql: str, params: list | None = None, *, user: str = OWNER,
+            cursors: list | None = None):
         """(columns as (name, DuckDB type name), rows) of a catalog query; raises
-        ``ProgrammingError`` for anything ``answers`` refuses or DuckDB rejects."""
+        ``ProgrammingError`` for anything ``answers`` refuses or DuckDB rejects, and past
+        MAX_ROWS rows. ``cursors`` receives the running cursor (to interrupt it)."""
         try:
             show = self._show_name(sql)
             tree = None if show else self._parse(sql)
@@ -186,12 +190,17 @@ class Catalog:
             raise ProgrammingError(f"catalog query not supported: {_one_line(error)}") from None
         try:
             cursor = self._con.cursor()
+            if cursors is not None:
+                cursors.append(cursor)
             try:
                 cursor.execute(text, list(params) if params else None)
                 columns = [(d[0], str(d[1])) for d in cursor.description]
-                return columns, cursor.fetchall()
+                rows = cursor.fetchmany(MAX_ROWS + 1)
             finally:
                 cursor.close()
+            if len(rows) > MAX_ROWS:
+                raise pgcompat.TooLarge(f"a catalog query returns at most {MAX_ROWS:,} rows")
+            return columns, rows
         except duckdb.Error as error:
             raise ProgrammingError(_one_line(error)) from None
 

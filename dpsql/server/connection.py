@@ -13,12 +13,13 @@ import asyncio
 
 from .. import errors
 from . import protocol as p
-from .queries import duck_oid
+from .queries import duck_oid, required_params
 from .scram import MECHANISM, AuthenticationFailed, ScramExchange
 from .statements import Result, SessionState, sqlstate, strip
 from .values import UNKNOWN, TEXT, decode_param, text_field, text_value
 
-AUTH_TIMEOUT_S = 30.0
+AUTH_TIMEOUT_S = 10.0
+"""Seconds a client has to negotiate encryption, and again to authenticate."""
 
 
 class Closed(Exception):
@@ -70,10 +71,13 @@ class Connection:
     # -- the connection ---------------------------------------------------------------
     async def serve(self) -> None:
         try:
-            startup = await self._negotiate()
-            if startup is not None and await self._authenticate(startup):
+            # One deadline for everything before authentication (PostgreSQL's
+            # authentication_timeout): a client cannot hold a slot by trickling bytes.
+            startup = await asyncio.wait_for(self._negotiate(), AUTH_TIMEOUT_S)
+            if startup is not None and await asyncio.wait_for(self._authenticate(startup),
+                                                              AUTH_TIMEOUT_S):
                 await self._loop()
-        except Closed:
+        except (Closed, asyncio.TimeoutError):
             pass
         except p.ProtocolError as err:
             try:
@@ -87,8 +91,13 @@ class Connection:
     async def _negotiate(self):
         """The Startup message, after TLS if asked; None for a cancel request."""
         tls_context = self.server.tls_context
+        asked = set()
         while True:
             message = await self._startup_packet()
+            if isinstance(message, (p.SSLRequest, p.GSSENCRequest)):
+                if type(message) in asked or self.tls:
+                    raise p.ProtocolError("encryption was already negotiated on this connection")
+                asked.add(type(message))
             if isinstance(message, p.SSLRequest) and tls_context is not None and not self.tls:
                 await self._send(p.SSL_YES)
                 try:
@@ -122,7 +131,9 @@ class Connection:
                 raise AuthenticationFailed("unsupported SASL mechanism", "28000")
             await self._send(p.authentication_sasl_continue(exchange.first(response)))
             final = exchange.final(await self._password())
-        except AuthenticationFailed:
+        except AuthenticationFailed as err:
+            if err.sqlstate != "28P01":          # the protocol was broken, not the password
+                await self._fatal(err.sqlstate, str(err))
             await self._fatal("28P01", f'password authentication failed for user "{user}"')
         if not self.server.admit(self, account):
             await self._fatal("53300", f'too many connections for analyst "{user}"')
@@ -234,6 +245,10 @@ class Connection:
         if any(bind.result_format(i) != 0 for i in range(max(len(bind.result_formats), 1))):
             raise _Refused("dpsql serve sends results in text format only", "0A000")
         types = statement.param_types
+        needed = required_params(statement.sql)
+        if len(bind.params) != needed:
+            raise _Refused(f"bind message supplies {len(bind.params)} parameters, but prepared "
+                           f"statement \"{bind.statement}\" requires {needed}", "08P01")
         values = [decode_param(raw, types[i] if i < len(types) else UNKNOWN, bind.param_format(i))
                   for i, raw in enumerate(bind.params)]
         self.portals[bind.portal] = {"sql": statement.sql, "params": values, "result": None,

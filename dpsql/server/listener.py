@@ -39,7 +39,7 @@ class Server:
         self.catalog = Catalog(self.accounts.metadata)
         self.runner = Runner(deployment, self.accounts, self.catalog)
         self.pool = ThreadPoolExecutor(deployment.limits["workers"], "dpsql-worker")
-        self.secret = secrets.token_bytes(32)        # mock SCRAM verifiers of unknown users
+        self.secret = _stable_secret(deployment)     # mock SCRAM verifiers of unknown users
         self.tls_context = _tls_context(deployment) if deployment.tls else None
         self.sessions: dict = {}                     # pid -> Connection
         self.servers: list = []
@@ -132,6 +132,29 @@ class Server:
 
     def log_internal(self, err: BaseException) -> None:
         log.error("dpsql serve: internal error %s", type(err).__name__, exc_info=err)
+
+
+def _stable_secret(deployment: Deployment) -> bytes:
+    """The key of unknown users' mock SCRAM salts, kept in the ledger directory (0600) so
+    that it outlives restarts: a real analyst's salt never changes, so neither may a mock
+    one, or a restart would tell which user names exist."""
+    os.makedirs(deployment.ledger_dir, exist_ok=True)
+    path = os.path.join(deployment.ledger_dir, ".server_secret")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        with open(path, "rb") as f:
+            secret = f.read()
+        if len(secret) == 32:
+            return secret
+        raise OperationalError(f"{path} is not a dpsql server secret (32 bytes); remove it "
+                               "to make a new one") from None
+    secret = secrets.token_bytes(32)
+    with os.fdopen(fd, "wb") as f:
+        f.write(secret)
+        f.flush()
+        os.fsync(f.fileno())
+    return secret
 
 
 def _free_socket(path: str) -> None:

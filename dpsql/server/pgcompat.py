@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ..errors import ProgrammingError
+
 OWNER = "dpsql"
+
+
+class TooLarge(ProgrammingError):
+    """A catalog result past its row limit (SQLSTATE 54000, program_limit_exceeded)."""
+
+    sqlstate = "54000"
+
 
 PG_TYPE_NAMES = {16: "boolean", 20: "bigint", 21: "smallint", 23: "integer", 25: "text",
                   700: "real", 701: "double precision", 1043: "character varying",

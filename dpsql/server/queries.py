@@ -34,6 +34,12 @@ def duck_oid(type_name: str) -> int:
     return _DUCK_OIDS.get(name, 25)
 
 
+def required_params(sql: str) -> int:
+    """The highest ``$n`` of ``sql`` (outside quotes and comments): the parameters it needs."""
+    order = qmark(sql, list(range(1 << 16)))[1]
+    return max(order) + 1 if order else 0
+
+
 def qmark(sql: str, params: list) -> tuple:
     """PostgreSQL's ``$1``-style placeholders as dpsql's ``?`` ones, with the values in the
     order of the ``?``s (``$1`` used twice is passed twice). Quotes and comments are skipped."""
@@ -96,8 +102,7 @@ class Runner:
         if done is not None:
             return done
         if self.catalog.answers(sql):
-            columns, rows = self.catalog.run(sql, params, user=state.user)
-            return Result(f"SELECT {len(rows)}", list(columns), list(rows))
+            return self._catalog(state, sql, params)
         privacy = self._privacy(state)
         text, values = qmark(sql, params)
         if first_word(text) == "explain":
@@ -108,6 +113,20 @@ class Runner:
             return Result("EXPLAIN", [("QUERY PLAN", "VARCHAR")],
                           [(line,) for line in plan.splitlines()])
         return self._query(state, text, values, privacy)
+
+    def _catalog(self, state: SessionState, sql: str, params: list) -> Result:
+        """A catalog query under the statement timeout and cancel requests, one at a time
+        per analyst (so that one analyst's sessions cannot hold every worker)."""
+        cursors: list = []
+        with state.account.catalog_lock:
+            with _watched(state, self.deployment.limits["statement_timeout_s"],
+                          lambda: [c.interrupt() for c in cursors]):
+                try:
+                    columns, rows = self.catalog.run(sql, params, user=state.user,
+                                                     cursors=cursors)
+                except errors.Error as err:
+                    raise _interrupted(state, err, None, None) from None
+        return Result(f"SELECT {len(rows)}", list(columns), list(rows))
 
     def _privacy(self, state: SessionState) -> Privacy:
         try:
@@ -127,34 +146,44 @@ class Runner:
         with account.lock:
             reader = account.reader()
             before = reader.accountant.spending
-            stop = threading.Timer(timeout, _interrupt, (reader, state, "timeout"))
-            state.cancel.clear()
-            state.interrupt = lambda: _interrupt(reader, state, "cancel")
-            stop.start()
-            try:
-                frame = reader.execute_df(sql, params=params or None, privacy=privacy)
-            except errors.Error as err:
-                raise _interrupted(state, err, reader, before) from None
-            finally:
-                stop.cancel()
-                state.interrupt = None
+            con = getattr(reader.engine, "con", None)
+            with _watched(state, timeout, lambda: con is not None and con.interrupt()):
+                try:
+                    frame = reader.execute_df(sql, params=params or None, privacy=privacy)
+                except errors.Error as err:
+                    raise _interrupted(state, err, reader, before) from None
             cost = _cost(reader, before)
         columns = [(str(name), _frame_type(frame[name])) for name in frame.columns]
         rows = list(frame.itertuples(index=False, name=None))
         return Result(f"SELECT {len(rows)}", columns, rows, cost)
 
 
-def _interrupt(reader, state: SessionState, why: str) -> None:
-    state.cancel_reason = why
-    state.cancel.set()
-    con = getattr(reader.engine, "con", None)
-    if con is not None:
-        con.interrupt()
+class _watched:
+    """The statement timeout and the client's cancel request, both calling ``stop``."""
+
+    def __init__(self, state: SessionState, timeout: float, stop) -> None:
+        self.state, self.stop = state, stop
+        self.timer = threading.Timer(timeout, self.fire, ("timeout",))
+
+    def fire(self, why: str) -> None:
+        self.state.cancel_reason = why
+        self.state.cancel.set()
+        self.stop()
+
+    def __enter__(self):
+        self.state.cancel.clear()
+        self.state.interrupt = lambda: self.fire("cancel")
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.timer.cancel()
+        self.state.interrupt = None
 
 
 def _interrupted(state: SessionState, err: Exception, reader, before) -> Exception:
     """A cancel or timeout becomes 57014 (the query was charged if it reached the engine)."""
-    err.dpsql_cost = _cost(reader, before)
+    err.dpsql_cost = _cost(reader, before) if reader is not None else None
     if not state.cancel.is_set():
         return err
     why = getattr(state, "cancel_reason", "cancel")

@@ -62,6 +62,7 @@ class SessionState:
     client: str = ""
     settings: dict = field(default_factory=dict)
     in_transaction: bool = False
+    saved: dict = field(default_factory=dict)       # the settings at BEGIN
     cancel: threading.Event = field(default_factory=threading.Event)
 
     @property
@@ -92,12 +93,16 @@ def session_command(state: SessionState, sql: str, default: Privacy) -> Result |
     """The result of a transaction or session command, or None for anything else."""
     text, word = strip(sql), first_word(sql)
     if word in ("begin", "start"):
+        if not state.in_transaction:
+            state.saved = dict(state.settings)       # ROLLBACK undoes SETs, as in PostgreSQL
         state.in_transaction = True
         return Result("BEGIN")
     if word in ("savepoint", "release") or (word == "rollback" and re.match(
             r"rollback\s+(work\s+|transaction\s+)?to\b", text, re.I)):
         return Result({"savepoint": "SAVEPOINT", "release": "RELEASE"}.get(word, "ROLLBACK"))
     if word in ("commit", "end", "rollback", "abort"):
+        if word in ("rollback", "abort") and state.in_transaction:
+            state.settings = dict(state.saved)
         state.in_transaction = False
         return Result("ROLLBACK" if word in ("rollback", "abort") else "COMMIT")
     if word == "set":
@@ -124,7 +129,10 @@ def _set(state: SessionState, text: str, default: Privacy) -> Result:
     if name in DPSQL_SETTINGS:
         number = _number(name, value)
         trial = dict(state.settings, **{name: number})
-        SessionState(state.account, state.catalog, settings=trial).privacy(default)
+        try:
+            SessionState(state.account, state.catalog, settings=trial).privacy(default)
+        except errors.Error as err:
+            raise ServerError(str(err), "22023") from None
         state.settings[name] = number
         return Result("SET")
     if name not in CLIENT_SETTINGS:

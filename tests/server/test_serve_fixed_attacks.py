@@ -1,0 +1,172 @@
+"""Attacks on ``dpsql serve`` that once succeeded (found by a hostile-analyst review), each
+kept as a test of the fix: catalog queries under the statement timeout, cancel requests and a
+row limit; one deadline before authentication; stable mock salts; PostgreSQL's SQLSTATEs
+for protocol breaches; Bind parameter counts; SET undone by ROLLBACK."""
+import os
+import resource
+import socket
+import struct
+import threading
+import time
+
+import psycopg
+import pytest
+
+from tests.server.serving import PASSWORDS, Served, write_deployment
+from tests.server.test_serve_attacks import Raw, bind, code_of, frame, cstr, parse, \
+    EXECUTE, SYNC
+import dpsql.server.connection as connection
+
+SLOW = ("SELECT sum(a.g * b.g) FROM generate_series(1, {n}) AS a(g), "
+        "generate_series(1, {n}) AS b(g)")
+
+
+def test_catalog_query_obeys_statement_timeout_and_does_not_starve_others(tmp_path):
+    served = Served(write_deployment(tmp_path, limits={"statement_timeout_s": 1, "workers": 2}))
+    try:
+        outcomes = {}
+
+        def slow(i):
+            with psycopg.connect(served.dsn("alice"), autocommit=True) as con:
+                t = time.time()
+                try:
+                    con.execute(SLOW.format(n=45000)).fetchall()
+                    outcomes[i] = ("answered", time.time() - t)
+                except psycopg.Error as err:
+                    outcomes[i] = (err.sqlstate, time.time() - t)
+
+        threads = [threading.Thread(target=slow, args=(i,)) for i in range(2)]
+        [t.start() for t in threads]
+        time.sleep(0.5)
+        with psycopg.connect(served.dsn("bob"), autocommit=True) as bob:
+            t = time.time()
+            bob.execute("SELECT version()").fetchone()
+            bob_wait = time.time() - t
+        [t.join() for t in threads]
+        assert bob_wait < 3, f"bob's catalog query waited {bob_wait:.1f}s behind alice's"
+        assert all(code == "57014" and took < 4 for code, took in outcomes.values()), outcomes
+    finally:
+        served.stop()
+
+
+def test_cancel_request_stops_a_catalog_query(tmp_path):
+    served = Served(write_deployment(tmp_path))
+    try:
+        raw = Raw(served, timeout=120)
+        raw.login("alice", PASSWORDS["alice"])
+        t = time.time()
+        raw.send(frame(b"Q", cstr(SLOW.format(n=40000))))
+        time.sleep(0.3)
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(os.path.join(served.socket_dir, ".s.PGSQL.5432"))
+        s.sendall(struct.pack("!ii", 16, 80877102) + raw.key)
+        s.recv(1)
+        code = code_of(raw.until())
+        assert code == "57014" and time.time() - t < 2, (code, time.time() - t)
+    finally:
+        served.stop()
+
+
+def test_catalog_result_size_is_bounded(tmp_path):
+    served = Served(write_deployment(tmp_path))
+    try:
+        raw = Raw(served, timeout=120)
+        raw.login("alice", PASSWORDS["alice"])
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        raw.send(frame(b"Q", cstr("SELECT * FROM generate_series(1, 3000000)")))
+        rows, code = 0, None
+        while True:
+            kind, body = raw.recv()
+            rows += kind == b"D"
+            if kind == b"E":
+                code = code_of([(kind, body)])
+            if kind == b"Z":
+                break
+        grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+        assert code is not None or grown_mb < 200, (rows, f"{grown_mb:.0f} MB")
+    finally:
+        served.stop()
+
+
+def test_unauthenticated_clients_cannot_hold_session_slots_forever(tmp_path, monkeypatch):
+    monkeypatch.setattr(connection, "AUTH_TIMEOUT_S", 1.0)
+    served = Served(write_deployment(tmp_path, limits={"max_sessions": 4}))
+    try:
+        path = os.path.join(served.socket_dir, ".s.PGSQL.5432")
+        holders = []
+        for _ in range(4):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(path)
+            holders.append(s)
+        ssl_request = struct.pack("!ii", 8, 80877103)
+        for s in holders[:2]:                      # a second SSLRequest is a protocol error
+            s.sendall(ssl_request)
+            assert s.recv(1) == b"N"
+            s.sendall(ssl_request)
+            assert s.recv(1) == b"E"
+        start = time.time()
+        while time.time() - start < 4:             # the others trickle a startup packet
+            for s in holders[2:]:
+                try:
+                    s.sendall(b"\x00")
+                except OSError:
+                    pass                           # closed at the deadline: the defence
+            time.sleep(0.5)
+        with psycopg.connect(served.dsn("bob"), connect_timeout=3) as con:
+            assert con.execute("SELECT version()").fetchone()
+    finally:
+        served.stop()
+
+
+def _salt(served, user):
+    raw = Raw(served)
+    raw.startup(user)
+    raw.recv()
+    init = b"n,,n=,r=abc"
+    raw.send(frame(b"p", cstr("SCRAM-SHA-256") + struct.pack("!i", len(init)) + init))
+    return raw.recv()[1][4:].decode().split(",")[1]
+
+
+def test_unknown_user_salt_is_as_stable_as_a_real_users_across_restarts(tmp_path):
+    path = write_deployment(tmp_path)
+    salts = []
+    for _ in range(2):
+        served = Served(path)
+        try:
+            salts.append((_salt(served, "alice"), _salt(served, "mallory")))
+        finally:
+            served.stop()
+    assert salts[0][0] == salts[1][0]                  # a real user's salt is stable
+    assert salts[0][1] == salts[1][1], "an unknown user's salt changes at each restart"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    server = Served(write_deployment(tmp_path_factory.mktemp("failing")))
+    yield server
+    server.stop()
+
+
+def test_a_query_message_during_scram_is_a_protocol_violation(served):
+    raw = Raw(served)
+    raw.startup("alice")
+    raw.recv()
+    raw.send(frame(b"Q", cstr("SELECT 1")))
+    assert code_of(raw.until(b"E")) == "08P01"
+
+
+def test_bind_with_more_parameters_than_the_statement_uses_is_refused(served):
+    raw = Raw(served)
+    raw.login("alice", PASSWORDS["alice"])
+    raw.send(parse("SELECT COUNT(*) FROM PUMS.PUMS WHERE age > $1"), bind([b"1", b"2"]),
+             EXECUTE, SYNC)
+    assert code_of(raw.until()) == "08P01"          # PostgreSQL: bind message supplies 2 ...
+
+
+def test_set_inside_a_rolled_back_transaction_is_undone(served):
+    with psycopg.connect(served.dsn("alice"), autocommit=True) as con:
+        con.execute("SET dpsql.epsilon = 0.2")
+        con.execute("BEGIN")
+        con.execute("SET dpsql.epsilon = 0.9")
+        con.execute("ROLLBACK")
+        assert con.execute("SHOW dpsql.epsilon").fetchone() == ("0.2",)
