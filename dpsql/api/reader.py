@@ -407,8 +407,12 @@ def _warn_drowned(plan) -> None:
 
 
 def _whole(values, rounding):
-    """Interval ends of an integer output as integers, rounded outward (NULL stays NULL)."""
+    """Interval ends of an integer output as integers, rounded outward. An end that is
+    infinite (nothing bounds it) or beyond 64 bits keeps the float column; NULL stays NULL."""
     array = np.asarray(values, dtype=float)
+    finite = array[~np.isnan(array)]
+    if not (np.isfinite(finite).all() and (np.abs(finite) < 2.0 ** 62).all()):
+        return values
     if np.isnan(array).any():
         return pd.array([None if np.isnan(v) else int(rounding(v)) for v in array], dtype="Int64")
     return rounding(array).astype(np.int64)

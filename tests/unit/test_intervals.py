@@ -163,3 +163,13 @@ def test_interval_sql_grows_with_the_expression_not_exponentially(pums, data_dir
     plan = r._plan("SELECT VARIANCE(age) AS v, STDDEV(income) AS s FROM PUMS.PUMS")
     post, _ = with_intervals(plan, 0.05)
     assert len(render(post)) < 30_000
+
+
+def test_unbounded_interval_ends_of_integer_outputs_stay_infinite(data_dir):
+    """Found by the property tests: ABS of a count has no finite interval here; its ends
+    must stay infinite (a cast to int64 made them -2^63, missing the release)."""
+    meta = {"": {"S": {"T": {"row_privacy": True, "x": {"type": "int", "lower": 0, "upper": 0}}}}}
+    r = dpsql.from_df({"S.T": pd.DataFrame({"x": pd.Series([], dtype="int64")})}, meta,
+                      privacy=dpsql.Privacy(epsilon=1.0))
+    df = r.execute_with_accuracy_df("SELECT COUNT(*) + COUNT(*) + ABS(COUNT(*)) AS v FROM S.T")
+    assert df["v_lo"][0] <= df["v"][0] <= df["v_hi"][0]
