@@ -153,11 +153,15 @@ class StatisticSet:
             # final int->float conversion of a sum of up to 2^40 rows by one ulp.
             bound += step / 2 + magnitude * 2.0 ** -12
         centre = None
+        # Every row's value lies in [lower, upper] (clamped or by construction): an engine
+        # whose sums could wrap may use it (one part instead of two on Spark).
+        span = (lower, upper) if integer and square_offset is None and step == 1.0 else None
         if subtract and count is None:
             # No exact count of exactly these rows: subtract per row, a whole number of
             # units so the sum stays integer (its rounding: another half step).
             row = shift(row, subtract if step == 1.0 else round(subtract / step))
             bound += step / 2 if step != 1.0 else 0
+            span = (lower - subtract, upper - subtract) if span else None
         elif subtract:
             centre = (subtract / step, count.name)
         if bound <= 0:
@@ -166,6 +170,8 @@ class StatisticSet:
             # mechanism); it costs accuracy only.
             bound = step
         agg = exp.Sum(this=row)
+        if span is not None:
+            agg.meta["dpsql_span"] = span
         return self.add(label, agg, self._sum_stat(bound, integer), self.l1_rows * bound,
                         self.l2_rows * bound, integer, step, centre)
 

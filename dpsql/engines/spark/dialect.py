@@ -113,27 +113,45 @@ def _check_total(node: exp.Expression) -> None:
 
 def _sum(node):
     """SUM of integers, exact where it fits int64 and saturated beyond, never wrapped
-    (Spark's BIGINT sum wraps without ANSI mode): the positive and the negative parts are
-    summed apart with ``try_sum`` (NULL on overflow), each saturated at its end of int64,
-    then added in DECIMAL. Each part is monotone in the rows, so saturating it changes no
-    neighbour's difference by more than the part does. Measured about as fast as a BIGINT
-    sum, and 1.5-2x faster than a DECIMAL(38, 0) sum."""
+    (Spark's BIGINT sum wraps without ANSI mode). Values known to lie in [lo, hi] (the
+    plan's span, or a clamp) need one ``try_sum`` (NULL on overflow, then saturated): of
+    the values if lo >= 0 (or hi <= 0), else of ``value - lo`` >= 0, adding ``lo * COUNT``
+    back in DECIMAL. Otherwise the positive and the negative parts are summed apart. Each
+    summed part is monotone in the rows, so saturating it moves no neighbour's difference
+    outside [lo, hi]. Measured about as fast as a BIGINT sum, and 1.5-2x faster than a
+    DECIMAL(38, 0) sum."""
     if r._type(node.this) == "DOUBLE":
         return node
     value = node.this
-    wide = exp.DataType.build("DECIMAL(38, 0)")
+    lo, hi = node.meta.get("dpsql_span") or _clamped(value)
+    if math.isfinite(lo) and lo < 0 < hi:
+        return _shifted_sum(value, lo)
     parts = [r._fn("try_sum", r._fn(fn, value.copy(), r._num(0))) for fn in ("greatest", "least")]
-    lo, hi = _clamped(value)
-    if lo >= 0:        # a clamp to non-negative bounds (most columns): no negative part
+    if lo >= 0:        # non-negative values (most columns): no negative part
         parts = [r._fn("try_sum", value.copy()), r._num(0)]
     elif hi <= 0:
         parts = [r._num(0), r._fn("try_sum", value.copy())]
-    total = r._cases((_empty(value), exp.Null()), default=exp.Add(this=exp.Coalesce(
-        this=exp.Cast(this=parts[0].copy(), to=wide.copy()),
-        expressions=[exp.Cast(this=r._num(r.INT64[1]), to=wide.copy())]), expression=exp.Coalesce(
-        this=exp.Cast(this=parts[1].copy(), to=wide.copy()),
-        expressions=[exp.Cast(this=r._num(r.INT64[0]), to=wide.copy())])))
+    total = r._cases((_empty(value), exp.Null()), default=exp.Add(
+        this=_saturated(parts[0], r.INT64[1]), expression=_saturated(parts[1], r.INT64[0])))
     total.meta["dpsql_sum"] = (value, parts)
+    return total
+
+
+def _saturated(part, end: int) -> exp.Expression:
+    wide = exp.DataType.build("DECIMAL(38, 0)")
+    return exp.Coalesce(this=exp.Cast(this=part.copy(), to=wide),
+                        expressions=[exp.Cast(this=r._num(end), to=wide.copy())])
+
+
+def _shifted_sum(value, lo: int) -> exp.Expression:
+    """SUM(value) for values in [lo, hi], lo < 0 < hi: try_sum(value - lo) + lo * COUNT."""
+    wide = exp.DataType.build("DECIMAL(38, 0)")
+    shifted = r._fn("try_sum", exp.Sub(this=value.copy(), expression=r._num(lo)))
+    back = exp.Mul(this=exp.Cast(this=r._num(lo), to=wide),
+                   expression=exp.Count(this=value.copy()))
+    total = r._cases((_empty(value), exp.Null()),
+                     default=exp.Add(this=_saturated(shifted, r.INT64[1]), expression=back))
+    total.meta["dpsql_shifted_sum"] = (value, shifted, back)
     return total
 
 
@@ -162,6 +180,13 @@ def _empty(value: exp.Expression) -> exp.Expression:
 def _try_cast(node):
     """TRY_CAST(SUM(x) AS BIGINT) (a per-person sum): NULL where a part overflows, as
     DuckDB's TRY_CAST of its HUGEINT sum is NULL beyond int64."""
+    shifted = node.this.meta.get("dpsql_shifted_sum")
+    if shifted and node.to.is_type("bigint"):
+        value, part, back = shifted       # NULL if the part overflowed or the total does
+        exact = exp.Add(this=exp.Cast(this=part.copy(), to=exp.DataType.build("DECIMAL(38, 0)")),
+                        expression=back.copy())
+        return r._cases((_empty(value), exp.Null()),
+                        default=exp.TryCast(this=exact, to=exp.DataType.build("BIGINT")))
     found = node.this.meta.get("dpsql_sum")
     if found and node.to.is_type("bigint"):
         value, (positive, negative) = found
