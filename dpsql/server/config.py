@@ -127,7 +127,12 @@ def _data(raw: dict, base: str, path: str) -> tuple:
     tables, database = raw.get("tables"), raw.get("database")
     if (tables is None) == (database is None):
         raise ConfigError(f"{path}: give exactly one of tables: (schema.table: file.csv or "
-                          ".parquet) or database: (a DuckDB file)")
+                          ".parquet) or database: (a DuckDB file or a postgresql:// URL)")
+    if isinstance(database, str) and database.startswith(("postgresql://", "postgres://")):
+        if ":" in database.split("://", 1)[1].split("@", 1)[0] and "@" in database:
+            raise ConfigError(f"{path}: database: keep the password out of the file: libpq "
+                              "reads it from PGPASSWORD or ~/.pgpass")
+        return None, database
     if database is not None:
         return None, _file(base, database, f"{path}: database")
     if not isinstance(tables, dict) or not tables:

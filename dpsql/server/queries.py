@@ -147,7 +147,9 @@ class Runner:
             reader = account.reader()
             before = reader.accountant.spending
             con = getattr(reader.engine, "con", None)
-            with _watched(state, timeout, lambda: con is not None and con.interrupt()):
+            # DuckDB interrupts its connection; psycopg (PostgreSQL) sends a cancel request.
+            stop = getattr(con, "interrupt", None) or getattr(con, "cancel", None)
+            with _watched(state, timeout, lambda: stop is not None and stop()):
                 try:
                     frame = reader.execute_df(sql, params=params or None, privacy=privacy)
                 except errors.Error as err:
