@@ -58,13 +58,18 @@ def cmd_ledger_show(args) -> int:
                "budget": None if budget is None else (
                    {"rho": budget.rho, "delta": budget.delta} if budget.zcdp
                    else {"epsilon": budget.epsilon, "delta": budget.delta}),
-               "spent_rho": led.spending()[2],
                "spent": {"epsilon": spent[0], "delta": spent[1]},
                "remaining": None if remaining is None else {
                    ("rho" if budget.zcdp else "epsilon"): remaining[0],
                                                             "delta": remaining[1]},
                "releases": [{k: v for k, v in r.__dict__.items() if k != "details"}
                             for r in records]}
+        if budget is not None and budget.zcdp:     # rho only where it is the currency
+            doc["spent_rho"] = led.spending()[2]
+        else:
+            for release in doc["releases"]:
+                release.pop("rho", None)
+                release.pop("rho_delta", None)
         _write(json.dumps(doc, indent=2) + "\n")
         return EXIT_OK
     lines = [f"ledger:    {led.path}",

@@ -212,9 +212,14 @@ def render(records: list, budget, spent: tuple, spending: tuple, remaining, fmt:
     if fmt not in FORMATS:
         raise ProgrammingError(f"report format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     table = frame(records)
+    zcdp = budget is not None and budget.zcdp
+    if not zcdp:        # rho is a zCDP session's currency: elsewhere it only confuses
+        table = table.drop(columns=["rho"])
     if fmt == "dataframe":
         return table
     totals = _totals(budget, spent, spending, remaining)
+    if not zcdp:
+        totals.pop("spent_rho")
     if fmt == "json":
         return json.dumps({"releases": table.to_dict(orient="records"),
                            "details": [r.details for r in records], **totals}, indent=2)
@@ -251,8 +256,9 @@ def _markdown(table: pd.DataFrame, totals: dict) -> str:
 
 def _summary(totals: dict) -> str:
     budget = totals["budget"]
+    rho = f" (rho {totals['spent_rho']:.6g})" if "spent_rho" in totals else ""
     text = (f"Spent: epsilon {totals['spent_epsilon']:.6g}, delta {totals['spent_delta']:.3g}"
-            f" (rho {totals['spent_rho']:.6g}). ")
+            f"{rho}. ")
     if budget is None:
         return text + "No budget: spending is recorded, nothing is enforced."
     text += "Budget: " + ", ".join(f"{k} {v:.6g}" for k, v in budget.items()) + ". "

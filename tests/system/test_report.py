@@ -314,7 +314,7 @@ def test_replays_are_the_same_rows_with_a_ledger_as_without(pums, tmp_path):
         for sql in (SQL, "SELECT COUNT(*) AS n FROM PUMS.PUMS", SQL):
             r.execute_df(sql)
         table = r.report()
-        return table[["release", "query", "replay", "epsilon", "delta", "rho", "statistics",
+        return table[["release", "query", "replay", "epsilon", "delta", "statistics",
                       "threshold"]], r
     without, _ = rows(None)
     path = tmp_path / "replays.ledger"
@@ -339,3 +339,23 @@ def test_markdown_report_shows_the_query_as_written_without_entities(pums):
     text = r.report(format="markdown")
     assert 'COUNT("age")' in text and "\\<\\> 'a\\&b'" in text
     assert not re.search(r"&(#\d+|#x[0-9a-f]+|[a-z]+);", text, re.I), text
+
+
+def test_rho_shows_only_in_zcdp_sessions(tmp_path):
+    """An epsilon session's report and ledger show no rho (it only confuses there); a zCDP
+    session's show it, as their currency."""
+    import json as _json
+    import subprocess as _subprocess
+    import sys as _sys
+    frame = pd.read_csv(DATA / "PUMS.csv")
+    for budget, shown in ((dpsql.Budget(epsilon=3), False), (dpsql.Budget(rho=0.5), True)):
+        ledger = str(tmp_path / f"{shown}.jsonl")
+        r = dpsql.from_df(frame, DATA / "PUMS.yaml", budget=budget, ledger=ledger,
+                          privacy=dpsql.Privacy(epsilon=0.5))
+        r.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+        assert ("rho" in r.report().columns) == shown
+        assert ("rho " in r.report(format="markdown").split("\n")[2]) == shown
+        done = _subprocess.run([_sys.executable, "-m", "dpsql", "ledger", "show", ledger,
+                                "--format", "json"], capture_output=True, text=True)
+        doc = _json.loads(done.stdout)
+        assert ("spent_rho" in doc) == shown and ("rho" in doc["releases"][0]) == shown
