@@ -11,6 +11,7 @@ nothing is written and the bounds are printed for a manual edit.
 from __future__ import annotations
 
 import math
+import io
 import os
 import re
 import sys
@@ -70,54 +71,59 @@ def _yaml(text: str):
     return yaml.safe_load(text)
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
-def _block(lines: list, start: int) -> int:
-    """End (exclusive) of the block of the key at ``start``: lines indented deeper."""
-    base = _indent(lines[start])
-    end = start + 1
-    while end < len(lines) and (not lines[end].strip() or lines[end].lstrip().startswith("#")
-                                or _indent(lines[end]) > base):
-        end += 1
-    return end
-
-
-def _find_key(lines: list, name: str, start: int, end: int) -> int | None:
-    pattern = re.compile(r"^\s*[\"']?" + re.escape(name) + r"[\"']?\s*:\s*(#.*)?$", re.IGNORECASE)
-    for i in range(start, end):
-        if pattern.match(lines[i]):
-            return i
-    return None
+_PLACEHOLDER = re.compile(r"^\s*#\s*(lower|upper)\s*:")
 
 
 def set_bounds(text: str, table: str, column: str, lower, upper) -> str:
-    """``text`` with ``lower``/``upper`` of ``column`` (in the block of ``table``) set."""
+    """``text`` with ``lower``/``upper`` of ``column`` (of ``table``) set, edited by a
+    round-trip YAML library (ruamel.yaml): comments, order and quoting elsewhere are kept;
+    the column's commented placeholders (``# lower:``, ``# upper:``, as ``metadata init``
+    writes them) are replaced by the values."""
+    node = _column_node(_load_rt(text), table, column)
+    first = node.lc.line                    # the column's first child key (0-based)
+    keys = [node.lc.key(k)[0] for k in node]
+    start = min(keys) if keys else first
     lines = text.split("\n")
-    t = _find_key(lines, table, 0, len(lines))
-    if t is None:
-        raise MetadataError(f"table {table!r} not found in the metadata text")
-    t_end = _block(lines, t)
-    c = _find_key(lines, column, t + 1, t_end)
-    if c is None:
-        raise MetadataError(f"column {column!r} not found under {table!r} in the metadata text")
-    c_end = _block(lines, c)
-    while c_end > c + 1 and not lines[c_end - 1].strip():
-        c_end -= 1
-    children = [i for i in range(c + 1, c_end) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
-    indent = " " * (_indent(lines[children[0]]) if children else _indent(lines[c]) + 2)
-    for key, value in (("lower", lower), ("upper", upper)):
-        found = _find_key_value(lines, key, c + 1, c_end)
-        line = f"{indent}{key}: {value!r}"
-        if found is not None:
-            lines[found] = line
-        else:
-            lines.insert(c_end, line)
-            c_end += 1
-    return "\n".join(lines)
+    end = _block_end(lines, start)
+    kept = [i for i in range(len(lines)) if not (start <= i < end and _PLACEHOLDER.match(lines[i]))]
+    node = _column_node(data := _load_rt("\n".join(lines[i] for i in kept)), table, column)
+    node["lower"], node["upper"] = lower, upper
+    out = io.StringIO()
+    _yaml_rt().dump(data, out)
+    return out.getvalue()
 
 
-def _find_key_value(lines: list, key: str, start: int, end: int) -> int | None:
-    pattern = re.compile(r"^\s*" + key + r"\s*:")
-    return next((i for i in range(start, end) if pattern.match(lines[i])), None)
+def _yaml_rt():
+    from ruamel.yaml import YAML
+    rt = YAML(typ="rt")
+    rt.preserve_quotes = True
+    rt.width = 4096
+    return rt
+
+
+def _load_rt(text: str):
+    return _yaml_rt().load(text)
+
+
+def _column_node(data, table: str, column: str):
+    """The mapping of ``column`` under a table named ``table`` (names without case)."""
+    for schemas in (data or {}).values():
+        for tables in (schemas or {}).values():
+            for name, spec in (tables or {}).items():
+                if str(name).lower() != table.lower() or not isinstance(spec, dict):
+                    continue
+                for key, value in spec.items():
+                    if str(key).lower() == column.lower() and isinstance(value, dict):
+                        return value
+    raise MetadataError(f"column {column!r} of table {table!r} not found in the metadata text")
+
+
+def _block_end(lines: list, start: int) -> int:
+    """The line after the block that starts at ``start`` (lines indented at least as deep,
+    comments and blank lines included)."""
+    indent = len(lines[start]) - len(lines[start].lstrip(" "))
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or
+                                len(lines[end]) - len(lines[end].lstrip(" ")) >= indent):
+        end += 1
+    return end

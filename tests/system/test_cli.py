@@ -331,3 +331,20 @@ def test_metadata_bounds_writes_the_yaml_keeping_comments_and_records_the_spendi
                "--column", "age", "--epsilon", "1.5", "--ledger", ledger, "--write")
     assert_one_line_error(proc, 5, "budget")
     assert meta.read_text("utf-8") == before
+
+
+def test_bounds_write_replaces_the_skeletons_placeholders():
+    """`metadata init` writes `# lower:` / `# upper:` placeholders under each column; the
+    round-trip edit replaces that column's placeholders and keeps every other comment."""
+    from dpsql.cli.bounds import set_bounds
+    skeleton = ("S:\n  S:\n    T:   # from t.csv\n      # PRIVACY UNIT: choose one\n"
+                "      age:\n        type: int\n        # lower:   # from domain knowledge\n"
+                "        # upper:\n      sex:\n        type: int\n        # lower:\n"
+                "        # upper:\n")
+    out = set_bounds(skeleton, "T", "age", 0, 100)
+    age = out[out.index("age:"):out.index("sex:")]
+    assert "lower: 0" in age and "upper: 100" in age and "#" not in age
+    sex = out[out.index("sex:"):]
+    assert "# lower:" in sex and "# upper:" in sex
+    assert "# from t.csv" in out and "# PRIVACY UNIT: choose one" in out
+    assert yaml.safe_load(out)["S"]["S"]["T"]["age"] == {"type": "int", "lower": 0, "upper": 100}
