@@ -5,6 +5,13 @@ backslash) and their sample output. Each command is run for real, from the repo 
 ``dpsql`` replaced by ``python -m dpsql``; noisy output is not compared, the exit code is.
 A line ``# exit N`` right after a command says the example shows a failure with code N.
 
+The sample output is compared with what the command prints (stdout, then stderr), so a
+doc cannot drift from the code. Conventions for what differs from run to run:
+``~`` right before a number marks it noisy (any number matches: ``0    ~485  ~43.54``);
+``...`` inside a line matches any text (``...  1  0  SELECT ...``: any time stamp), and a line of just ``...`` any number of lines
+(an elided part: a long plan, a time stamp). Runs of spaces, and of dashes in table rules,
+match any length (column widths follow the numbers).
+
 Supported command forms, so that no example is silently skipped (anything else fails):
 ``dpsql ARGS``, ``dpsql ARGS > /tmp/FILE`` and ``echo 'SQL' | dpsql ARGS``. Set-up commands
 (``pip ...``, ``git ...``, ``cd ...``) are shown to readers but not run. Paths under
@@ -32,8 +39,9 @@ SETUP = ("pip ", "git ", "cd ")  # installation steps: not run by this test
 MAX_COMMANDS = 16  # each one is a ~0.5 s subprocess
 
 
-def console_commands(text: str) -> list:
-    """[(command, expected exit code)] of every console block, in document order."""
+def console_commands(text: str, with_output: bool = False) -> list:
+    """[(command, expected exit code)] of every console block, in document order; with
+    ``with_output``, [(command, code, sample output lines)]."""
     found = []
     for block in BLOCK.findall(text):
         lines = block.splitlines()
@@ -51,12 +59,50 @@ def console_commands(text: str) -> list:
             if i < len(lines) and EXIT_MARK.fullmatch(lines[i].strip()):
                 code = int(EXIT_MARK.fullmatch(lines[i].strip()).group(1))
                 i += 1
+            sample = []
+            while i < len(lines) and not lines[i].startswith("$ "):
+                sample.append(lines[i])
+                i += 1
             if not command.startswith(SETUP):
-                found.append((command.strip(), code))
+                found.append((command.strip(), code, sample) if with_output
+                             else (command.strip(), code))
     return found
 
 
+_NOISY = re.compile(r"~-?\d[\d.]*(?:e[+-]?\d+)?")
+
+
+def _line_pattern(line: str) -> str:
+    """A regex for one sample line (see the module docstring for the conventions)."""
+    out, pos = [], 0
+    text = " ".join(line.split())
+    for m in re.finditer(r"~-?\d[\d.]*(?:e[+-]?\d+)?|\.\.\.|-{3,}| ", text):
+        out.append(re.escape(text[pos:m.start()]))
+        token = m.group(0)
+        out.append(r"-?[\d.]+(?:e[+-]?\d+)?" if token.startswith("~") else
+                   ".*" if token == "..." else "-+" if token.startswith("---") else r"\s+")
+        pos = m.end()
+    out.append(re.escape(text[pos:]))
+    return "".join(out)
+
+
+def output_matches(sample: list, actual: list) -> bool:
+    """Whether printed lines ``actual`` fit the sample lines (``...`` lines: any lines)."""
+    want = [x for x in sample if x.strip()]
+    got = [" ".join(x.split()) for x in actual if x.strip()]
+
+    def fits(i: int, j: int) -> bool:
+        if i == len(want):
+            return j == len(got)
+        if want[i].strip() == "...":
+            return any(fits(i + 1, k) for k in range(j, len(got) + 1))
+        return (j < len(got) and re.fullmatch(_line_pattern(want[i]), got[j]) is not None
+                and fits(i + 1, j + 1))
+    return fits(0, 0)
+
+
 COMMANDS = {doc.name: console_commands(doc.read_text("utf-8")) for doc in DOCS}
+OUTPUTS = {doc.name: console_commands(doc.read_text("utf-8"), True) for doc in DOCS}
 WITH_COMMANDS = [name for name, cmds in COMMANDS.items() if cmds]
 
 
@@ -83,6 +129,13 @@ def to_invocation(command: str, tmp: Path) -> tuple:
     return argv, stdin, (redirect(out) if out else None)
 
 
+def _redirected(line: str, command: str, tmp: Path) -> str:
+    """A sample line with the command's own /tmp/ paths where the test put them."""
+    for path in re.findall(r"/tmp/[\w.-]+", command):
+        line = line.replace(path, str(tmp / path[len("/tmp/"):]))
+    return line
+
+
 def _env() -> dict:
     return dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
@@ -96,7 +149,7 @@ def test_console_examples_are_found_and_few():
 
 @pytest.mark.parametrize("doc", WITH_COMMANDS)
 def test_console_commands_run(doc, tmp_path):
-    for command, expected in COMMANDS[doc]:
+    for command, expected, sample in OUTPUTS[doc]:
         argv, stdin, out = to_invocation(command, tmp_path)
         done = subprocess.run(argv, cwd=ROOT, input=stdin, capture_output=True, text=True,
                               env=_env(), timeout=120)
@@ -110,6 +163,10 @@ def test_console_commands_run(doc, tmp_path):
             assert len(errors) == 1 and errors[0].startswith("dpsql: "), where
         if out:
             Path(out).write_text(done.stdout, "utf-8")
+        printed = ("" if out else done.stdout).splitlines() + done.stderr.splitlines()
+        shown = [_redirected(x, command, tmp_path) for x in sample
+                 if not EXIT_MARK.fullmatch(x.strip())]
+        assert output_matches(shown, printed), f"the sample output drifted:\n{where}"
 
 
 def test_parser_reads_exit_marks_and_continuations(tmp_path):
@@ -122,6 +179,17 @@ def test_parser_reads_exit_marks_and_continuations(tmp_path):
     assert out == str(tmp_path / "x.txt")
     with pytest.raises(AssertionError):
         to_invocation("python -m dpsql query", tmp_path)
+
+
+def test_output_conventions_match_and_can_fail():
+    sample = ["sex    n     mean_age", "---  ---  -----------", "0    ~485  ~43.54", "...",
+              "dpsql: warning: without --ledger ..."]
+    printed = ["sex     n    mean_age", "---  ----  ---------", "0     1002  44.1", "1  3  4",
+               "dpsql: warning: without --ledger this release is not recorded"]
+    assert output_matches(sample, printed)
+    assert not output_matches(sample, printed[:2] + ["0  x  44.1"] + printed[3:])
+    assert not output_matches(["a 1"], ["a 2"]) and output_matches(["a ~1"], ["a 2"])
+    assert not output_matches(["a"], ["a", "b"]) and output_matches(["a", "..."], ["a", "b"])
 
 
 def test_cli_ledger_script(tmp_path):
