@@ -42,6 +42,8 @@ class Connection:
     # -- bytes ------------------------------------------------------------------------
     async def _read(self, n: int, timeout: float | None) -> bytes:
         try:
+            if timeout is None:
+                return await self.reader.readexactly(n)
             return await asyncio.wait_for(self.reader.readexactly(n), timeout)
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.TimeoutError):
             raise Closed() from None

@@ -76,8 +76,12 @@ class Server:
         for server in self.servers:
             server.close()
             await server.wait_closed()
+        tasks = [c.task for c in list(self.sessions.values()) if getattr(c, "task", None)]
         for connection in list(self.sessions.values()):
             connection.writer.close()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.accounts.close()
 
@@ -91,7 +95,9 @@ class Server:
                                           "serve; try again later"))
             writer.close()
             return
-        await Connection(self, reader, writer, client, tcp).serve()
+        connection = Connection(self, reader, writer, client, tcp)
+        connection.task = asyncio.current_task()
+        await connection.serve()
 
     def new_key(self, connection) -> tuple:
         while True:
