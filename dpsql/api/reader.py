@@ -51,6 +51,9 @@ class Reader:
         self._marks: dict = {}       # (canonical SQL, privacy key) -> ledger fingerprint
         self.post = PostProcessor()
         self._lock = threading.Lock()
+        self.progress = None
+        """A callable told a running query's progress (percent) while it reads the data
+        for more than a second, and None when it is done (the CLI's stderr line uses it)."""
 
     def __repr__(self) -> str:
         """Tables, privacy per query, budget, spent and ledger: never a data value."""
@@ -330,8 +333,9 @@ class Reader:
         details = report.details(plan)
         exacts = []
         try:
-            for part in parts:
-                exacts.append(self.engine.run(self._sql(part)[0]))
+            with Progress(self.engine, self.progress):
+                for part in parts:
+                    exacts.append(self.engine.run(self._sql(part)[0]))
         except OperationalError as err:
             # Binding succeeded, so the failure depends on the data: charge it.
             self.accountant.charge(plan.spend, plan.bound_sql, mark, details)
@@ -394,6 +398,39 @@ class UnionPlan:
         self.bound_sql = sql
         self.key_sql = " UNION ALL ".join(p.key_sql for p in parts)
         self.output_names = parts[0].output_names
+
+
+class Progress:
+    """Polls the engine's progress every quarter second after the first second of a run,
+    telling ``callback``; says None at the end if it said anything. No callback, or an
+    engine without progress (PostgreSQL, Spark): nothing happens."""
+
+    def __init__(self, engine, callback) -> None:
+        self.engine, self.callback = engine, callback
+        self.done = threading.Event()
+        self.told = False
+
+    def __enter__(self):
+        if self.callback is not None and hasattr(self.engine, "progress"):
+            self.thread = threading.Thread(target=self._poll, daemon=True)
+            self.thread.start()
+        return self
+
+    def _poll(self) -> None:
+        if self.done.wait(1.0):
+            return
+        while not self.done.wait(0.25):
+            value = self.engine.progress()
+            if value is not None:
+                self.told = True
+                self.callback(value)
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        if getattr(self, "thread", None) is not None:
+            self.thread.join()
+            if self.told:
+                self.callback(None)
 
 
 def _warn_drowned(plan) -> None:

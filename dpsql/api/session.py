@@ -14,7 +14,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from ..engines.duckdb.engine import Engine
+from ..engines.duckdb.engine import Engine, own_connection
 from ..errors import DataError, OperationalError, ProgrammingError
 from ..metadata.model import Metadata
 from ..privacy.params import Budget, Privacy
@@ -162,7 +162,7 @@ def _open_database(path):
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise OperationalError(f"connect: database file not found: {path}")
-    return duckdb.connect(path, read_only=True)
+    return own_connection(path, read_only=True)
 
 
 def _connect_postgres(url: str):

@@ -22,7 +22,7 @@ import warnings
 from . import interrupt
 from .text import (EXIT_BUDGET, EXIT_CODES, EXIT_DATA, EXIT_INTERNAL, EXIT_METADATA,
                        EXIT_OK, EXIT_QUERY, EXIT_USAGE, UsageError, _pair, _require_file, _warn,
-                       _write, format_frame)
+                       _write, format_frame, progress_line)
 from ..errors import Error, OperationalError
 from ..privacy.params import DEFAULT_DELTA
 
@@ -270,6 +270,7 @@ def cmd_query(args) -> int:
                       else {"database": args.database} if args.database else {"tables": tables})
         reader, owned = open_session(args.metadata, privacy=privacy, ledger=ledger, **source)
         con = con or owned
+        reader.progress = progress_line()      # stderr on a terminal only
         if args.explain:
             note = _ledger_note(args.ledger, ledger, reader, sql)
             _write(reader.explain(sql).rstrip("\n") + "\n" + note)

@@ -126,3 +126,19 @@ def _json_value(value):
 def _write(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+def progress_line():
+    """A progress callback for a query that reads data for over a second: one line on
+    stderr, rewritten in place and erased at the end; None (nothing) unless stderr is a
+    terminal, so pipes, files and logs never see it."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(percent) -> None:
+        if percent is None:
+            sys.stderr.write("\r\x1b[K")
+        else:
+            sys.stderr.write(f"\rdpsql: reading the data, {percent:3.0f}% ")
+        sys.stderr.flush()
+    return show

@@ -131,3 +131,60 @@ def test_an_extreme_privacy_is_answered_with_a_warning(size, shown):
 def test_an_ordinary_privacy_gets_no_such_warning():
     proc = run("query", *PUMS, "--epsilon", "10", "SELECT COUNT(*) AS n FROM PUMS.PUMS")
     assert proc.returncode == 0 and "almost no privacy" not in proc.stderr, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def huge(tmp_path_factory):
+    """100 million rows: a query reads them for about two seconds."""
+    tmp = tmp_path_factory.mktemp("huge")
+    path = tmp / "h.parquet"
+    duckdb.execute(f"COPY (SELECT range % 1000 AS pid, random() AS x FROM range(100_000_000)) "
+                   f"TO '{path}'")
+    meta = tmp / "t.yaml"
+    meta.write_text("Database:\n  t:\n    t:\n      max_ids: 5\n      pid:\n        type: int\n"
+                    "        private_id: true\n      x:\n        type: float\n        lower: 0\n"
+                    "        upper: 1\n")
+    return ["--metadata", meta, "--table", f"t.t={path}"]
+
+
+def test_progress_of_a_long_query_on_a_terminal_and_nowhere_else(huge):
+    """A query reading data for over a second shows its progress on stderr when stderr is a
+    terminal (one line rewritten in place, erased at the end); through a pipe, nothing."""
+    import pty
+    args = [sys.executable, "-m", "dpsql", "query", *map(str, huge), "--epsilon", "1",
+            "SELECT COUNT(*) AS n, AVG(x) AS a FROM t.t"]
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(args, env=ENV, cwd=ROOT, stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    out, _ = proc.communicate(timeout=120)
+    os.close(leader)
+    assert proc.returncode == 0 and b"n" in out
+    assert b"dpsql: reading the data," in seen and b"%" in seen, seen
+    assert b"\r\x1b[K" in seen                       # the line is erased when done
+    assert "▕".encode() not in seen                   # DuckDB's own bar is not drawn
+    piped = run("query", *huge, "--epsilon", "1", "SELECT COUNT(*) AS n, AVG(x) AS b FROM t.t")
+    assert piped.returncode == 0 and "reading the data" not in piped.stderr
+
+
+def test_the_api_reports_progress_to_a_callback(huge):
+    import dpsql
+    meta, path = huge[1], huge[3].split("=", 1)[1]
+    reader = dpsql.from_df({"t.t": path}, str(meta), privacy=dpsql.Privacy(epsilon=1.0))
+    told = []
+    reader.progress = told.append
+    reader.execute_df("SELECT COUNT(*) AS n, AVG(x) AS a FROM t.t")
+    assert told and told[-1] is None, told
+    assert all(0 <= v <= 100 for v in told[:-1]) and len(told) >= 2
+    quick = []
+    reader.progress = quick.append
+    reader.execute_df("SELECT COUNT(*) AS n FROM t.t WHERE x > 2")   # under a second: silent
+    assert quick == [] or quick[-1] is None

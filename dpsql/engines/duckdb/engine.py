@@ -38,6 +38,16 @@ log = logging.getLogger("dpsql")
 logging.getLogger("dpsql").addHandler(logging.NullHandler())
 
 
+def own_connection(database: str = ":memory:", read_only: bool = False):
+    """A DuckDB connection of dpsql's own: DuckDB does not draw its progress bar on the
+    terminal (dpsql reports progress itself, through ``Reader.progress``)."""
+    con = duckdb.connect(database, read_only=read_only)
+    # Progress is tracked (DuckDB's default only on a terminal) but never drawn by DuckDB.
+    con.execute("SET enable_progress_bar = true")
+    con.execute("SET enable_progress_bar_print = false")
+    return con
+
+
 class Engine:
     """The private tables of one session, and how to reach them in DuckDB."""
 
@@ -52,9 +62,18 @@ class Engine:
             if table.full_name.lower() in physical:
                 self.column_types(table)      # every metadata column must exist
 
+    def progress(self) -> float | None:
+        """The running query's progress in percent (DuckDB's estimate), or None. Safe to
+        call from another thread while ``run`` works."""
+        try:
+            value = self.con.query_progress()
+        except duckdb.Error:
+            return None
+        return value if value >= 0 else None
+
     @classmethod
     def from_data(cls, data, metadata: Metadata) -> "Engine":
-        con = duckdb.connect()
+        con = own_connection()
         if isinstance(data, (pd.DataFrame, str, Path)):
             if len(metadata.tables) != 1:
                 raise ProgrammingError(
