@@ -36,14 +36,23 @@ def duck_oid(type_name: str) -> int:
 
 def required_params(sql: str) -> int:
     """The highest ``$n`` of ``sql`` (outside quotes and comments): the parameters it needs."""
-    order = qmark(sql, list(range(1 << 16)))[1]
-    return max(order) + 1 if order else 0
+    return max(_placeholders(sql)[1], default=0)
 
 
 def qmark(sql: str, params: list) -> tuple:
     """PostgreSQL's ``$1``-style placeholders as dpsql's ``?`` ones, with the values in the
-    order of the ``?``s (``$1`` used twice is passed twice). Quotes and comments are skipped."""
-    out, order, i, n = [], [], 0, len(sql)
+    order of the ``?``s (``$1`` used twice is passed twice)."""
+    text, numbers = _placeholders(sql)
+    for n in numbers:
+        if not 1 <= n <= len(params):
+            raise ServerError(f"there is no parameter ${n}", "42P02")
+    return text, [params[n - 1] for n in numbers]
+
+
+def _placeholders(sql: str) -> tuple:
+    """(``sql`` with each ``$n`` as ``?``, the n of each in order); quotes and comments are
+    skipped."""
+    out, numbers, i, n = [], [], 0, len(sql)
     while i < n:
         c = sql[i]
         if c in "'\"":
@@ -61,16 +70,13 @@ def qmark(sql: str, params: list) -> tuple:
             j = i + 1
             while j < n and sql[j].isdigit():
                 j += 1
-            index = int(sql[i + 1:j]) - 1
-            if not 0 <= index < len(params):
-                raise ServerError(f"there is no parameter ${index + 1}", "42P02")
             out.append("?")
-            order.append(params[index])
+            numbers.append(int(sql[i + 1:j]))
             i = j
         else:
             out.append(c)
             i += 1
-    return "".join(out), order
+    return "".join(out), numbers
 
 
 class Runner:

@@ -283,3 +283,25 @@ def test_the_dry_run_generates_every_stage_so_compile_errors_are_free_refusals(
         with pytest.raises(dpsql.QueryError, match="ESC_IN_THE_MIDDLE"):
             reader.execute_df(LIKE_ATTACK)
         assert reader.spent == (0.0, 0.0)
+
+
+def test_a_released_sum_beyond_int64_saturates_and_never_wraps(spark):
+    """4,096 rows of 2^52 sum to 2^64. Spark's BIGINT sum would wrap (to 0); the plan's
+    span lets Spark sum in one try_sum (values >= 0) or as try_sum(x - lo) + lo * COUNT
+    (mixed signs): either way the statistic saturates with the right sign, and the release
+    (clamped to the samplers' range, 2^62) is DuckDB's, whose wider sum never wraps."""
+    import pandas as pd
+    edge = 2 ** 52
+    for lower, value in ((0, edge), (-edge, -edge)):
+        meta = {"": {"w": {"s": {"row_privacy": True,
+                                 "x": {"type": "int", "lower": lower, "upper": edge}}}}}
+        frame = spark.createDataFrame([(value,)] * 4096, "x bigint")
+        totals = [float(r.execute_df("SELECT SUM(x) AS s FROM w.s").s[0]) for r in (
+            dpsql.from_connection(spark, meta, tables={"w.s": frame}, privacy=LARGE_SUM),
+            dpsql.from_df({"w.s": pd.DataFrame({"x": [value] * 4096})}, meta,
+                          privacy=LARGE_SUM))]
+        assert abs(totals[0]) > 4e18 and (totals[0] > 0) == (value > 0), (lower, totals)
+        assert abs(totals[0] - totals[1]) < 1e12, (lower, totals)
+
+
+LARGE_SUM = dpsql.Privacy(epsilon=1e6)

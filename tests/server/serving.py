@@ -54,6 +54,13 @@ def write_deployment(where, tls: bool = False, **overrides) -> str:
     return path
 
 
+def spent(deployment, analyst: str) -> float:
+    """Epsilon in ``analyst``'s ledger file (0 before their first charge)."""
+    from dpsql.privacy.ledger import Ledger
+    path = os.path.join(deployment.ledger_dir, f"{analyst}.jsonl")
+    return Ledger(path).spent()[0] if os.path.exists(path) else 0.0
+
+
 def self_signed(where) -> tuple:
     if shutil.which("openssl") is None:
         missing("openssl is needed to make a test certificate")

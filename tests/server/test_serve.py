@@ -14,9 +14,9 @@ import pandas as pd
 import psycopg
 import pytest
 
-from dpsql.privacy.ledger import Ledger
 from tests.paths import DATA
 from tests.server.serving import PASSWORDS, Served, write_deployment
+from tests.server.serving import spent as spent_of
 from tests.servers import missing
 
 TRUTH = pd.read_csv(DATA / "PUMS.csv")
@@ -32,8 +32,7 @@ def served(tmp_path_factory):
 
 
 def spent(served, analyst: str) -> float:
-    path = os.path.join(served.deployment.ledger_dir, f"{analyst}.jsonl")
-    return Ledger(path).spent()[0] if os.path.exists(path) else 0.0
+    return spent_of(served.deployment, analyst)
 
 
 def psql(served, command: str, user: str = "alice", password: str | None = None):

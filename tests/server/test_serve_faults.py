@@ -14,9 +14,8 @@ import psycopg
 import pytest
 import yaml
 
-from dpsql.privacy.ledger import Ledger
 from dpsql.server.scram import make_verifier
-from tests.server.serving import PASSWORDS, Process, Served, write_deployment
+from tests.server.serving import PASSWORDS, Process, Served, spent, write_deployment
 
 BIG_ROWS = 20_000_000
 BIG_META = {"big": {"big": {"t": {"max_ids": 2, "pid": {"type": "int", "private_id": True},
@@ -35,11 +34,6 @@ def big_deployment(where, **overrides) -> str:
     overrides.setdefault("limits", {"statement_timeout_s": 60, "workers": 4})
     return write_deployment(where, metadata="big.yaml", tables={"big.t": "big.parquet"},
                             **overrides)
-
-
-def spent(deployment, analyst: str) -> float:
-    path = os.path.join(deployment.ledger_dir, f"{analyst}.jsonl")
-    return Ledger(path).spent()[0] if os.path.exists(path) else 0.0
 
 
 @pytest.fixture(scope="module")

@@ -30,18 +30,23 @@ def interrupted_after(delay: float, *args):
     return proc.returncode, out, err
 
 
-@pytest.fixture(scope="module")
-def big(tmp_path_factory):
-    """A Parquet file whose COUNT takes seconds, and metadata with pid as the privacy unit."""
-    tmp = tmp_path_factory.mktemp("big")
+def _parquet(tmp, rows: int) -> list:
+    """``rows`` rows of about ``rows / 1000`` per person (pid the privacy unit, at most 5
+    kept), as --metadata and --table arguments."""
     path = tmp / "t.parquet"
-    duckdb.execute(f"COPY (SELECT range % 1000 AS pid, random() AS x FROM range(30_000_000)) "
+    duckdb.execute(f"COPY (SELECT range % 1000 AS pid, random() AS x FROM range({rows})) "
                    f"TO '{path}'")
     meta = tmp / "t.yaml"
     meta.write_text("Database:\n  t:\n    t:\n      max_ids: 5\n      pid:\n        type: int\n"
                     "        private_id: true\n      x:\n        type: float\n        lower: 0\n"
                     "        upper: 1\n")
     return ["--metadata", meta, "--table", f"t.t={path}"]
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    """A Parquet file whose COUNT takes seconds, and metadata with pid as the privacy unit."""
+    return _parquet(tmp_path_factory.mktemp("big"), 30_000_000)
 
 
 def test_ctrl_c_during_a_query_exits_130_with_one_line(big):
@@ -136,15 +141,7 @@ def test_an_ordinary_privacy_gets_no_such_warning():
 @pytest.fixture(scope="module")
 def huge(tmp_path_factory):
     """100 million rows: a query reads them for about two seconds."""
-    tmp = tmp_path_factory.mktemp("huge")
-    path = tmp / "h.parquet"
-    duckdb.execute(f"COPY (SELECT range % 1000 AS pid, random() AS x FROM range(100_000_000)) "
-                   f"TO '{path}'")
-    meta = tmp / "t.yaml"
-    meta.write_text("Database:\n  t:\n    t:\n      max_ids: 5\n      pid:\n        type: int\n"
-                    "        private_id: true\n      x:\n        type: float\n        lower: 0\n"
-                    "        upper: 1\n")
-    return ["--metadata", meta, "--table", f"t.t={path}"]
+    return _parquet(tmp_path_factory.mktemp("huge"), 100_000_000)
 
 
 def test_progress_of_a_long_query_on_a_terminal_and_nowhere_else(huge):
