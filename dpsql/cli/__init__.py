@@ -16,7 +16,10 @@ def main(argv=None) -> int:
     from . import interrupt
     interrupt.at_start()          # before pandas and DuckDB load: Ctrl-C exits 130
     from .command import main as run
-    return run(argv)
+    code = run(argv)
+    if code == interrupt.EXIT_INTERRUPTED:
+        interrupt.leave()
+    return code
 
 
 __all__ = ["main"]

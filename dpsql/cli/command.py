@@ -453,7 +453,7 @@ def main(argv=None) -> int:
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return EXIT_OK
         except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback
-            if interrupt.caused(exc):     # DuckDB's RuntimeError('Query interrupted')
+            if interrupt.caused(exc) or interrupt.received():  # DuckDB's RuntimeError(...)
                 return _interrupted()
             code, label = classify(exc)
             sys.stderr.write(_error_text(exc, code, label))

@@ -23,7 +23,8 @@ import threading
 EXIT_INTERRUPTED = 130
 MESSAGE = "dpsql: interrupted\n"
 _said: list = []
-_owned: list = []     # non-empty once the console entry point owns SIGINT
+_owned: list = []
+_received: list = []  # non-empty once a Ctrl-C raised KeyboardInterrupt in a command     # non-empty once the console entry point owns SIGINT
 
 
 def say(write=None) -> None:
@@ -44,6 +45,30 @@ def _exit_now(signum, frame) -> None:
     os._exit(EXIT_INTERRUPTED)
 
 
+def _raise(signum, frame) -> None:
+    _received.append(True)
+    raise KeyboardInterrupt
+
+
+def received() -> bool:
+    """Whether a Ctrl-C reached this process while a command ran: then whatever the
+    command failed with is the interrupt's doing (a library that swallowed the
+    ``KeyboardInterrupt`` mid-import fails later, with some other error)."""
+    return bool(_received)
+
+
+def leave() -> None:
+    """End the ``dpsql`` process with 130 once an interrupt has been reported. Not by
+    returning: a Ctrl-C that landed inside a C extension's ``PyRun_String`` during an
+    import leaves the interpreter's "unhandled KeyboardInterrupt" flag set, and the
+    interpreter then ends the process by SIGINT (-2) whatever code ``main`` returned."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)
+
+
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
@@ -57,13 +82,13 @@ def at_start() -> None:
 
 @contextlib.contextmanager
 def raising():
-    """While a command runs: Ctrl-C raises ``KeyboardInterrupt`` (the default handler,
-    which ``asyncio.run`` also recognises, so that ``serve`` stops its server). Only in
+    """While a command runs: Ctrl-C raises ``KeyboardInterrupt`` (as the default handler
+    does, which ``asyncio.run`` also recognises, so that ``serve`` stops its server). Only in
     the ``dpsql`` process itself; afterwards, Ctrl-C exits quietly again."""
     if not _owned or not _main_thread():
         yield
         return
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, _raise)
     try:
         yield
     finally:

@@ -13,6 +13,7 @@ import getpass
 import signal
 import sys
 
+from . import interrupt
 from .text import EXIT_OK, UsageError
 
 
@@ -91,6 +92,8 @@ async def _serve(deployment) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, done.set)
+    interrupted = []       # Ctrl-C: the same orderly stop, then 130 (no KeyboardInterrupt inside a connection)
+    loop.add_signal_handler(signal.SIGINT, lambda: (interrupted.append(1), done.set()))
     sys.stderr.write(f"dpsql serve: listening on {'; '.join(server.addresses)}\n")
     sys.stderr.flush()
     try:
@@ -98,4 +101,7 @@ async def _serve(deployment) -> int:
     finally:
         await server.stop()
     sys.stderr.write("dpsql serve: stopped\n")
+    if interrupted:
+        interrupt.say(sys.stderr.write)
+        return interrupt.EXIT_INTERRUPTED
     return EXIT_OK

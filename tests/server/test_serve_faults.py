@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import socket
 import struct
 import threading
@@ -156,6 +157,24 @@ def test_sigkill_mid_query_loses_nothing_and_counts_nothing_twice(tmp_path):
         assert spent(served.deployment, "alice") == pytest.approx(after_kill + 0.1)
     finally:
         served.stop()
+
+
+def test_ctrl_c_stops_the_server_after_its_query_is_recorded(tmp_path):
+    """SIGINT (Ctrl-C in the terminal running `dpsql serve`) ends it with 130, one line,
+    no traceback, and the ledger holds what was answered."""
+    served = Process(write_deployment(tmp_path))
+    try:
+        with psycopg.connect(served.dsn(), autocommit=True) as con:
+            con.execute("SET dpsql.epsilon = 0.25")
+            con.execute("SELECT COUNT(*) FROM PUMS.PUMS")
+        served.proc.send_signal(signal.SIGINT)
+        code = served.proc.wait(30)
+        err = served.proc.stderr.read()
+    finally:
+        served.kill()
+    assert code == 130 and "Traceback" not in err and err.endswith("dpsql: interrupted\n"), (
+        code, err)
+    assert spent(served.deployment, "alice") == pytest.approx(0.25)
 
 
 def _garbage(rng: random.Random) -> bytes:
