@@ -10,7 +10,7 @@ import pytest
 
 import dpsql
 
-from tests.paths import DATA, SHOP_TABLES
+from tests.paths import DATA, RETAIL_TABLES, SHOP_TABLES
 
 
 @pytest.fixture(scope="session")
@@ -76,3 +76,26 @@ def shop_reader(shop_tables):
     def open_reader(**kw):
         return dpsql.from_df(shop_tables, DATA / "shop.yaml", **kw)
     return open_reader
+
+
+@pytest.fixture(scope="session")
+def retail_reader():
+    """A factory of readers over the retail star schema (tests/data/retail.yaml: customers,
+    orders, lineitems, public parts and nations); keywords go to ``dpsql.from_df``."""
+    def open_reader(**kw):
+        return dpsql.from_df(dict(RETAIL_TABLES), DATA / "retail.yaml", **kw)
+    return open_reader
+
+
+@pytest.fixture(scope="session")
+def plain():
+    """Plain DuckDB over the shop and retail CSV files (schemas ``shop``, ``retail``), for
+    comparing a release at large epsilon with the exact answer: ``plain.sql(q).df()``."""
+    import duckdb
+    con = duckdb.connect()
+    for name, path in {**SHOP_TABLES, **RETAIL_TABLES}.items():
+        schema = name.split(".")[0]
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_csv_auto('{path}')")
+    yield con
+    con.close()

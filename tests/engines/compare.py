@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 import dpsql
-from tests.paths import DATA, SHOP_TABLES, SQL
+from tests.paths import DATA_SETS, SQL
 
 LARGE = dpsql.Privacy(epsilon=1e5)
 QUANTILES = re.compile(r"(MEDIAN|QUANTILE|PERCENTILE|\bMIN|\bMAX)\w*\s*\(", re.I)
@@ -24,11 +24,8 @@ def lines(name: str) -> list:
 
 
 def duckdb_reader(data_set: str, privacy=LARGE):
-    if data_set == "pums":
-        return dpsql.from_df(pd.read_csv(DATA / "PUMS_pid.csv"), DATA / "PUMS_pid.yaml",
-                             privacy=privacy)
-    return dpsql.from_df({n: pd.read_csv(p) for n, p in SHOP_TABLES.items()},
-                         DATA / "shop.yaml", privacy=privacy)
+    meta, tables = DATA_SETS[data_set]
+    return dpsql.from_df({n: pd.read_csv(p) for n, p in tables.items()}, meta, privacy=privacy)
 
 
 def outcome(reader, sql: str):

@@ -1,7 +1,7 @@
 """The engine tests' servers: one PostgreSQL and one local Spark for the whole test session."""
 import pytest
 
-from tests.paths import DATA, SHOP_TABLES
+from tests.paths import DATA_SETS
 from tests.servers import PostgresServer, load_csv, spark_csv, spark_session
 
 
@@ -10,8 +10,8 @@ def postgres():
     server = PostgresServer()
     try:
         with server.connect() as con:
-            load_csv(con, DATA / "PUMS_pid.yaml", {"PUMS.PUMS": DATA / "PUMS_pid.csv"})
-            load_csv(con, DATA / "shop.yaml", SHOP_TABLES)
+            for meta, tables in DATA_SETS.values():
+                load_csv(con, meta, tables)
         yield server
     finally:
         server.stop()
@@ -35,8 +35,6 @@ def spark():
 
 @pytest.fixture(scope="session")
 def spark_tables(spark):
-    """The PUMS and shop data sets as DataFrames typed by their metadata, cached."""
-    pums = {"PUMS.PUMS": spark_csv(spark, DATA / "PUMS_pid.yaml", "PUMS.PUMS",
-                                   DATA / "PUMS_pid.csv").cache()}
-    shop = {n: spark_csv(spark, DATA / "shop.yaml", n, p).cache() for n, p in SHOP_TABLES.items()}
-    return {"pums": pums, "shop": shop}
+    """Every fixture data set (tests.paths.DATA_SETS) as DataFrames typed by their metadata, cached."""
+    return {name: {n: spark_csv(spark, meta, n, p).cache() for n, p in tables.items()}
+            for name, (meta, tables) in DATA_SETS.items()}

@@ -15,7 +15,7 @@ import dpsql
 from tests.engines.compare import (LARGE, QUANTILES, duckdb_reader as _duckdb_reader,
                                    lines as _lines, outcome as _outcome,
                                    same_frame as _same_frame, without_engine_sql)
-from tests.paths import DATA, ROOT
+from tests.paths import DATA, DATA_SETS, FIXTURE_FILES, ROOT, data_set_of
 from tests.servers import reader_over_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
@@ -28,14 +28,13 @@ PG_ONLY_REFUSALS = {
 
 
 def _pg_reader(con, data_set: str, privacy=LARGE):
-    meta = DATA / ("PUMS_pid.yaml" if data_set == "pums" else "shop.yaml")
+    meta = DATA_SETS[data_set][0]
     return dpsql.from_connection(con, meta, privacy=privacy)
 
 
-@pytest.mark.parametrize("name", ["accept_pums.sql", "accept_shop.sql", "refuse_pums.sql",
-                                  "refuse_shop.sql"])
+@pytest.mark.parametrize("name", FIXTURE_FILES)
 def test_every_fixture_query_has_the_same_outcome_on_postgres(pg_con, name):
-    data_set = "pums" if "pums" in name else "shop"
+    data_set = data_set_of(name)
     duck, pg = _duckdb_reader(data_set), _pg_reader(pg_con, data_set)
     differ = []
     for sql, _ in _lines(name):
@@ -51,7 +50,8 @@ def test_every_fixture_query_has_the_same_outcome_on_postgres(pg_con, name):
 
 
 def test_explain_is_the_same_apart_from_the_rendered_sql(pg_con):
-    for data_set, name in (("pums", "accept_pums.sql"), ("shop", "accept_shop.sql")):
+    for name in [f for f in FIXTURE_FILES if f.startswith("accept_")]:
+        data_set = data_set_of(name)
         duck, pg = _duckdb_reader(data_set), _pg_reader(pg_con, data_set)
         for sql, _ in _lines(name)[:40]:
             if sql in PG_ONLY_REFUSALS:

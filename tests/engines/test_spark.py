@@ -15,7 +15,7 @@ import dpsql
 from dpsql.engines.spark import engine as spark_engine
 from tests.engines.compare import (LARGE, QUANTILES, duckdb_reader, lines, outcome, same_frame,
                                    without_engine_sql)
-from tests.paths import DATA, ROOT
+from tests.paths import DATA, DATA_SETS, FIXTURE_FILES, ROOT, data_set_of
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
 SPARK_ONLY_REFUSALS = {
@@ -27,7 +27,7 @@ SPARK_ONLY_REFUSALS = {
 
 
 def _meta(data_set: str):
-    return DATA / ("PUMS_pid.yaml" if data_set == "pums" else "shop.yaml")
+    return DATA_SETS[data_set][0]
 
 
 def _spark_reader(spark, spark_tables, data_set: str, privacy=LARGE):
@@ -35,10 +35,9 @@ def _spark_reader(spark, spark_tables, data_set: str, privacy=LARGE):
                                  tables=spark_tables[data_set])
 
 
-@pytest.mark.parametrize("name", ["accept_pums.sql", "accept_shop.sql", "refuse_pums.sql",
-                                  "refuse_shop.sql"])
+@pytest.mark.parametrize("name", FIXTURE_FILES)
 def test_every_fixture_query_has_the_same_outcome_on_spark(spark, spark_tables, name):
-    data_set = "pums" if "pums" in name else "shop"
+    data_set = data_set_of(name)
     duck, sp = duckdb_reader(data_set), _spark_reader(spark, spark_tables, data_set)
     differ = []
     for sql, _ in lines(name):
@@ -54,7 +53,8 @@ def test_every_fixture_query_has_the_same_outcome_on_spark(spark, spark_tables, 
 
 
 def test_explain_is_the_same_apart_from_the_rendered_sql(spark, spark_tables):
-    for data_set, name in (("pums", "accept_pums.sql"), ("shop", "accept_shop.sql")):
+    for name in [f for f in FIXTURE_FILES if f.startswith("accept_")]:
+        data_set = data_set_of(name)
         duck, sp = duckdb_reader(data_set), _spark_reader(spark, spark_tables, data_set)
         for sql, _ in lines(name)[:25]:
             if sql in SPARK_ONLY_REFUSALS:

@@ -8,8 +8,9 @@ Each line of a fixture file is one test (its id is the file name and line number
                                          subclass, and its message contains the fragment
 
 Lines starting with ``#`` are comments; blank lines are ignored. ``<set>`` names the data set:
-``pums`` (PUMS.PUMS from tests/data/PUMS_pid.csv + PUMS_pid.yaml, private_id pid) or ``shop``
-(tests/data/shop_*.csv + shop.yaml). Each file gets one reader, with the default privacy and
+one of ``tests.paths.DATA_SETS``: ``pums`` (PUMS.PUMS from tests/data/PUMS_pid.csv +
+PUMS_pid.yaml, private_id pid), ``shop`` (tests/data/shop_*.csv + shop.yaml) or ``retail``
+(tests/data/retail_*.csv + retail.yaml, a four-level star schema). Each file gets one reader, with the default privacy and
 no budget (so that nothing is refused for budget), opened once for all its lines.
 
 To add a case, add a line to the right file; to see why a line fails, run it alone, e.g.
@@ -23,7 +24,7 @@ import pytest
 
 import dpsql
 
-from tests.paths import DATA, SQL
+from tests.paths import DATA_SETS, SQL
 
 FILE = re.compile(r"^(accept|refuse)_([A-Za-z0-9]+)\.sql$")
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
@@ -57,7 +58,7 @@ LINES = fixture_lines()
 
 
 @pytest.fixture(scope="module")
-def reader_of(pums_reader, pums_pid, shop_reader):
+def reader_of():
     """``reader_of(file name)``: that fixture file's reader, opened at its first line and
     kept for the others."""
     opened = {}
@@ -65,13 +66,9 @@ def reader_of(pums_reader, pums_pid, shop_reader):
     def reader(name: str):
         if name not in opened:
             data_set = FILE.match(name).group(2)
-            if data_set == "pums":
-                opened[name] = pums_reader(pums_pid, DATA / "PUMS_pid.yaml",
-                                           privacy=dpsql.Privacy())
-            elif data_set == "shop":
-                opened[name] = shop_reader(privacy=dpsql.Privacy())
-            else:
-                raise AssertionError(f"{name}: unknown data set {data_set!r} (pums or shop)")
+            assert data_set in DATA_SETS, f"{name}: unknown data set {data_set!r}"
+            meta, tables = DATA_SETS[data_set]
+            opened[name] = dpsql.from_df(dict(tables), meta, privacy=dpsql.Privacy())
         return opened[name]
     return reader
 
