@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.paths import ROOT
+from tests.system.doc_output import output_matches
 
 DOCS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 BLOCK = re.compile(r"^```console\n(.*?)^```", re.S | re.M)
@@ -67,38 +68,6 @@ def console_commands(text: str, with_output: bool = False) -> list:
                 found.append((command.strip(), code, sample) if with_output
                              else (command.strip(), code))
     return found
-
-
-_NOISY = re.compile(r"~-?\d[\d.]*(?:e[+-]?\d+)?")
-
-
-def _line_pattern(line: str) -> str:
-    """A regex for one sample line (see the module docstring for the conventions)."""
-    out, pos = [], 0
-    text = " ".join(line.split())
-    for m in re.finditer(r"~-?\d[\d.]*(?:e[+-]?\d+)?|\.\.\.|-{3,}| ", text):
-        out.append(re.escape(text[pos:m.start()]))
-        token = m.group(0)
-        out.append(r"-?[\d.]+(?:e[+-]?\d+)?" if token.startswith("~") else
-                   ".*" if token == "..." else "-+" if token.startswith("---") else r"\s+")
-        pos = m.end()
-    out.append(re.escape(text[pos:]))
-    return "".join(out)
-
-
-def output_matches(sample: list, actual: list) -> bool:
-    """Whether printed lines ``actual`` fit the sample lines (``...`` lines: any lines)."""
-    want = [x for x in sample if x.strip()]
-    got = [" ".join(x.split()) for x in actual if x.strip()]
-
-    def fits(i: int, j: int) -> bool:
-        if i == len(want):
-            return j == len(got)
-        if want[i].strip() == "...":
-            return any(fits(i + 1, k) for k in range(j, len(got) + 1))
-        return (j < len(got) and re.fullmatch(_line_pattern(want[i]), got[j]) is not None
-                and fits(i + 1, j + 1))
-    return fits(0, 0)
 
 
 COMMANDS = {doc.name: console_commands(doc.read_text("utf-8")) for doc in DOCS}
