@@ -180,10 +180,18 @@ class _PerPerson:
             fields[HIDDEN_PID] = replace(child.fields[child.pid.lower()], name=HIDDEN_PID, is_id=True)
         return pid
 
+    def aliases(self) -> dict:
+        """The SELECT list's aliases, bound (the first of a repeated name wins), so that
+        HAVING may name one as DuckDB allows (``COUNT(*) AS k ... HAVING k > 2``): a name
+        outside any aggregate that is no grouped column binds to the alias (the binder's
+        rule, as in the outer query), and means exactly the aliased expression."""
+        return {item.alias.lower(): self.binder.bind(item.this.copy(), "SELECT")
+                for item in reversed(self.tree.expressions) if isinstance(item, exp.Alias)}
+
     def having_condition(self, having, keys: list) -> exp.Expression:
         """HAVING as a row-level filter over hidden columns of the per-person rows."""
         name, fields = self.name, self.fields
-        bound = self.binder.bind(having.this.copy(), "HAVING")
+        bound = self.binder.bind(having.this.copy(), "HAVING", self.aliases(), keys)
         mapping = []
         for node in [n for n in bound.walk() if isinstance(n, exp.AggFunc)]:
             out = self.add_aggregate(node, f"_dpsql_h{len(self.aggs)}")
