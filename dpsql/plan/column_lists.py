@@ -36,7 +36,9 @@ def name_items(body: exp.Expression, names: list) -> exp.Expression:
     if not names:
         return body
     if isinstance(body, exp.Subquery):
-        return name_items(body.this, names)
+        body = body.copy()
+        body.set("this", name_items(body.this, names))
+        return body
     if isinstance(body, exp.Union):
         body = body.copy()
         body.set("this", name_items(body.this, names))

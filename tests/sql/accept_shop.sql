@@ -108,3 +108,4 @@ SELECT COUNT(*) AS n FROM shop.order_items i JOIN (SELECT customer_id, order_id 
 SELECT COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS k FROM shop.orders GROUP BY customer_id HAVING k > 2) t -- ok
 SELECT k > 5 AS big, COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS k FROM shop.orders GROUP BY customer_id HAVING k > 2) t GROUP BY k > 5 -- ok
 SELECT COUNT(*) AS n FROM (SELECT customer_id AS c, COUNT(*) AS k FROM shop.orders GROUP BY c HAVING k > 2 ORDER BY k) t -- ok
+SELECT COUNT(*) AS n, SUM(k) AS s FROM (SELECT customer_id, COUNT(*) AS k FROM shop.orders GROUP BY customer_id HAVING MAX(order_id) > 8000 UNION ALL SELECT customer_id, COUNT(*) AS k FROM shop.orders GROUP BY customer_id) u -- ok

@@ -69,6 +69,12 @@ ANSWERED = {
         # an alias that is also an ungrouped column's name means the alias (as DuckDB)
         ("SELECT COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS order_id FROM shop.orders "
          "GROUP BY customer_id HAVING order_id > 3) t", [], None),
+        # columns that only HAVING reads are no columns of the subquery (SELECT *, UNION ALL)
+        ("SELECT COUNT(*) AS n, SUM(k) AS s FROM (SELECT * FROM (SELECT customer_id, COUNT(*) "
+         "AS k FROM shop.orders GROUP BY customer_id HAVING MAX(order_id) > 8000) t) s", [], None),
+        ("SELECT COUNT(*) AS n, SUM(k) AS s FROM (SELECT customer_id, COUNT(*) AS k FROM "
+         "shop.orders GROUP BY customer_id HAVING MAX(order_id) > 8000 UNION ALL SELECT "
+         "customer_id, COUNT(*) AS k FROM shop.orders GROUP BY customer_id) u", [], None),
         # ... and a grouped column's name means the column
         ("SELECT COUNT(*) AS n FROM (SELECT customer_id, channel, COUNT(*) AS channel_n FROM "
          "shop.orders GROUP BY customer_id, channel HAVING channel = 'web' AND channel_n > 1) t",
