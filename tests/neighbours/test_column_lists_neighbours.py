@@ -13,24 +13,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.neighbours.test_join_neighbours import (
-    Pair, X, _cells, _check, _dup_ids, _l1, _shop_base, _shop_with, _shop_with_duplicates,
-    _without_customer)
-from tests.paths import DATA
+from tests.neighbours.test_join_neighbours import (  # noqa: F401 - shop, shop_duplicates: fixtures
+    _cells, _check, _dup_ids, _l1, _shop_base, shop, shop_duplicates)
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
-
-
-@pytest.fixture(scope="module")
-def shop():
-    with_x = _shop_with(_shop_base())
-    return Pair(with_x, _without_customer(with_x, X), DATA / "shop.yaml")
-
-
-@pytest.fixture(scope="module")
-def shop_duplicates():
-    with_x = _shop_with_duplicates(_shop_base())
-    return Pair(with_x, _without_customer(with_x, X), DATA / "shop.yaml")
 
 
 def test_swapped_names_join_items_on_the_real_order_id(shop):
