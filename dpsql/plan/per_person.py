@@ -180,10 +180,18 @@ class _PerPerson:
             fields[HIDDEN_PID] = replace(child.fields[child.pid.lower()], name=HIDDEN_PID, is_id=True)
         return pid
 
+    def aliases(self) -> dict:
+        """The SELECT list's aliases, bound (the first of a repeated name wins), so that
+        HAVING may name one as DuckDB allows (``COUNT(*) AS k ... HAVING k > 2``): a name
+        outside any aggregate that is no grouped column binds to the alias (the binder's
+        rule, as in the outer query), and means exactly the aliased expression."""
+        return {item.alias.lower(): self.binder.bind(item.this.copy(), "SELECT")
+                for item in reversed(self.tree.expressions) if isinstance(item, exp.Alias)}
+
     def having_condition(self, having, keys: list) -> exp.Expression:
         """HAVING as a row-level filter over hidden columns of the per-person rows."""
         name, fields = self.name, self.fields
-        bound = self.binder.bind(having.this.copy(), "HAVING")
+        bound = self.binder.bind(having.this.copy(), "HAVING", self.aliases(), keys)
         mapping = []
         for node in [n for n in bound.walk() if isinstance(n, exp.AggFunc)]:
             out = self.add_aggregate(node, f"_dpsql_h{len(self.aggs)}")
@@ -259,11 +267,15 @@ def per_person(tree: exp.Select, child: Relation, binder: Binder, name: str) -> 
         groups.append(column(child.pid))
     sql = exp.select(*builder.projections).from_(exp.Subquery(
         this=rows, alias=exp.TableAlias(this=exp.to_identifier("_t")))).group_by(*groups)
+    hidden = [n for n in fields if n.startswith("_dpsql_h")]
     if condition is not None:
-        sql = exp.select(exp.Star()).from_(exp.Subquery(
+        # The columns only HAVING reads are dropped after it: not part of the relation
+        # (SELECT * and UNION ALL above see the SELECT list's columns only).
+        kept = [exp.alias_(column(f.name), f.name, quoted=True)
+                for n, f in fields.items() if n not in hidden]
+        sql = exp.select(*kept).from_(exp.Subquery(
             this=sql, alias=exp.TableAlias(this=exp.to_identifier("_p")))).where(condition)
     k = 1 if len(keys) == 1 else child.k
-    hidden = [n for n in fields if n.startswith("_dpsql_h")]
     steps = list(child.steps)
     steps.append(f"truncation: {how}, before {name!r}")
     steps.append(f"{name}: per-person aggregation by {', '.join(key.sql(ANALYST_DIALECT) for key in keys)}"
@@ -271,6 +283,7 @@ def per_person(tree: exp.Select, child: Relation, binder: Binder, name: str) -> 
                  + ", ".join(f"{f.name} {f.bounds_text()}" for n, f in fields.items()
                              if n not in hidden and f.name != HIDDEN_PID)
                  + (f"; HAVING {having.this.sql(ANALYST_DIALECT)[:80]}" if having is not None else ""))
-    out = child.derived(fields, pid, k, True, sql, steps)
+    out = child.derived({n: f for n, f in fields.items() if n not in hidden}, pid, k, True,
+                        sql, steps)
     out.group_bounds = None
     return out

@@ -308,7 +308,22 @@ def select_rows(tree: exp.Select, child: Relation, binder: Binder, name: str) ->
                  + ", ".join(f"{f.name} {f.bounds_text()}" for f in fields.values()
                              if f.name != HIDDEN_PID)
                  + ("; WHERE " + where.this.sql(ANALYST_DIALECT)[:80] if where is not None else ""))
-    return child.derived(fields, pid, child.k, child.bounded, sql, steps)
+    out = child.derived(fields, pid, child.k, child.bounded, sql, steps)
+    out.ref = carried_ref(child.ref, fields)
+    return out
+
+
+def carried_ref(ref: tuple | None, fields: dict) -> tuple | None:
+    """A relation's ``ref`` (unit "reference") after a select: the column that still holds
+    the referencing value. A plain rename (``order_id AS oid``) keeps the column what it is,
+    so the reference follows it to its new name; a computed value never carries it."""
+    if ref is None:
+        return None
+    target = f"{ref[1].full_name}.{ref[2]}".lower()
+    names = [f.name for f in fields.values() if f.ref == target]
+    if not names or any(n.lower() == ref[0].lower() for n in names):
+        return ref
+    return (names[0],) + tuple(ref[1:])
 
 
 def _select_star(item, child: Relation, binder: Binder, name: str, seen: set,

@@ -19,6 +19,7 @@ from .bounds import MAX_DOMAIN
 from .joins import Join, conjuncts as _conjuncts, visible_scope
 from .setops import semi_join, union_all
 from .per_person import per_person
+from .column_lists import column_names, name_items, renamed
 from .relations import ROW_CLAUSES, Field, Relation, scan, select_rows
 from ..frontend.dialect import ANALYST_DIALECT
 
@@ -140,10 +141,9 @@ class Resolver:
         env = dict(env)
         for cte in with_.expressions:
             name = cte.alias_or_name.lower()
-            if cte.args["alias"].columns:
-                fail(f"column names after the CTE name {cte.alias_or_name!r} are not supported; "
-                     "alias the columns inside it")
-            env[name] = self.body(cte.this, env, cte.alias_or_name)
+            names = column_names(cte.args["alias"])
+            env[name] = renamed(self.body(name_items(cte.this, names), env, cte.alias_or_name),
+                                names, cte.alias_or_name)
         return env
 
     def relation_of(self, node: exp.Expression, env: dict) -> tuple:
@@ -152,11 +152,10 @@ class Resolver:
         if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Values):
             return self.values(node.this, node.args.get("alias"))
         if isinstance(node, exp.Subquery):
-            if node.args.get("alias") is not None and node.args["alias"].columns:
-                fail("column names after a subquery's alias are not supported; alias the "
-                     "columns inside it")
-            rel = self.body(node.this, env, node.alias or "subquery")
-            return rel, ({node.alias.lower()} if node.alias else set())
+            names = column_names(node.args.get("alias"))
+            label = node.alias or "subquery"
+            rel = self.body(name_items(node.this, names), env, label)
+            return renamed(rel, names, label), ({node.alias.lower()} if node.alias else set())
         if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
             fail("FROM must name a table from the metadata, a CTE or a subquery (no table "
                  "functions)")
@@ -167,18 +166,17 @@ class Resolver:
         if extra:
             fail(f"{', '.join(k.upper() for k in extra)} on the table is not supported "
                  "(sampling or pivoting would change whose rows are counted)")
-        if node.alias and node.args["alias"].columns:
-            fail("column names after a table's alias are not supported")
+        columns = column_names(node.args.get("alias"))
         parts = [p for p in (node.catalog, node.db, node.name) if p]
         if len(parts) == 1 and parts[0].lower() in env:
             rel = env[parts[0].lower()]
-            return rel, {(node.alias or node.name).lower()}
+            return renamed(rel, columns, node.alias or node.name), {(node.alias or node.name).lower()}
         table = self.table(node, ".".join(parts))
         names = {node.alias.lower()} if node.alias else {node.name.lower(), table.full_name.lower()}
         relation = scan(table, self.metadata)
         if table.public:
             self.read_public(relation)
-        return relation, names
+        return renamed(relation, columns, node.alias or node.name), names
 
     # -- public data -------------------------------------------------------------
     def read_public(self, relation: Relation) -> None:

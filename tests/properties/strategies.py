@@ -924,7 +924,7 @@ class QueryGen:
             else:
                 inner_params = []
             form = self.pick(("subquery", "cte", "nested", "derived", "union", "semi", "values",
-                              "cross", "internal", "id_join", "twin"))
+                              "cross", "internal", "id_join", "twin", "listed", "listed_cte"))
             if form in ("semi", "id_join") and scn.pid is None:
                 form = "union"
             if form == "twin" and not scn.twin:
@@ -972,10 +972,15 @@ class QueryGen:
                 else:
                     pid = self.colref(scn.pid)
                     table = f"(SELECT * FROM {table} WHERE {pid} IN (SELECT {pid} FROM {table}{inner}))"
-            elif form == "cte":
-                self.prefix = f"WITH c1 AS (SELECT * FROM {table}{inner}) "
+            elif form in ("cte", "listed_cte"):
+                names = self.column_list() if form == "listed_cte" else ""
+                self.prefix = f"WITH c1{names} AS (SELECT * FROM {table}{inner}) "
                 self.prefix_params = inner_params
                 table = "c1"
+            elif form == "listed":
+                self.late_params = inner_params
+                self.qualifier = self.pick(("t", "q", "Alias1"))
+                return f"(SELECT * FROM {table}{inner}) AS {self.qualifier}{self.column_list()}"
             else:
                 self.late_params = inner_params
                 extra = ""
@@ -991,6 +996,23 @@ class QueryGen:
         if self.flag(0.1) and not wrapped:
             self.qualifier = tname
         return table
+
+    def column_list(self) -> str:
+        """A column list after an alias (``AS t(a, b)``), restating the columns' own names in
+        another case, all or the first few, so that the query's names still bind; rarely a
+        hostile one: a name too many, two names swapped, the plan's reserved name."""
+        names = [f'"{c.name}"' if c.name in NEEDS_QUOTES else self.pick((c.name, c.name.upper()))
+                 for c in self.scn.columns]
+        names = names[:self.ints(1, len(names))]
+        if self.flag(0.1):
+            bad = self.pick(("more", "swap", "reserved"))
+            if bad == "more":
+                names.append("extra")
+            elif bad == "swap" and len(names) > 1:
+                names[0], names[1] = names[1], names[0]
+            else:
+                names[-1] = "_dpsql_pid"
+        return f" ({', '.join(names)})"
 
     def query(self) -> Query:
         table = self.table_ref()

@@ -7,3 +7,12 @@ SELECT priority, COUNT(*) AS n FROM retail.orders WHERE order_date < DATE '1995-
 SELECT n.region, COUNT(*) AS n FROM retail.customers c JOIN retail.nations n ON c.nation_key = n.nation_key GROUP BY n.region -- ok
 SELECT l.return_flag, SUM(l.quantity) AS q, AVG(l.price) AS p FROM retail.orders o JOIN retail.lineitems l ON o.order_id = l.order_id GROUP BY l.return_flag -- ok
 SELECT p.brand, COUNT(*) AS n FROM retail.lineitems l JOIN retail.orders o ON o.order_id = l.order_id JOIN retail.parts p ON p.part_id = l.part_id GROUP BY p.brand -- ok
+SELECT n_orders, COUNT(*) AS n FROM (SELECT c.customer_id, COUNT(o.order_id) FROM retail.customers c LEFT JOIN retail.orders o ON c.customer_id = o.customer_id GROUP BY c.customer_id) AS per_customer (customer_id, n_orders) GROUP BY n_orders -- ok
+WITH per_customer (customer_id, n_orders) AS (SELECT customer_id, COUNT(*) FROM retail.orders GROUP BY customer_id) SELECT n_orders, COUNT(*) AS n FROM per_customer GROUP BY n_orders -- ok
+WITH lines (customer_id, n_lines, qty) AS (SELECT o.customer_id, COUNT(*), SUM(l.quantity) FROM retail.orders o JOIN retail.lineitems l ON o.order_id = l.order_id GROUP BY o.customer_id) SELECT n_lines > 50 AS many, COUNT(*) AS n, SUM(qty) AS q FROM lines GROUP BY n_lines > 50 -- ok
+SELECT p, COUNT(*) AS n FROM retail.orders AS o (oid, cid, d, p) GROUP BY p -- ok
+SELECT l.flag, SUM(l.q) AS q FROM (SELECT order_id, quantity, return_flag FROM retail.lineitems) AS l (oid, q, flag) JOIN retail.orders o ON l.oid = o.order_id GROUP BY l.flag -- ok
+SELECT COUNT(*) AS n FROM retail.lineitems l JOIN (SELECT customer_id, order_id FROM retail.orders) AS o (order_id, customer_id) ON l.order_id = o.customer_id -- ok
+SELECT COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS k FROM retail.orders GROUP BY customer_id HAVING k > 10) t -- ok
+SELECT k > 20 AS big, COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS k FROM retail.orders GROUP BY customer_id HAVING k > 5) t GROUP BY k > 20 -- ok
+SELECT COUNT(*) AS n FROM (SELECT o.customer_id AS c, SUM(l.quantity) AS q FROM retail.orders o JOIN retail.lineitems l ON o.order_id = l.order_id GROUP BY c HAVING q > 1000 ORDER BY q) t -- ok

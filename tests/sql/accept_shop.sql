@@ -98,3 +98,14 @@ SELECT 'customers' AS what, COUNT(*) AS n FROM shop.customers UNION ALL SELECT '
 SELECT MONTH(CAST('2024-03-01' AS DATE)) AS m, COUNT(*) AS n FROM shop.orders GROUP BY m -- ok
 SELECT DATE_TRUNC('month', CAST('2024-03-17' AS TIMESTAMP)) AS t, COUNT(*) AS n FROM shop.orders GROUP BY 1 -- ok
 SELECT COUNT(*) AS n FROM shop.orders WHERE EXTRACT(year FROM CAST('2024-03-17' AS DATE)) = 2024 -- ok
+# ---- column lists after an alias (a rename: each column keeps its identity), HAVING by an alias per person
+SELECT n_orders, COUNT(*) AS n FROM (SELECT c.customer_id, COUNT(o.order_id) FROM shop.customers c LEFT JOIN shop.orders o ON c.customer_id = o.customer_id GROUP BY c.customer_id) AS per_customer (customer_id, n_orders) GROUP BY n_orders -- ok
+WITH per_customer (customer_id, n_orders) AS (SELECT customer_id, COUNT(*) FROM shop.orders GROUP BY customer_id) SELECT n_orders, COUNT(*) AS n FROM per_customer GROUP BY n_orders -- ok
+WITH spent (customer_id, total) AS (SELECT o.customer_id, SUM(i.amount) FROM shop.orders o JOIN shop.order_items i ON o.order_id = i.order_id GROUP BY o.customer_id) SELECT COUNT(*) AS n, AVG(total) AS a FROM spent -- ok
+SELECT ch, COUNT(*) AS n FROM shop.orders AS o (oid, cid, ch) GROUP BY ch -- ok
+SELECT o.channel, SUM(i.amt) AS s FROM (SELECT order_id, amount FROM shop.order_items) AS i (oid, amt) JOIN shop.orders o ON i.oid = o.order_id GROUP BY o.channel -- ok
+SELECT COUNT(*) AS n FROM shop.order_items i JOIN (SELECT customer_id, order_id FROM shop.orders) AS o (order_id, customer_id) ON i.order_id = o.customer_id -- ok
+SELECT COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS k FROM shop.orders GROUP BY customer_id HAVING k > 2) t -- ok
+SELECT k > 5 AS big, COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS k FROM shop.orders GROUP BY customer_id HAVING k > 2) t GROUP BY k > 5 -- ok
+SELECT COUNT(*) AS n FROM (SELECT customer_id AS c, COUNT(*) AS k FROM shop.orders GROUP BY c HAVING k > 2 ORDER BY k) t -- ok
+SELECT COUNT(*) AS n, SUM(k) AS s FROM (SELECT customer_id, COUNT(*) AS k FROM shop.orders GROUP BY customer_id HAVING MAX(order_id) > 8000 UNION ALL SELECT customer_id, COUNT(*) AS k FROM shop.orders GROUP BY customer_id) u -- ok

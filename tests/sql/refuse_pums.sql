@@ -162,5 +162,5 @@ SELECT COUNT(*) FROM (SELECT * FROM PUMS.PUMS OFFSET 10) -- QueryError: LIMIT/OF
 WITH RECURSIVE r AS (SELECT 1 AS x) SELECT COUNT(*) FROM r -- QueryError: WITH RECURSIVE is not supported
 SELECT COUNT(*) FROM (SELECT pid, age AS pid FROM PUMS.PUMS) -- QueryError: two columns of 'subquery' are named 'pid'
 SELECT COUNT(*) FROM (SELECT pid, age * 2 FROM PUMS.PUMS) -- QueryError: needs a name: write ... AS name
-SELECT COUNT(*) FROM (SELECT pid FROM PUMS.PUMS) AS s(x) -- QueryError: column names after a subquery's alias
+SELECT COUNT(*) FROM (SELECT pid FROM PUMS.PUMS) AS s(x, y) -- QueryError: 's' has 1 column but 2 names are given
 SELECT COUNT(*) FROM (SELECT * REPLACE (age * 2 AS age) FROM PUMS.PUMS) -- QueryError: * REPLACE/RENAME is not supported

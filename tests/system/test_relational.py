@@ -247,7 +247,8 @@ REFUSED = [
     ("SELECT COUNT(*) FROM clinic.visits a JOIN clinic.visits b ON a.age = b.age",
      "must equate their privacy units"),
     ("WITH a AS (SELECT * FROM clinic.visits) SELECT * FROM a", "raw rows"),
-    ("SELECT COUNT(*) FROM (SELECT pid FROM clinic.visits) AS s(x)", "column names after"),
+    ("SELECT COUNT(*) FROM (SELECT pid FROM clinic.visits) AS s(x, y)",
+     "'s' has 1 column but 2 names"),
     ("SELECT SUM(department) FROM clinic.visits", "numeric"),
     # found by the black-box review: DISTINCT ON ran as DISTINCT
     ("SELECT COUNT(*) FROM (SELECT DISTINCT ON (pid) * FROM clinic.visits)", "DISTINCT ON"),
