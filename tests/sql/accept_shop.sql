@@ -98,3 +98,8 @@ SELECT 'customers' AS what, COUNT(*) AS n FROM shop.customers UNION ALL SELECT '
 SELECT MONTH(CAST('2024-03-01' AS DATE)) AS m, COUNT(*) AS n FROM shop.orders GROUP BY m -- ok
 SELECT DATE_TRUNC('month', CAST('2024-03-17' AS TIMESTAMP)) AS t, COUNT(*) AS n FROM shop.orders GROUP BY 1 -- ok
 SELECT COUNT(*) AS n FROM shop.orders WHERE EXTRACT(year FROM CAST('2024-03-17' AS DATE)) = 2024 -- ok
+# ---- BigQuery's differential-privacy syntax (docs/sql.md)
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = 3, privacy_unit_column = customer_id) channel, COUNT(*, contribution_bounds_per_group => (0, 5)) AS n FROM shop.orders GROUP BY channel -- ok
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = 5) channel, COUNT(*) AS n FROM shop.orders GROUP BY channel -- ok
+SELECT WITH DIFFERENTIAL_PRIVACY o.channel, AVG(i.amount) AS a, SUM(i.amount, contribution_bounds_per_group => (0, 1000)) AS s FROM shop.orders o JOIN shop.order_items i ON o.order_id = i.order_id GROUP BY o.channel -- ok
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (privacy_unit_column = c.customer_id) c.region, COUNT(*, contribution_bounds_per_group => (0, 3)) AS n FROM shop.customers c JOIN shop.orders o ON c.customer_id = o.customer_id GROUP BY c.region -- ok
