@@ -217,7 +217,7 @@ def _per_unit(tree: exp.Select, unit: exp.Column, aggregates: list, tables: list
                              "data; BigQuery's per-unit aggregation already groups by it")
     norms = [_norm(k) for k in keys]
     key_names = _key_names(keys, prefix, tree.expressions)
-    names = [_output_name(item) for item in tree.expressions]
+    names = [output_name(item) for item in tree.expressions]
     inner_items = [exp.alias_(k.copy(), n, quoted=True) for k, n in zip(keys, key_names)]
     columns: dict = {}
     for node in aggregates:
@@ -304,8 +304,8 @@ def _norm(node: exp.Expression) -> str:
     return copy.sql(ANALYST_DIALECT).lower()
 
 
-def _output_name(item: exp.Expression) -> str:
-    """The output name dpsql gives a SELECT item (as ``dpsql.plan.validate``)."""
+def output_name(item: exp.Expression) -> str:
+    """The output name of a SELECT item: its alias, its column's name, or its text."""
     if isinstance(item, exp.Alias):
         return item.alias
     if isinstance(item, exp.Column):
@@ -325,7 +325,7 @@ def _keys(tree: exp.Select, tables: list) -> list:
     items = tree.expressions
     aliases = {i.alias.lower(): i.this for i in items if isinstance(i, exp.Alias)}
     columns = {c.lower() for _, t, _ in tables for c in t.columns}
-    columns |= {_output_name(i).lower() for s in tree.find_all(exp.Select) if s is not tree
+    columns |= {output_name(i).lower() for s in tree.find_all(exp.Select) if s is not tree
                 for i in s.expressions}
     keys, seen = [], set()
     for key in group.expressions:
@@ -436,4 +436,4 @@ def _exposes(tree: exp.Select, source: exp.Expression, name: str) -> bool:
     if not isinstance(body, exp.Select):
         return True
     return any(isinstance(i, exp.Star) or (isinstance(i, exp.Column) and isinstance(i.this, exp.Star))
-               or _output_name(i).lower() == name for i in body.expressions)
+               or output_name(i).lower() == name for i in body.expressions)

@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from ..metadata.model import Metadata
 from .query import Query
-from .contributions import apply_options, rewrite
+from .contributions import apply_options, output_name as _output_name, rewrite
 from .resolve import resolve
 from .aggregates import RELEASED
 from .quantiles import normalise_quantile
@@ -137,14 +137,6 @@ def _check_row_level_except_aggregates(expr: exp.Expression) -> None:
             _fail("window functions are not supported{at}", node)
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
             _fail("subqueries are not supported; they would let one row's answer depend on other rows")
-
-
-def _output_name(item: exp.Expression) -> str:
-    if isinstance(item, exp.Alias):
-        return item.alias
-    if isinstance(item, exp.Column):
-        return item.name
-    return item.sql(ANALYST_DIALECT)
 
 
 def _uses_only_keys(expr: exp.Expression, keys: list, clause: str) -> None:
