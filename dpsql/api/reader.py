@@ -25,6 +25,7 @@ from ..engines.postprocess import PostProcessor, render
 from ..release.explain import describe
 from ..metadata.model import Metadata
 from ..frontend.parse import parse_query, typed_params, union_parts
+from ..frontend.bigquery import query_privacy
 from ..plan import Plan, build_plan
 from ..privacy.params import Budget, Privacy, large_privacy_warning
 from ..release.noise import add_noise, drowned_counts, empty_noisy
@@ -79,6 +80,11 @@ class Reader:
         if cached is not None:
             return cached
         tree = parse_query(sql, params)
+        # BigQuery's OPTIONS (epsilon, delta) set this query's privacy, as privacy= would.
+        asked = query_privacy(tree, privacy)
+        if asked is not privacy and large_privacy_warning(asked) not in (None, note):
+            warn(large_privacy_warning(asked))
+        privacy = asked
         plans = []
         for part in union_parts(tree):
             query = validate(part, self.metadata, self.engine.public_rows)

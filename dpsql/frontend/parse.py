@@ -59,6 +59,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from ..errors import QueryError
+from . import bigquery
 from .dialect import ANALYST_DIALECT
 from .params import bind_params, literal, typed_params  # noqa: F401 - re-exported
 
@@ -164,7 +165,8 @@ def _parse_tokens(tokens: list, sql: str, dialect: str) -> list:
     return sqlglot.Dialect.get_or_raise(dialect).parser().parse(tokens, sql)
 
 
-def _parse_all(sql: str) -> list:
+def _parse_all(sql: str) -> tuple:
+    """(statements, BigQuery's DIFFERENTIAL_PRIVACY clause or None: dpsql.frontend.bigquery)."""
     try:
         tokens = _tokenize(sql, ANALYST_DIALECT)
     except TokenError as err:
@@ -177,13 +179,14 @@ def _parse_all(sql: str) -> list:
         raise QueryError(f"cannot read the query ({type(err).__name__}); "
                          "write one SELECT statement in DuckDB/ANSI SQL") from None
     _check_tokens(tokens)
+    tokens, clause = bigquery.extract(tokens)
     try:
-        return _parse_tokens(tokens, sql, ANALYST_DIALECT)
+        return _parse_tokens(tokens, sql, ANALYST_DIALECT), clause
     except ParseError as first:
         # SmartNoise accepts T-SQL's ``SELECT TOP n``; DuckDB's grammar does not.
-        if "top" in sql.lower():
+        if "top" in sql.lower() and clause is None:
             try:
-                return sqlglot.parse(sql, read="tsql")
+                return sqlglot.parse(sql, read="tsql"), None
             except MemoryError:
                 raise
             except Exception:  # noqa: BLE001 - report the DuckDB error below
@@ -400,8 +403,10 @@ def relation_sizes(tree: exp.Expression) -> tuple:
 
 def check_relation_depth(tree: exp.Expression) -> None:
     """Refuse a query nesting more than MAX_RELATION_DEPTH relations (CTE chains too), or
-    reading tables more than MAX_READS times, before anything is planned."""
+    reading tables more than MAX_READS times, before anything is planned. BigQuery's
+    clause may add a level (a per-person aggregation: dpsql.plan.contributions)."""
     depth, reads = relation_sizes(tree)
+    depth += 1 if bigquery.clause_of(tree) is not None else 0
     if reads > MAX_READS:
         raise QueryError(
             f"the query reads tables {reads:,} times (each CTE counted once per place that "
@@ -430,11 +435,12 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
         sql.encode("utf-8")
     except UnicodeEncodeError:
         raise QueryError("the query is not valid Unicode (it holds a lone surrogate)") from None
-    statements = [s for s in _parse_all(sql) if s is not None]
+    statements, clause = _parse_all(sql)
+    statements = [s for s in statements if s is not None]
     if len(statements) != 1:
         raise QueryError(f"expected one SQL statement, got {len(statements)}; "
                          "send each query separately")
-    tree = statements[0]
+    tree = bigquery.attach(statements[0], clause)
     if isinstance(tree, exp.Union) and not isinstance(tree, (exp.Intersect, exp.Except)):
         _union_of_queries(tree)
         tree = _balance_connectors(tree)

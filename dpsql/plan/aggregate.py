@@ -35,6 +35,7 @@ from .relations import Field, censored, check_work
 from ..frontend.binding import expression_weight
 from .split import split
 from ..frontend.dialect import ANALYST_DIALECT
+from ..frontend.bigquery import render
 
 NOISY_TABLE = "_noisy"
 
@@ -60,10 +61,10 @@ class Plan:
     def __post_init__(self) -> None:
         # The query as the analyst wrote it, parameters bound: release keys and the ledger.
         # The plan itself is engine-neutral: only an engine renders it (dpsql.plan.dialect).
-        self.bound_sql = self.query.tree.sql(ANALYST_DIALECT)
+        self.bound_sql = render(self.query.tree, ANALYST_DIALECT)
         # What makes two requests one release: identifiers match metadata names without
         # regard to case, so their case is not part of it (text literals keep theirs).
-        self.key_sql = _case_free(self.query.tree).sql(ANALYST_DIALECT)
+        self.key_sql = render(_case_free(self.query.tree), ANALYST_DIALECT)
 
 
 def _case_free(tree: exp.Expression) -> exp.Expression:
@@ -233,7 +234,8 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
         per_key = stats.per_group or k       # rows of one person in a key
         shift = 0 if threshold.persons else per_key - 1
         plan.tau = threshold.mechanism.threshold(max_groups=stats.groups, delta=delta_t) + shift
-    plan.notes += _notes(group_bounds, bool(query.keys and not domains and not needs_threshold))
+    plan.notes += query.notes + _notes(group_bounds, bool(query.keys and not domains
+                                                          and not needs_threshold))
     return plan
 
 

@@ -29,3 +29,4 @@ class Query:
     limit: int | None = None
     offset: int | None = None
     distinct: bool = False
+    notes: list = field(default_factory=list)         # for explain (dpsql.plan.contributions)

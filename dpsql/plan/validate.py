@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from ..metadata.model import Metadata
 from .query import Query
+from .contributions import apply_options, output_name as _output_name, rewrite
 from .resolve import resolve
 from .aggregates import RELEASED
 from .quantiles import normalise_quantile
@@ -138,14 +139,6 @@ def _check_row_level_except_aggregates(expr: exp.Expression) -> None:
             _fail("subqueries are not supported; they would let one row's answer depend on other rows")
 
 
-def _output_name(item: exp.Expression) -> str:
-    if isinstance(item, exp.Alias):
-        return item.alias
-    if isinstance(item, exp.Column):
-        return item.name
-    return item.sql(ANALYST_DIALECT)
-
-
 def _uses_only_keys(expr: exp.Expression, keys: list, clause: str) -> None:
     """Outside aggregates, a row value may appear only inside a GROUP BY key."""
     def visit(node):
@@ -208,6 +201,7 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
     ``public``: a function that reads public tables (``Engine.public_rows``), so that
     their values can be public key sets; without it they are joined but not read."""
     original = tree        # the query as asked (parameters bound): its canonical text
+    tree = rewrite(tree, metadata)     # BigQuery's differential-privacy syntax, if any
     tree = normalise_filters(normalise_aggregates(tree))
     _clauses(tree)
     # FROM, WITH, subqueries, joins, semi-joins of WHERE: one relation
@@ -240,10 +234,11 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
     for agg in aggregates:
         if agg not in unique:
             unique.append(agg)
-    return Query(tree=original, table=table, relation=relation, where=where, keys=keys, aggregates=unique,
-                 outputs=outputs, having=having, order=order,
-                 limit=_int_literal(tree.args.get("limit"), "LIMIT"),
-                 offset=_int_literal(tree.args.get("offset"), "OFFSET"), distinct=distinct)
+    return apply_options(Query(
+        tree=original, table=table, relation=relation, where=where, keys=keys,
+        aggregates=unique, outputs=outputs, having=having, order=order,
+        limit=_int_literal(tree.args.get("limit"), "LIMIT"),
+        offset=_int_literal(tree.args.get("offset"), "OFFSET"), distinct=distinct))
 
 
 def _select_distinct(tree: exp.Select, binder: _Binder, items: list, keys: list) -> tuple:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 
 from .. import errors
+from ..frontend.bigquery import sql_privacy
 from ..privacy.params import Privacy
 from .statements import Result, ServerError, SessionState, first_word, session_command, \
     sqlstate, strip
@@ -109,10 +110,11 @@ class Runner:
             return done
         if self.catalog.answers(sql):
             return self._catalog(state, sql, params)
-        privacy = self._privacy(state)
         text, values = qmark(sql, params)
-        if first_word(text) == "explain":
-            body = strip(text)[len("explain"):]
+        explain = first_word(text) == "explain"
+        body = strip(text)[len("explain"):] if explain else text
+        privacy = self._privacy(state, body)
+        if explain:
             with state.account.lock:
                 plan = state.account.reader().explain(body, params=values or None,
                                                       privacy=privacy)
@@ -134,16 +136,20 @@ class Runner:
                     raise _interrupted(state, err, None, None) from None
         return Result(f"SELECT {len(rows)}", list(columns), list(rows))
 
-    def _privacy(self, state: SessionState) -> Privacy:
+    def _privacy(self, state: SessionState, sql: str) -> Privacy:
+        """The session's privacy, with the query's own (BigQuery's OPTIONS) if it gives
+        one, checked against the analyst's per-query cap before anything is planned."""
         try:
-            privacy = state.privacy(self.deployment.privacy)
+            session = state.privacy(self.deployment.privacy)
         except errors.ProgrammingError as err:
             raise ServerError(str(err), "22023") from None
+        privacy = sql_privacy(sql, session)
         cap = state.account.analyst.per_query
         if cap is not None and not _within(privacy, cap):
+            lower = ("lower epsilon and delta in the query's OPTIONS" if privacy is not session
+                     else "SET dpsql.epsilon lower")
             raise ServerError(f"the query's privacy ({_describe(privacy)}) is above your "
-                              f"per-query cap ({_describe(cap)}); SET dpsql.epsilon lower",
-                              "42501")
+                              f"per-query cap ({_describe(cap)}); {lower}", "42501")
         return privacy
 
     def _query(self, state: SessionState, sql: str, params: list, privacy: Privacy) -> Result:

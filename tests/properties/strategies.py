@@ -894,6 +894,34 @@ class QueryGen:
             arg = self.expr(self.pick(("int", "string", "float", "boolean", "datetime")), 1)
         return (f"COUNT(DISTINCT {arg})" if form == "distinct" else f"COUNT({arg})"), "int"
 
+    # -- BigQuery's differential-privacy syntax (docs/sql.md) --------------------
+    def bigquery_options(self) -> str:
+        """``WITH DIFFERENTIAL_PRIVACY OPTIONS (...)``: mostly valid, sometimes not."""
+        options = []
+        if self.flag(0.5):
+            options.append("epsilon = " + self.pick(("1e5", "0.5", ".25", "'x'", "0", "1e7")))
+        if self.flag(0.3):
+            options.append("delta = " + self.pick(("1e-6", ".01", "0", "1")))
+        if self.flag(0.3):
+            options.append("max_groups_contributed = " + self.pick(("1", "2", "1000000000",
+                                                                     "0", "1.5")))
+        if self.flag(0.3):
+            col = self.scn.pid if self.scn.pid is not None and self.flag(0.8) else \
+                self.pick(self.scn.columns)
+            options.append(f"privacy_unit_column = {self.colref(col)}")
+        return f"WITH DIFFERENTIAL_PRIVACY OPTIONS ({', '.join(options)}) "
+
+    def contribution_bounds(self, text: str) -> str:
+        """An aggregate call with BigQuery's contribution bounds as its last argument."""
+        name = text.split("(", 1)[0].upper()
+        if not text.endswith(")") or "FILTER" in text or name not in (
+                "COUNT", "SUM", "AVG", "VAR_POP", "STDDEV_POP", "MIN"):
+            return text
+        kind = "row" if name in ("VAR_POP", "STDDEV_POP") or self.flag(0.05) else "group"
+        lo, hi = self.pick((("0", "1"), ("-5", "100"), ("-1e300", "1e300"), ("0.5", "2"),
+                            ("1", "0"), ("0", "'a'")))
+        return f"{text[:-1]}, contribution_bounds_per_{kind} => ({lo}, {hi}))"
+
     # -- the query ------------------------------------------------------------
     def group_key(self) -> tuple:
         if not self.flag(0.4):
@@ -1031,12 +1059,15 @@ class QueryGen:
                                 alias if ref == "alias" and alias else ksql)
             else:
                 key_refs.append(ksql)
+        bigquery = self.flag(0.06)          # BigQuery's DIFFERENTIAL_PRIVACY clause
         if not distinct_keys:
             for _ in range(self.ints(1, 3)):
                 self.post = True
                 text = (self.expr(self.pick(("int", "float", "boolean", "string")), 2)
                         if self.flag(0.3) else self.aggregate(self.pick(("int", "float"))))
                 self.post = False
+                if bigquery and self.flag(0.6):
+                    text = self.contribution_bounds(text)
                 alias = self.pick((f"a{len(items)}", "n", "s", "x", '"my out"', "k0")) \
                     if self.flag(0.5) else None
                 if (alias or text).strip('"').lower() in {n.strip('"').lower() for n in names} \
@@ -1047,7 +1078,7 @@ class QueryGen:
             if self.flag(0.03):
                 items.append(self.pick(("*", self.colref(self.pick(self.scn.columns)))))
 
-        head = "SELECT "
+        head = "SELECT " + (self.bigquery_options() if bigquery else "")
         if distinct_keys or self.flag(0.04):
             head += "DISTINCT "
         if self.flag(0.03):

@@ -143,3 +143,11 @@ SELECT 'men' AS who, COUNT(*) AS n FROM PUMS.PUMS WHERE sex = '0' UNION ALL SELE
 SELECT CAST('2020-02-29' AS DATE) AS d, COUNT(*) AS n FROM PUMS.PUMS GROUP BY 1 -- ok
 SELECT YEAR(CAST(CAST(1950 + age AS VARCHAR) || '-01-01' AS DATE)) AS y, COUNT(*) AS n FROM PUMS.PUMS GROUP BY y -- ok
 SELECT MONTH(CAST('2021-06-01' AS DATE)) AS m, COUNT(*) AS n FROM PUMS.PUMS GROUP BY m -- ok
+# ---- BigQuery's differential-privacy syntax (docs/sql.md)
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 100000, delta = 1e-6, privacy_unit_column = pid) COUNT(*) AS n FROM PUMS.PUMS -- ok
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = 1, privacy_unit_column = pid) sex, AVG(income, contribution_bounds_per_group => (0, 100000)) AS avg_income, COUNT(*, contribution_bounds_per_group => (0, 1)) AS n FROM PUMS.PUMS GROUP BY sex -- ok
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (privacy_unit_column = p.pid) p.married, SUM(p.income, contribution_bounds_per_group => (0, 250000)) AS s FROM PUMS.PUMS p WHERE p.age > 30 GROUP BY p.married ORDER BY s DESC -- ok
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = 3) educ, VAR_POP(age, contribution_bounds_per_row => (18, 80)) AS v, STDDEV_POP(income, contribution_bounds_per_row => (0, 100000)) AS sd FROM PUMS.PUMS GROUP BY educ -- ok
+SELECT WITH DIFFERENTIAL_PRIVACY sex, PERCENTILE_CONT(age, 0.5, contribution_bounds_per_row => (0, 100)) AS median_age FROM PUMS.PUMS GROUP BY sex -- ok
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1e5) age // 10 AS decade, AVG(income) AS a FROM PUMS.PUMS WHERE income > 0 GROUP BY 1 HAVING COUNT(*) > 10 -- ok
+WITH adults AS (SELECT pid, income FROM PUMS.PUMS WHERE age >= 18) SELECT WITH DIFFERENTIAL_PRIVACY AVG(income, contribution_bounds_per_group => (0, 200000)) AS a FROM adults -- ok

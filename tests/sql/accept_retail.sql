@@ -16,3 +16,7 @@ SELECT COUNT(*) AS n FROM retail.lineitems l JOIN (SELECT customer_id, order_id 
 SELECT COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS k FROM retail.orders GROUP BY customer_id HAVING k > 10) t -- ok
 SELECT k > 20 AS big, COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS k FROM retail.orders GROUP BY customer_id HAVING k > 5) t GROUP BY k > 20 -- ok
 SELECT COUNT(*) AS n FROM (SELECT o.customer_id AS c, SUM(l.quantity) AS q FROM retail.orders o JOIN retail.lineitems l ON o.order_id = l.order_id GROUP BY c HAVING q > 1000 ORDER BY q) t -- ok
+# ---- BigQuery's differential-privacy syntax (docs/sql.md)
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = 3) l.return_flag, SUM(l.quantity, contribution_bounds_per_group => (0, 200)) AS q, AVG(l.price, contribution_bounds_per_group => (0, 5000)) AS p FROM retail.orders o JOIN retail.lineitems l ON o.order_id = l.order_id GROUP BY l.return_flag -- ok
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = 5, privacy_unit_column = customer_id) priority, COUNT(*, contribution_bounds_per_group => (0, 4)) AS n FROM retail.orders GROUP BY priority -- ok
+SELECT WITH DIFFERENTIAL_PRIVACY segment, VAR_POP(nation_key, contribution_bounds_per_row => (0, 5)) AS v FROM retail.customers GROUP BY segment -- ok

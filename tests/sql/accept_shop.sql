@@ -109,3 +109,8 @@ SELECT COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS k FROM shop.orders GR
 SELECT k > 5 AS big, COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS k FROM shop.orders GROUP BY customer_id HAVING k > 2) t GROUP BY k > 5 -- ok
 SELECT COUNT(*) AS n FROM (SELECT customer_id AS c, COUNT(*) AS k FROM shop.orders GROUP BY c HAVING k > 2 ORDER BY k) t -- ok
 SELECT COUNT(*) AS n, SUM(k) AS s FROM (SELECT customer_id, COUNT(*) AS k FROM shop.orders GROUP BY customer_id HAVING MAX(order_id) > 8000 UNION ALL SELECT customer_id, COUNT(*) AS k FROM shop.orders GROUP BY customer_id) u -- ok
+# ---- BigQuery's differential-privacy syntax (docs/sql.md)
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = 3, privacy_unit_column = customer_id) channel, COUNT(*, contribution_bounds_per_group => (0, 5)) AS n FROM shop.orders GROUP BY channel -- ok
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = 5) channel, COUNT(*) AS n FROM shop.orders GROUP BY channel -- ok
+SELECT WITH DIFFERENTIAL_PRIVACY o.channel, AVG(i.amount) AS a, SUM(i.amount, contribution_bounds_per_group => (0, 1000)) AS s FROM shop.orders o JOIN shop.order_items i ON o.order_id = i.order_id GROUP BY o.channel -- ok
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (privacy_unit_column = c.customer_id) c.region, COUNT(*, contribution_bounds_per_group => (0, 3)) AS n FROM shop.customers c JOIN shop.orders o ON c.customer_id = o.customer_id GROUP BY c.region -- ok

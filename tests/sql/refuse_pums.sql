@@ -164,3 +164,13 @@ SELECT COUNT(*) FROM (SELECT pid, age AS pid FROM PUMS.PUMS) -- QueryError: two 
 SELECT COUNT(*) FROM (SELECT pid, age * 2 FROM PUMS.PUMS) -- QueryError: needs a name: write ... AS name
 SELECT COUNT(*) FROM (SELECT pid FROM PUMS.PUMS) AS s(x, y) -- QueryError: 's' has 1 column but 2 names are given
 SELECT COUNT(*) FROM (SELECT * REPLACE (age * 2 AS age) FROM PUMS.PUMS) -- QueryError: * REPLACE/RENAME is not supported
+# ---- BigQuery's differential-privacy syntax (docs/sql.md)
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, epsilon = 2) COUNT(*) FROM PUMS.PUMS -- QueryError: the option epsilon is given twice
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 'high') COUNT(*) FROM PUMS.PUMS -- QueryError: the option epsilon must be a number literal
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = 1) COUNT(*) FROM PUMS.PUMS -- QueryError: unknown option 'noise'
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (privacy_unit_column = sex) COUNT(*) FROM PUMS.PUMS -- QueryError: dpsql's privacy unit is set by the metadata: pid
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = 0) COUNT(*) FROM PUMS.PUMS -- QueryError: must be a whole number from 1
+SELECT COUNT(*) AS n FROM (SELECT WITH DIFFERENTIAL_PRIVACY pid FROM PUMS.PUMS) t -- QueryError: only right after the outer SELECT
+SELECT WITH DIFFERENTIAL_PRIVACY SUM(income, contribution_bounds_per_group => (100, 0)) AS s FROM PUMS.PUMS -- QueryError: the lower bound is above the upper bound
+SELECT WITH DIFFERENTIAL_PRIVACY SUM(income, contribution_bounds_per_group => (0, 'x')) AS s FROM PUMS.PUMS -- QueryError: must be a number literal
+SELECT WITH DIFFERENTIAL_PRIVACY AVG(income, contribution_bounds_per_group => (0, 1)) AS a, VAR_POP(age, contribution_bounds_per_row => (0, 1)) AS v FROM PUMS.PUMS -- QueryError: ask the per-row aggregates in a query of their own
