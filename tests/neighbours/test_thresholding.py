@@ -77,6 +77,12 @@ def test_a_key_only_used_by_having_is_still_thresholded():
 # max_rows_per_group 5 with the default (Laplace) noise, whose person count has L1 = 4
 # against the row count's 20; and max_ids 4 with Gaussian noise (L2 = 2 against 4).
 # A person reaches at most L0 = 4 groups in both.
+#
+# Power, checked by hand-made mutations of a copy of dpsql: tau computed for one group
+# instead of L0 fails both delta tests; a threshold on the exact person count (no
+# noise) fails both epsilon tests. A person count charged a sensitivity of 1 instead
+# of L0 passes the epsilon tests (the harness cannot see e^(4 eps_t) in 300 runs) and is
+# caught by the sensitivity assertion in _person_reader.
 
 PERSON_PLANS = {
     "max_groups": ({"max_ids": 20, "max_groups": 4, "max_rows_per_group": 5}, False),
@@ -101,6 +107,8 @@ def _person_reader(frame, plan: str, epsilon: float, delta: float):
     plan_ = reader._plan(GROUPED)
     assert plan_.threshold.persons and plan_.threshold.stat == dpsql.Stat.threshold
     assert plan_.threshold_choice.groups == 4
+    # 1 per group, in at most 4 groups (a sensitivity of 1 would pass the tests below)
+    assert (plan_.threshold.l1, plan_.threshold.l2) == (4, 2)
     return reader, plan_
 
 

@@ -110,6 +110,12 @@ def test_shop_orders_with_group_bounds_threshold_persons(shop_reader, plain):
     assert "threshold: a group is released only if its noisy count of distinct persons" in text
     assert "sensitivity 1 per group, a person in at most 3 group(s)" in text
     assert "chosen over COUNT(*) (the query's own)" in text
+    # The added person count is a part of its own: half of epsilon, charged in full.
+    plan = reader._plan(sql)
+    assert plan.cost == (EPSILON, DELTA) and plan.threshold_delta == DELTA
+    shares = {s.label: s.mechanism.epsilon for s in plan.statistics}
+    assert set(shares) == {"COUNT(*)", "COUNT(DISTINCT customer_id)"}
+    assert all(e == pytest.approx(EPSILON / 2, rel=1e-6) for e in shares.values())
     groups = _check(reader, plain, sql, [("order_id // 2000", "b"), ("order_id < 5", "early")],
                     "FROM shop.orders")
     above = [g for g, (n, p, seen) in groups.items() if p > 1 - 1e-4]    # 148 to 359 persons
