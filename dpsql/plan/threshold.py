@@ -90,9 +90,10 @@ class Threshold:
             what = (f"noisy count of distinct persons {stat.name} = {stat.label} >= "
                     f"{self.tau:.6g} (sensitivity 1 per group, a person in at most {g} group(s)")
         else:
+            rows = (f"up to {self.per_key} rows in one: tau includes {self.per_key - 1} for "
+                    "those" if self.per_key > 1 else "one row in each")
             what = (f"noisy count of rows {stat.name} = {stat.label} >= {self.tau:.6g} (a "
-                    f"person in at most {g} group(s), up to {self.per_key} row(s) in one: tau "
-                    f"includes {self.per_key - 1} for those")
+                    f"person in at most {g} group(s), {rows}")
         lines = [f"  threshold: a group is released only if its {what}; delta="
                  f"{self.delta:.3g} for keys not public)"]
         other = self.other
