@@ -6,10 +6,12 @@ post-processing query over noisy results. The plan's cost is computed here,
 from each statistic's stability map and mechanism, before anything runs.
 
 Thresholding (stability-based histogram, seed 003): when GROUP BY keys are not
-public, a group is released only if its noisy count of distinct persons is at
-least tau, the smallest value with ``k * P(1 + noise >= tau) <= delta_t``. A
-person touches at most k = max_ids groups, so the keys that exist only
-because of one person all appear together with probability at most delta_t.
+public, a group is released only if a noisy count clears tau, the smallest value
+with ``L0 * P(1 + noise >= tau) <= delta_t`` (plus ``per_key - 1`` for a count of
+rows). A person touches at most L0 groups (k = max_ids, or max_groups), so the keys
+that exist only because of one person all appear together with probability at
+most delta_t. The count is of rows or of distinct persons, whichever needs the
+smaller count to clear its noise (``dpsql.plan.threshold``).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from sqlglot import exp
 from ..errors import InternalError, QueryError
 from ..frontend.parse import literal
 from .quantiles import BOUNDED_CTE, counts_with_histogram, histograms, with_histograms
-from ..privacy.params import Privacy, Stat
+from ..privacy.params import Privacy
 from ..privacy.spend import ZERO, Spend
 from .rewrite import column, substitute
 from ..frontend.allowed import ENGINE_TYPES
@@ -34,6 +36,7 @@ from .query import Query
 from .relations import Field, censored, check_work
 from ..frontend.binding import expression_weight
 from .split import split
+from .threshold import Threshold, choose_threshold
 from ..frontend.dialect import ANALYST_DIALECT
 from ..frontend.bigquery import render
 
@@ -52,6 +55,7 @@ class Plan:
     threshold: Statistic | None = None
     tau: float | None = None
     threshold_delta: float = 0.0
+    threshold_choice: Threshold | None = None   # which count, and why (explain)
     cost: tuple = (0.0, 0.0)               # (epsilon, delta) of this query alone
     spend: Spend = ZERO                    # what a session adds (dpsql.privacy.spend)
     notes: list = field(default_factory=list)
@@ -207,8 +211,11 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
         stats.bound_groups(*group_bounds)
     stats.in_bounds = {name for name, f in query.relation.fields.items() if f.in_bounds}
     aggregate_outputs = plan_aggregates(query.aggregates, table, stats)
-    threshold = _threshold_statistic(stats) if needs_threshold else None
-    delta_t, spend = split(stats, privacy, needs_threshold)
+    if needs_threshold:
+        choice, spend = choose_threshold(stats, privacy)
+        threshold, delta_t = choice.statistic, choice.delta
+    else:
+        choice, threshold, (delta_t, spend) = None, None, split(stats, privacy, False)
 
     # The exact query: typed relation -> filtered rows -> truncated -> grouped aggregates.
     # Rows outside the public key values are dropped before truncation, so that the rows
@@ -229,11 +236,8 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
     plan = Plan(query=query, exact=exact, post=post, statistics=stats.items, key_names=key_names,
                 output_names=[name for name, _ in query.outputs], public_keys=bool(domains),
                 passthrough=_passthrough(query, post), key_kinds=[kind for _, kind in keys],
-                threshold=threshold, threshold_delta=delta_t, spend=spend, cost=spend.pair)
-    if threshold is not None:
-        per_key = stats.per_group or k       # rows of one person in a key
-        shift = 0 if threshold.persons else per_key - 1
-        plan.tau = threshold.mechanism.threshold(max_groups=stats.groups, delta=delta_t) + shift
+                threshold=threshold, threshold_delta=delta_t, spend=spend, cost=spend.pair,
+                threshold_choice=choice, tau=choice.tau if choice else None)
     plan.notes += query.notes + _notes(group_bounds, bool(query.keys and not domains
                                                           and not needs_threshold))
     return plan
@@ -248,22 +252,6 @@ def _typed_keys(query: Query, types: dict) -> list:
             raise QueryError(f"GROUP BY {key.sql(ANALYST_DIALECT)} is a constant NULL; group by a column")
         keys.append((node, kind))
     return keys
-
-
-def _threshold_statistic(stats: StatisticSet) -> Statistic:
-    """The noisy count a group's release is decided by.
-
-    It reuses a released noisy count when it can: first a COUNT(DISTINCT id) (persons:
-    no shift), then a COUNT(*) or COUNT(x) (a person holds at most k rows of a key: tau
-    is raised by k - 1); otherwise a COUNT(*) of its own is added, cheaper to compute
-    than a distinct count."""
-    persons = [s for s in stats.items if s.persons]
-    # Any count of rows will do (COUNT(x) <= COUNT(*)): a person holds at most
-    # per-key rows of a key, so a key of one person's still stays below tau.
-    rows = ([s for s in stats.items if s.aggregate == exp.Count(this=exp.Star())]
-            + [s for s in stats.items if isinstance(s.aggregate, exp.Count)
-               and not isinstance(s.aggregate.this, (exp.Star, exp.Distinct))])
-    return (persons or rows or [stats.count_rows(Stat.threshold)])[0]
 
 
 def _exact_query(rows, keys: list, key_names: list, items: list, domains,

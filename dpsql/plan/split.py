@@ -23,7 +23,9 @@ its mechanism, and the query's cost, all before anything runs. The rule
   converts to), so several Gaussian statistics cost one conversion, not one
   each. A query given ``Privacy(rho=...)`` splits rho; a Laplace statistic with
   rho_i gets epsilon_i = sqrt(2 rho_i).
-* The threshold for unknown group keys takes its own delta.
+* The threshold for unknown group keys takes its own delta. Its count (of rows or
+  of distinct persons: ``dpsql.plan.threshold``, which runs this split once per
+  candidate) is a released statistic's, or a part of its own as above.
 
 A query's cost is a ``Spend`` (``dpsql.privacy.spend``): (epsilon, delta) by
 basic composition, and (rho, delta outside zCDP); sessions enforce one pair.

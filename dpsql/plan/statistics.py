@@ -84,14 +84,15 @@ class StatisticSet:
     def count_rows(self, stat: Stat = Stat.count) -> Statistic:
         return self.add("COUNT(*)", exp.Count(this=exp.Star()), stat, self.l1_rows, self.l2_rows, True)
 
-    def count_distinct_persons(self) -> Statistic:
-        """COUNT(DISTINCT private_id): one per group a person is in (at most k groups)."""
+    def count_distinct_persons(self, stat: Stat = Stat.count) -> Statistic:
+        """COUNT(DISTINCT private_id): one per group a person is in (at most ``groups``:
+        k, or max_groups). ``stat``: threshold when only the threshold reads it."""
         agg = exp.Count(this=exp.Distinct(expressions=[column(self.private_id)]))
         label = f"COUNT(DISTINCT {self.private_id})"
         if self.grouped:
-            item = self.add(label, agg, Stat.count, self.groups, math.sqrt(self.groups), True)
+            item = self.add(label, agg, stat, self.groups, math.sqrt(self.groups), True)
         else:
-            item = self.add(label, agg, Stat.count, 1, 1, True)
+            item = self.add(label, agg, stat, 1, 1, True)
         item.persons = True     # counts persons: a threshold needs no shift
         return item
 

@@ -59,9 +59,8 @@ def describe(plan: Plan, engine_sql: str, post_sql: str) -> str:
     for stat in plan.statistics:
         lines.append(f"  {stat.name} = {stat.label}: {stat.mechanism.explain(stat, eps)}"
                      + _centring(stat))
-    if plan.threshold is not None:
-        lines.append(f"  threshold: a group is released only if {plan.threshold.name} >= "
-                     f"{plan.tau:.6g} (delta={plan.threshold_delta:.3g} for keys not public)")
+    if plan.threshold_choice is not None:
+        lines.append(plan.threshold_choice.describe())
     elif plan.public_keys:
         lines.append("  group keys: every public value (from the metadata or the query) is released "
                      "(absent ones as noisy zeros); no threshold needed")

@@ -78,7 +78,8 @@ def details(plan) -> dict:
              "statistics": [_statistic(part, s) for s in part.statistics], "threshold": None}
         if part.threshold is not None:
             d["threshold"] = {"statistic": part.threshold.name, "tau": float(part.tau),
-                              "delta": float(part.threshold_delta)}
+                              "delta": float(part.threshold_delta),
+                              "counts": "persons" if part.threshold.persons else "rows"}
         parts.append(d)
     out = {"parts": parts}
     try:
@@ -168,7 +169,8 @@ def _threshold_text(part: dict) -> str:
     t = part["threshold"]
     label = next((s.get("label") for s in part.get("statistics", [])
                   if s.get("name") == t["statistic"]), None)
-    count = f"a noisy count ({label})" if label else "a noisy count"
+    what = "a noisy count of distinct persons" if t.get("counts") == "persons" else "a noisy count"
+    count = f"{what} ({label})" if label else what
     return (f"groups with {count} below {t['tau']:.4g} are withheld "
             f"(a group held by one person shows with probability <= {t['delta']:.2g})")
 

@@ -126,6 +126,8 @@ class Scenario:
     repeat: int = 1           # the frame is its first len/repeat rows, repeated
     twin: bool = False        # a second table, TABLE_twin: the same rows and columns, the
                               # other censor_dims (keys mixing both must be thresholded)
+    gaussian: bool = False    # counts and thresholds with Gaussian noise (a person count
+                              # then decides a user-level threshold)
 
     @property
     def twin_name(self) -> str:
@@ -161,7 +163,8 @@ class Scenario:
         frame = self.frame
         return "\n".join([
             f"metadata = {self.metadata!r}",
-            f"binding = {self.binding!r}",
+            f"binding = {self.binding!r}" + (", Gaussian counts and thresholds"
+                                              if self.gaussian else ""),
             "storage = " + repr({c.name: c.storage for c in self.columns}),
             f"dtypes = {dict(frame.dtypes.astype(str))!r}",
             (f"rows ({len(frame)}) = {frame.iloc[:30].to_dict('records')!r}"
@@ -400,6 +403,11 @@ def scenarios(draw, max_rows: int = 12) -> Scenario:
             extra[key] = flag(draw, 0.5)
     if flag(draw, 0.2):
         extra["rows"] = draw(st.integers(0, 10 ** 6))
+    if not row_privacy and flag(draw, 0.15):
+        # Group bounds: grouped queries on keys not public then threshold on a count of
+        # distinct persons (dpsql/plan/threshold.py).
+        extra["max_groups"] = draw(st.integers(1, 3))
+        extra["max_rows_per_group"] = draw(st.integers(1, 4))
     nrows = draw(st.integers(0, max_rows))
     frame = pd.DataFrame({col.name: _store(draw, col, [_cell(draw, col) for _ in range(nrows)])
                           for col in columns})
@@ -409,7 +417,7 @@ def scenarios(draw, max_rows: int = 12) -> Scenario:
         repeat = draw(st.integers(100, 1500))
         frame = pd.concat([frame] * repeat, ignore_index=True)
     return Scenario(schema, table, columns, row_privacy, max_ids, censor_dims, binding, frame,
-                    extra, repeat, twin=flag(draw, 0.15))
+                    extra, repeat, twin=flag(draw, 0.15), gaussian=flag(draw, 0.1))
 
 
 # ------------------------------------------------------------------ neighbours and binding
@@ -439,6 +447,9 @@ def bind(scn: Scenario, keep: list | None, tmpdir: str, tag: str):
     frame (DuckDB infers the type of an object column from its values). If the
     harness itself cannot materialise the data, the example is rejected."""
     privacy = dpsql.Privacy(epsilon=1.0)
+    if scn.gaussian:
+        privacy.mechanisms.map[dpsql.Stat.count] = dpsql.Mechanism.gaussian
+        privacy.mechanisms.map[dpsql.Stat.threshold] = dpsql.Mechanism.gaussian
     meta = scn.metadata
     frame = scn.frame if keep is None else scn.frame.iloc[keep]
     def both(source):

@@ -24,6 +24,11 @@ SELECT region, COUNT(*) AS n FROM shop.customers GROUP BY region -- ok
 SELECT order_id, COUNT(*) AS n FROM shop.orders GROUP BY order_id -- ok
 SELECT UPPER(region) AS r, COUNT(*) AS n FROM shop.customers GROUP BY r -- ok
 SELECT region, COUNT(*) AS n FROM shop.customers GROUP BY region HAVING n > 50 ORDER BY region LIMIT 3 -- ok
+# ---- thresholded on a count of distinct persons (max_groups on shop.orders; released or added)
+SELECT order_id // 2000 AS block, COUNT(*) AS n FROM shop.orders GROUP BY order_id // 2000 -- ok
+SELECT order_id // 2000 AS block FROM shop.orders GROUP BY order_id // 2000 -- ok
+SELECT order_id // 2000 AS block, COUNT(DISTINCT customer_id) AS buyers FROM shop.orders GROUP BY order_id // 2000 -- ok
+SELECT i.level, COUNT(*) AS n, COUNT(DISTINCT o.customer_id) AS buyers FROM shop.orders o JOIN shop.order_items i ON o.order_id = i.order_id GROUP BY i.level -- ok
 # ---- WHERE
 SELECT COUNT(*) AS n FROM shop.orders WHERE order_id BETWEEN 1000 AND 5000 -- ok
 SELECT COUNT(*) AS n FROM shop.customers WHERE LENGTH(region) > 4 AND region NOT LIKE '%th' -- ok

@@ -328,11 +328,18 @@ def test_a_public_key_found_unique_stays_unique_if_the_table_changes():
 def test_threshold_with_group_bounds_uses_groups_and_rows_per_group():
     s = _reader("shop", epsilon=1.0)
     plan = s._plan("SELECT order_id, COUNT(*) AS n FROM shop.orders GROUP BY order_id")
-    assert plan.threshold is not None and plan.threshold.l1 == 30
-    # a key that exists only because of one person holds at most 10 of their rows, and
-    # they are in at most 3 keys
+    # The row count: a key that exists only because of one person holds at most 10 of
+    # their rows, and they are in at most 3 keys.
+    rows = plan.threshold_choice.other
+    assert not rows.persons and rows.released and rows.statistic.l1 == 30
+    assert rows.tau == pytest.approx(rows.mechanism.threshold(
+        max_groups=3, delta=rows.delta) + 10 - 1)
+    # The count of distinct persons: 1 per key, in at most 3 keys, no shift; its noise
+    # needs fewer persons than the row count's needs rows, so it decides.
+    assert plan.threshold is not None and plan.threshold.persons and plan.threshold.l1 == 3
     assert plan.tau == pytest.approx(plan.threshold.mechanism.threshold(
-        max_groups=3, delta=plan.threshold_delta) + 10 - 1)
+        max_groups=3, delta=plan.threshold_delta))
+    assert plan.tau < rows.tau - (10 - 1)
 
 
 def test_qualified_star_selects_that_table_only():
