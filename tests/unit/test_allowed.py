@@ -97,7 +97,9 @@ SAMPLES = {
         "DATE_DIFF('second', TIMESTAMP '0001-01-01', t)", "DATE_DIFF('week', CAST(t AS DATE), t)",
         "DATE_DIFF('year', t, '2020-02-29')", "DATE_DIFF('hour', t, t - INTERVAL '90' MINUTE)",
         "DATE_DIFF('quarter', TIMESTAMP '1999-12-31 23:59:59', t)", "DATE_DIFF('minute', t, t)",
-        "DATE_DIFF('day', DATE '2020-03-01', DATE '2019-02-28')"],
+        "DATE_DIFF('day', DATE '2020-03-01', DATE '2019-02-28')",
+        "DATE_DIFF('hour', CAST(t AS DATE), CAST(t + INTERVAL 36 HOUR AS DATE))",
+        "DATE_DIFF('month', CAST(t AS DATE), DATE '2020-02-29')"],
 }
 
 
