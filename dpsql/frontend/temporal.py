@@ -365,7 +365,9 @@ def diff_value(part: str, a: int, b: int) -> int:
 def date_diff_rule(checker, node: exp.Expression) -> tuple:
     """The ``date_diff`` rule: DATE_DIFF('part', a, b) of two dates or timestamps -> int."""
     checker._only(node, {"this", "expression", "unit", "date_part_boundary"})
-    unit = part(checker, node, node.args.get("unit"), set(DIFF_PARTS), "DATE_DIFF")
+    unit = part(checker, node, node.args.get("unit"), {*DIFF_PARTS, *(p + "s" for p in DIFF_PARTS)},
+                "DATE_DIFF")
+    unit = unit[:-1] if unit.endswith("s") else unit           # 'days' is 'day', as in DuckDB
     (start, end), kind = checker._unify([node.expression, node.this],
                                          f"DATE_DIFF in {checker.clause}")
     checker._need(node.this, kind, TEMPORAL, "DATE_DIFF")
