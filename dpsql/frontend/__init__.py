@@ -3,7 +3,8 @@
 ``parse`` reads the text (with ``params`` binding query parameters as literals);
 ``allowed`` is the allow-list of row-level constructs, as data; ``binding``
 resolves names to columns; ``typecheck`` types a bound expression by the
-allow-list and makes it total; ``ranges`` decides which integer operations
-cannot fail. Nothing here knows about plans, noise or engines beyond the
+allow-list and makes it total, with ``literals`` (literal types), ``decimals``
+(constant number arithmetic, exact) and ``temporal`` (dates, times and intervals);
+``ranges`` decides which integer operations cannot fail. Nothing here knows about plans, noise or engines beyond the
 engine types of the metadata's types.
 """

@@ -22,8 +22,8 @@ the plan makes that failure impossible:
 Left out on purpose: functions whose cost or memory grows with a value
 (``repeat``, ``range``, list builders, ``levenshtein`` and other edit
 distances, ``lpad``/``rpad``), regular expressions and ``SIMILAR TO``/``GLOB``
-(backtracking), file, catalog, random and hashing functions, ``INTERVAL`` and
-every type other than the six below.
+(backtracking), file, catalog, random and hashing functions, and every type other
+than the six below (an ``INTERVAL`` is only a literal added to a date: ``temporal``).
 """
 from __future__ import annotations
 
@@ -92,7 +92,9 @@ ENTRIES: tuple[Entry, ...] = (
     E("literal", (exp.Literal, exp.Boolean, exp.Null), "literal",
       "integer (fits 64 bits) -> int; other numbers -> float; 'text' -> string", "plan",
       "numbers are re-written at plan time with a fixed type: integers beyond 64 bits and "
-      "decimals become DOUBLE, so no literal can overflow when the query runs"),
+      "decimals become DOUBLE, so no literal can overflow when the query runs; arithmetic "
+      "and comparisons of number literals alone are exact, computed at plan time into one "
+      "literal (0.06 + 0.01 is 0.07, then its nearest DOUBLE)"),
     E("( )", (exp.Paren,), "paren", "T -> T", "total", "grouping only"),
     E("TRY(x)", (exp.Try,), "paren", "T -> T", "total", "already NULL on error"),
     # -- logic and comparison -------------------------------------------------
@@ -167,6 +169,18 @@ ENTRIES: tuple[Entry, ...] = (
     E("DATE_TRUNC('part', t)", (exp.TimestampTrunc, exp.DateTrunc), "trunc",
       "part literal, datetime or date -> datetime", "try",
       "the part must be a literal from a fixed list (TRY for infinite dates)"),
+    E("t + INTERVAL 'n' unit, t - INTERVAL 'n' unit, DATE_ADD(t, INTERVAL ...)",
+      (exp.Interval, exp.DateAdd), "interval",
+      "datetime or date, interval literal -> datetime", "plan",
+      "the interval is a literal of whole counts of year, quarter, month, week, day, hour, "
+      "minute, second, millisecond or microsecond; NULL unless t and the result lie in "
+      "years 1 to 9999: the plan computes which t qualify and adds only to those (a "
+      "literal t is moved at plan time)"),
+    E("DATE_DIFF('part', a, b), DATEDIFF", (exp.DateDiff,), "date_diff",
+      "part literal, datetime or date, datetime or date -> int", "try",
+      "the part must be year, quarter, month, week, day, hour, minute or second, written "
+      "literally; it counts the part's boundaries from a to b, as DuckDB (week: whole weeks); "
+      "infinite dates give NULL (TRY)"),
 )
 
 _BY_NODE = {n: e for e in ENTRIES for n in e.nodes if isinstance(n, type)}

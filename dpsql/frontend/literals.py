@@ -58,6 +58,9 @@ def number_literal(text: str, negative: bool = False, where: str = "") -> Typed:
     ``where``: the literal's place for messages, e.g. " (line 1, column 40, in WHERE)"."""
     clean = text.strip().replace("_", "")
     if clean.lstrip("+-").isdigit():
+        if len(clean.lstrip("+-").lstrip("0")) > len(str(_DOUBLE_MAX)):
+            # beyond any DOUBLE (and Python's limit on reading long integers)
+            _out_of_range(("-" if negative else "") + text, where)
         value = -int(clean) if negative else int(clean)
         if INT64[0] <= value <= INT64[1]:
             return int_literal(value), "int"

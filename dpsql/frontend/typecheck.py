@@ -7,7 +7,9 @@ literals (never from the data), and rewritten so that evaluating it can never
 raise on any row: literals get fixed types, literals compared with another
 type are converted now, casts become TRY_CAST, and the nodes that can fail on
 some values are wrapped in TRY(...). The result is the tree the engine runs.
-Literals and their plan-time conversions are ``dpsql.frontend.literals``.
+Literals and their plan-time conversions are ``dpsql.frontend.literals``; constant number
+arithmetic, computed exactly at plan time, ``dpsql.frontend.decimals``; the rules of dates,
+times and intervals ``dpsql.frontend.temporal``.
 """
 from __future__ import annotations
 
@@ -15,9 +17,9 @@ from typing import Callable
 
 from sqlglot import exp
 
+from . import decimals, temporal
 from .ranges import cannot_fail
-from .allowed import (CAST_REFUSED, CAST_TARGETS, DATE_PARTS, ENGINE_TYPES, NUMERIC, TEMPORAL,
-                      TRUNC_PARTS, entry_for, name_of)
+from .allowed import CAST_REFUSED, CAST_TARGETS, ENGINE_TYPES, NUMERIC, TEMPORAL, entry_for, name_of
 from .dialect import ANALYST_DIALECT
 from .literals import (INT64, _convert_literal, _literal_value, _refuse,  # noqa: F401 - re-exported
                        _temporal_literal, float_literal, int_literal, number_literal)
@@ -198,6 +200,9 @@ class Checker:
 
     def _compare(self, node):
         name = node.key.upper()
+        truth = decimals.compared(node)          # number constants only: decided exactly
+        if truth is not None:
+            return truth, "boolean"
         if isinstance(node, exp.In):
             self._only(node, {"this", "expressions"})
             operands = [node.this] + list(node.expressions)
@@ -323,9 +328,18 @@ class Checker:
         return exp.TryCast(this=inner, to=exp.DataType.build(ENGINE_TYPES[target])), target
 
     def _arith(self, node):
+        if temporal.has_interval(node):
+            return temporal.interval_rule(self, node)
+        folded = decimals.folded(node)           # number constants only: computed exactly
+        if folded is not None:
+            return folded
         parts, kinds = {}, []
         for key, child in self._args(node):
             out, kind = self.check(child)
+            if kind in TEMPORAL:
+                _refuse(f"{node.key.upper()} of a date or timestamp ({node.sql(ANALYST_DIALECT)[:80]}): "
+                        "count the time between two with DATE_DIFF('day', a, b), or move one by "
+                        "an INTERVAL literal (t + INTERVAL 30 DAY)")
             self._need(child, kind, NUMERIC, node.key.upper())
             parts[key], _ = out, kinds.append(kind)
         kind = "float" if "float" in kinds else "int" if "int" in kinds else "null"
@@ -346,6 +360,9 @@ class Checker:
     def _neg(self, node):
         if _literal_value(node) is not None:
             return number_literal(node.this.this, negative=True, where=self._at(node.this))
+        folded = decimals.folded(node)
+        if folded is not None:
+            return folded
         inner, kind = self.check(node.this)
         self._need(node.this, kind, NUMERIC, "-")
         new = exp.Neg(this=inner)
@@ -376,7 +393,7 @@ class Checker:
         if decimals is not None:
             lit = _literal_value(decimals)
             if lit is None or lit[0] != "number" or not lit[2].lstrip("-").isdigit() \
-                    or abs(int(lit[2])) > 30:
+                    or len(lit[2]) > 5 or abs(int(lit[2])) > 30:
                 _refuse("the digits of ROUND(x, n) must be an integer literal from -30 to 30")
             new.set("decimals", int_literal(int(lit[2])))
         return guard(new), kind
@@ -434,35 +451,9 @@ class Checker:
         # Anonymous: sqlglot prints CONCAT as ||, which has other NULL and type rules.
         return exp.Anonymous(this="CONCAT", expressions=args), "string"
 
-    def _part(self, node, part, allowed: set, what: str) -> str:
-        text = part.name if isinstance(part, (exp.Var, exp.Literal)) else None
-        if text is None or text.lower() not in allowed:
-            _refuse(f"the part of {what} must be one of {', '.join(sorted(allowed))}, "
-                    f"written literally (in {self.clause})")
-        return text.lower()
-
-    def _extract(self, node):
-        if isinstance(node, exp.Anonymous):
-            if len(node.expressions) != 2:
-                _refuse("DATE_PART takes a part and a date")
-            part, value = node.expressions
-        else:
-            part, value = node.this, node.expression
-        name = self._part(node, part, DATE_PARTS, "EXTRACT/DATE_PART")
-        inner, kind = self.check(value)
-        self._need(value, kind, TEMPORAL, "EXTRACT")
-        return guard(exp.Extract(this=exp.var(name.upper()), expression=inner)), "int"
-
-    def _date_int(self, node):
-        out, _ = self._unary(node, TEMPORAL, "int")
-        return guard(out), "int"
-
-    def _trunc(self, node):
-        self._only(node, {"this", "unit"})
-        name = self._part(node, node.args.get("unit"), TRUNC_PARTS, "DATE_TRUNC")
-        inner, kind = self.check(node.this)
-        self._need(node.this, kind, TEMPORAL, "DATE_TRUNC")
-        return guard(exp.TimestampTrunc(this=inner, unit=exp.var(name.upper()))), "datetime"
+    # dates and times: dpsql.frontend.temporal
+    _part, _extract, _date_int = temporal.part, temporal.extract_rule, temporal.date_int_rule
+    _trunc, _interval, _date_diff = temporal.trunc_rule, temporal.interval_rule, temporal.date_diff_rule
 
 
 def check(node: exp.Expression, columns: dict, clause: str = "WHERE", leaf=None) -> Typed:

@@ -167,6 +167,8 @@ class Deriver:
         for cls, part in _DATE_FUNCTIONS.items():
             if isinstance(node, cls):
                 return DATE_PART_RANGES[part]
+        if isinstance(node, exp.DateDiff):    # two literals were folded into a literal
+            return self._lost(node, "a difference of dates: datetime columns have no bounds")
         return self._lost(node, "no bounds rule for this expression")
 
     def _column(self, node) -> tuple:

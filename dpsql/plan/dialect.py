@@ -76,3 +76,26 @@ def int_constant(node: exp.Expression) -> int | None:
     if isinstance(node, exp.Literal) and node.is_int:
         return sign * int(node.this)
     return None
+
+
+def date_diff_tree(part: str, days: exp.Expression, field_diff) -> exp.Expression:
+    """DATE_DIFF('part', a, b) as DuckDB counts it (the part's boundaries from a to b), for a
+    dialect without DuckDB's function (``dpsql.frontend.temporal.diff_value`` is the rule):
+    built from the whole days between a and b (``days``, an integer) and the differences of
+    the fields of b and a (``field_diff(name)``, name YEAR, QUARTER, MONTH, HOUR, MINUTE or
+    SECOND, whole numbers): exact, with no division but the week's (truncated, as DuckDB)."""
+    if part in ("year", "quarter", "month"):
+        per_year = {"year": 1, "quarter": 4, "month": 12}[part]
+        value = exp.Mul(this=field_diff("YEAR"), expression=exp.Literal.number(per_year))
+        return value if part == "year" else exp.Add(this=value, expression=field_diff(part.upper()))
+    if part == "week":
+        return exp.IntDiv(this=days, expression=exp.Literal.number(7))
+    value = days
+    for name, factor in (("HOUR", 24), ("MINUTE", 60), ("SECOND", 60)):
+        if part == "day":
+            break
+        value = exp.Add(this=exp.Mul(this=exp.Paren(this=value), expression=exp.Literal.number(factor)),
+                        expression=field_diff(name))
+        if part == name.lower():
+            break
+    return value

@@ -78,3 +78,72 @@ def test_the_postgresql_column_of_docs_sql_md():
     column = docs_column("PostgreSQL")
     for entry in ENTRIES:
         assert column[entry.sql] == SUPPORT[entry.sql], entry.sql
+
+
+# Row by row: DuckDB's value on PostgreSQL, for the entries whose PostgreSQL rules compute
+# values (not only guards): dates moved by intervals, DATE_DIFF and exact literal arithmetic.
+VALUE_ROWS = """
+  (1, -9223372036854775808, 1e308, '', TRUE, CAST('9999-12-31 23:59:59.999999' AS TIMESTAMP)),
+  (2, 9223372036854775807, CAST('nan' AS DOUBLE PRECISION), 'abc', FALSE, CAST('0001-01-01' AS TIMESTAMP)),
+  (3, 0, CAST('inf' AS DOUBLE PRECISION), 'x', NULL, CAST('2020-02-29 12:34:56' AS TIMESTAMP)),
+  (4, -1, CAST('-inf' AS DOUBLE PRECISION), NULL, TRUE, NULL),
+  (5, NULL, -0.0, ' 3.5 ', FALSE, CAST('1970-01-01' AS TIMESTAMP)),
+  (6, 1, NULL, '1e3', TRUE, CAST('1969-12-31 23:59:59.5' AS TIMESTAMP)),
+  (7, 7, 2.5, 'inf', TRUE, CAST('2021-01-31' AS TIMESTAMP)),
+  (8, -7, -2.5, '', FALSE, CAST('2024-12-30 01:02:03' AS TIMESTAMP)),
+  (9, 3, 0.07, 'y', NULL, CAST('infinity' AS TIMESTAMP)),
+  (10, 4, 0.06999999999999999, 'z', TRUE, CAST('-infinity' AS TIMESTAMP))"""
+ROW_BY_ROW = ("literal", "t + INTERVAL 'n' unit, t - INTERVAL 'n' unit, DATE_ADD(t, INTERVAL ...)",
+              "DATE_DIFF('part', a, b), DATEDIFF")
+EXTRA = ["f = 0.06 + 0.01", "f BETWEEN 0.06 - 0.01 AND 0.06 + 0.01", "f * (1 - 0.05)",
+         "i + 0.5 * 3", "CAST(t AS DATE) - INTERVAL 1 DAY",
+         "t + INTERVAL '1 month 1 day' < TIMESTAMP '2021-03-02'"]
+
+
+@pytest.fixture(scope="module")
+def value_engines(postgres):
+    columns = "r bigint, i bigint, f double precision, s text, b boolean, t timestamp"
+    con = postgres.connect()
+    with con.cursor() as cur:
+        cur.execute(f"DROP TABLE IF EXISTS v; CREATE TABLE v ({columns}); "
+                    f"INSERT INTO v VALUES {VALUE_ROWS}")
+    con.commit()
+    duck = duckdb.connect()
+    duck.execute(f"CREATE TABLE v ({columns.replace('double precision', 'DOUBLE')})")
+    duck.execute(f"INSERT INTO v VALUES {VALUE_ROWS.replace('DOUBLE PRECISION', 'DOUBLE')}")
+    yield duck, con
+    con.close()
+
+
+def _same(a, b) -> bool:
+    """Equal values; a number PostgreSQL returns as NUMERIC (a literal it reads so) is
+    compared as the DOUBLE it stands for."""
+    if isinstance(a, float) and b is not None and not isinstance(b, (bool, str)):
+        b = float(b)
+        return (a != a and b != b) or a == b
+    return a == b
+
+
+def test_dates_intervals_and_decimals_have_duckdbs_values_on_postgres(value_engines):
+    import sqlglot
+    from sqlglot import exp
+    from dpsql.engines.duckdb.dialect import DuckDB
+    from dpsql.engines.postgres.dialect import Postgres
+    from dpsql.frontend.typecheck import check
+    duck, con = value_engines
+    columns = {"r": "int", "i": "int", "f": "float", "s": "string", "b": "boolean", "t": "datetime"}
+    differ = []
+    for expression in [e for entry in ROW_BY_ROW for e in SAMPLES[entry]] + EXTRA:
+        try:
+            typed, _ = check(sqlglot.parse_one(expression, read="duckdb"), dict(columns))
+        except dpsql.QueryError:
+            continue                               # refused by the typecheck on every engine
+        select = exp.select(exp.column("r"), exp.alias_(typed, "x", quoted=True)).from_("v").order_by("r")
+        expected = [row[1] for row in duck.execute(DuckDB().render(select)).fetchall()]
+        with con.cursor() as cur:
+            cur.execute(Postgres().render(select))
+            got = [row[1] for row in cur.fetchall()]
+        rows = [(k + 1, x, y) for k, (x, y) in enumerate(zip(expected, got)) if not _same(x, y)]
+        if rows:
+            differ.append((expression, rows))
+    assert differ == [], differ

@@ -541,6 +541,19 @@ DATETIME_LITERALS = ("'2020-01-01 12:34:56'", "'2020-01-01'", "'1970-01-01 00:00
                      "'2020-01-01 00:00:00+01:00'")
 DATE_LITERALS = ("'2020-02-29'", "'2021-12-31'", "'1970-01-01'", "'0001-01-01'",
                  "'2021-02-29'", "'yesterday'")
+INTERVAL_LITERALS = ("INTERVAL 30 DAY", "INTERVAL '90' DAY", "INTERVAL '1' YEAR", "INTERVAL 1 MONTH",
+                     "INTERVAL '3 months'", "INTERVAL '1 month 2 days 3 hours'", "INTERVAL '-1' MONTH",
+                     "INTERVAL 2 WEEK", "INTERVAL '1' QUARTER", "INTERVAL '-90' MINUTE",
+                     "INTERVAL '500' MILLISECOND", "INTERVAL '7 microseconds'", "INTERVAL (5) SECOND",
+                     "INTERVAL '9999' YEAR", "INTERVAL '-9999' YEAR", "INTERVAL '99999999999999999999' DAY",
+                     "INTERVAL '9223372036854775807' MICROSECOND", "INTERVAL '1000000 months -30000000 days'",
+                     "INTERVAL '1.5' DAY", "INTERVAL '1 fortnight'", "INTERVAL 1 DECADE")
+DIFF_PARTS = ("day", "month", "year", "quarter", "week", "hour", "minute", "second")
+BAD_DIFF_PARTS = ("millisecond", "epoch", "isoyear", "decade")
+DECIMAL_LITERALS = ("0.06", "0.01", "0.1", "0.2", "0.3", "0.07", "1.5", "2", "-0.05", "100.25",
+                    "0.1234567890123456789012345678901234567890", "9999999999999999999999999999999999999.9",
+                    "0.00000000000000000000000000000000000001", "1e308", "1.7976931348623157e308",
+                    "9223372036854775807", "3", "0", "0.0", "1e-320")
 EXPR_KINDS = ("int", "float", "string", "boolean", "datetime", "date")
 
 # Constructs dpsql must refuse (or that are ill-formed), with operands of any type;
@@ -560,6 +573,8 @@ REFUSED = (
     "query('SELECT 1')", "parquet_scan('x')", "{x} IS NOT DISTINCT FROM (SELECT 1)",
     "*", "GROUPING(1)", "typeof({x})", "nextval('s')", "{n} @ 2", "{s} ^@ {s}",
     "coalesce()", "greatest({n})", "substring({s})", "POWER({n})", "{n} << 70",
+    "{t} + INTERVAL ({n}) DAY", "{t} - {t}", "INTERVAL 1 DAY - {t}", "{n} + INTERVAL 1 DAY",
+    "DATE_SUB('day', {t}, {t})", "DATE_ADD({t}, 3)",
 )
 
 
@@ -723,7 +738,8 @@ class QueryGen:
         e = lambda k="int": self.expr(k, depth)  # noqa: E731
         temporal = lambda: e(self.pick(("datetime", "date")))  # noqa: E731
         form = self.pick(("arith", "generic", "neg", "abs", "sign", "round", "floor", "length",
-                          "strpos", "position", "extract", "date_part", "date_fn", "mod"))
+                          "strpos", "position", "extract", "date_part", "date_fn", "mod",
+                          "date_diff"))
         if form == "arith":
             return f"{e()} {self.pick(('+', '-', '*', '//', '%'))} {e()}"
         if form == "generic":
@@ -753,14 +769,20 @@ class QueryGen:
             fn = self.pick(("YEAR", "QUARTER", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND",
                             "DAYOFWEEK", "DAYOFYEAR"))
             return f"{fn}({temporal()})"
+        if form == "date_diff":
+            part = self.pick(BAD_DIFF_PARTS) if self.flag(0.1) else self.pick(DIFF_PARTS)
+            return f"{self.pick(('DATE_DIFF', 'DATEDIFF'))}('{part}', {temporal()}, {temporal()})"
         return f"MOD({e()}, {e()})"
 
     def _float(self, depth) -> str:
         e = lambda: self.expr("float", depth)  # noqa: E731
         num = lambda: self.expr(self.pick(("int", "float")), depth)  # noqa: E731
-        form = self.pick(("arith", "div", "generic", "fn", "power", "round", "neg", "abs"))
+        form = self.pick(("arith", "div", "generic", "fn", "power", "round", "neg", "abs",
+                          "decimal"))
         if form == "arith":
             return f"{num()} {self.pick(('+', '-', '*', '//', '%'))} {e()}"
+        if form == "decimal":
+            return self.decimal_constant(depth)
         if form == "div":
             return f"{num()} / {num()}"
         if form == "generic":
@@ -776,6 +798,14 @@ class QueryGen:
         if form == "neg":
             return f"-({e()})"
         return f"ABS({e()})"
+
+    def decimal_constant(self, depth) -> str:
+        """Arithmetic on number literals alone (folded exactly when the query is planned)."""
+        if depth <= 0 or self.flag(0.4):
+            literal = self.pick(DECIMAL_LITERALS)
+            return f"-{literal}" if self.flag(0.15) else literal
+        a, b = self.decimal_constant(depth - 1), self.decimal_constant(depth - 1)
+        return f"({a} {self.pick(('+', '-', '*', '/'))} {b})"
 
     def _string(self, depth) -> str:
         e = lambda k="string": self.expr(k, depth)  # noqa: E731
@@ -840,6 +870,10 @@ class QueryGen:
     def _datetime(self, depth) -> str:
         if self.flag(0.5):
             return self._generic("datetime", depth)
+        if self.flag(0.5):
+            t, interval = self.expr(self.pick(("datetime", "date")), depth), self.pick(INTERVAL_LITERALS)
+            return self.pick((f"{t} + {interval}", f"{t} - {interval}", f"{interval} + {t}",
+                              f"DATE_ADD({t}, {interval})"))
         part = self.pick(BAD_DATE_PARTS) if self.flag(0.1) else self.pick(TRUNC_PARTS)
         return f"DATE_TRUNC('{part}', {self.expr(self.pick(('datetime', 'date')), depth)})"
 

@@ -119,3 +119,11 @@ SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = 3, privacy_un
 SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = 5) channel, COUNT(*) AS n FROM shop.orders GROUP BY channel -- ok
 SELECT WITH DIFFERENTIAL_PRIVACY o.channel, AVG(i.amount) AS a, SUM(i.amount, contribution_bounds_per_group => (0, 1000)) AS s FROM shop.orders o JOIN shop.order_items i ON o.order_id = i.order_id GROUP BY o.channel -- ok
 SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (privacy_unit_column = c.customer_id) c.region, COUNT(*, contribution_bounds_per_group => (0, 3)) AS n FROM shop.customers c JOIN shop.orders o ON c.customer_id = o.customer_id GROUP BY c.region -- ok
+# ---- dates moved by INTERVAL literals, DATE_DIFF (constants: the shop has no date column)
+SELECT COUNT(*) AS n FROM shop.orders WHERE CAST('2024-03-17' AS DATE) + INTERVAL 1 MONTH > TIMESTAMP '2024-04-01' -- ok
+SELECT DATE_DIFF('day', DATE '2024-01-01', CAST('2024-03-01' AS DATE)) AS d, COUNT(*) AS n FROM shop.orders GROUP BY d -- ok
+SELECT channel, COUNT(*) AS n FROM shop.orders WHERE DATE_ADD(TIMESTAMP '2024-01-31 10:00:00', INTERVAL '1 month 2 hours') = TIMESTAMP '2024-02-29 12:00:00' GROUP BY channel -- ok
+# ---- exact decimal literals
+SELECT COUNT(*) AS n FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id WHERE i.amount BETWEEN 41.50 + 0.02 AND 100.1 - 0.1 -- ok
+SELECT SUM(i.amount * (1 - 0.15)) AS net, COUNT(*) FILTER (WHERE i.amount = 41.50 + 0.02) AS n FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id -- ok
+SELECT COUNT(*) AS n FROM shop.orders WHERE 0.1 + 0.2 = 0.3 AND order_id > 1.5 * 1000 -- ok

@@ -97,7 +97,7 @@ SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE lpad(educ, 5000, 'x') = '' -- QueryErr
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE income & 1 = 1 -- QueryError: is not allowed in WHERE
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE typeof(age) = 'BIGINT' -- QueryError: TYPEOF() is not allowed in WHERE
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE current_date() > CAST('2020-01-01' AS DATE) -- QueryError: is not allowed in WHERE
-SELECT age * INTERVAL 1 DAY AS k, COUNT(*) AS n FROM PUMS.PUMS GROUP BY 1 -- QueryError: INTERVAL is not allowed in GROUP BY
+SELECT age * INTERVAL 1 DAY AS k, COUNT(*) AS n FROM PUMS.PUMS GROUP BY 1 -- QueryError: an INTERVAL can only be added to or subtracted from a date or timestamp (in GROUP BY)
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE EXTRACT(epoch FROM CAST('2020-01-01' AS DATE)) > 0 -- QueryError: the part of EXTRACT/DATE_PART must be one of
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE ROUND(income, 31) > 1 -- QueryError: must be an integer literal from -30 to 30
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE ROUND(income, age) > 1 -- QueryError: must be an integer literal from -30 to 30

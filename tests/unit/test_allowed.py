@@ -85,6 +85,21 @@ SAMPLES = {
         "YEAR(t)", "QUARTER(t)", "MONTH(t)", "DAY(t)", "HOUR(t)", "MINUTE(t)", "SECOND(t)",
         "DAYOFWEEK(t)", "DAYOFYEAR(t)"],
     "DATE_TRUNC('part', t)": ["DATE_TRUNC('month', t)", "DATE_TRUNC('year', CAST(s AS DATE))"],
+    "t + INTERVAL 'n' unit, t - INTERVAL 'n' unit, DATE_ADD(t, INTERVAL ...)": [
+        "t + INTERVAL 30 DAY", "t - INTERVAL '3 months'", "DATE_ADD(t, INTERVAL 1 YEAR)",
+        "CAST(t AS DATE) + INTERVAL '1 month 2 days 3 hours'", "t - INTERVAL '-2' SECOND",
+        "t + INTERVAL 99999999999999999999999999999999999999999 DAY", "t - INTERVAL '9999' YEAR",
+        "INTERVAL '1' QUARTER + t", "t + INTERVAL '-1 week 5 milliseconds 7 microseconds'",
+        "DATE '1998-12-01' - INTERVAL '90' DAY", "TIMESTAMP '9999-12-31 23:59:59' + INTERVAL 1 SECOND",
+        "t + INTERVAL 1 MONTH > t", "DATE_TRUNC('month', t) + INTERVAL 1 MONTH - INTERVAL 1 DAY"],
+    "DATE_DIFF('part', a, b), DATEDIFF": [
+        "DATE_DIFF('day', t, TIMESTAMP '2020-01-01')", "DATEDIFF('month', t, t + INTERVAL 1 DAY)",
+        "DATE_DIFF('second', TIMESTAMP '0001-01-01', t)", "DATE_DIFF('week', CAST(t AS DATE), t)",
+        "DATE_DIFF('year', t, '2020-02-29')", "DATE_DIFF('hour', t, t - INTERVAL '90' MINUTE)",
+        "DATE_DIFF('quarter', TIMESTAMP '1999-12-31 23:59:59', t)", "DATE_DIFF('minute', t, t)",
+        "DATE_DIFF('day', DATE '2020-03-01', DATE '2019-02-28')",
+        "DATE_DIFF('hour', CAST(t AS DATE), CAST(t + INTERVAL 36 HOUR AS DATE))",
+        "DATE_DIFF('month', CAST(t AS DATE), DATE '2020-02-29')"],
 }
 
 
@@ -128,10 +143,13 @@ def test_entry_never_fails_on_extreme_values(reader, entry):
 REFUSED = ["levenshtein(s, 'a') > 0", "repeat(s, 3) = ''", "regexp_matches(s, 'a+')",
            "len(range(i)) > 0", "list_resize([1], i) IS NULL", "like_escape(s, 'a', s)",
            "random() < 0.5", "md5(s) = ''", "hash(s) > 0", "s SIMILAR TO 'a'", "s GLOB 'a*'",
-           "lpad(s, 5000, 'x') = ''", "i & 1 = 1", "t + INTERVAL 1 DAY > t", "typeof(i) = 'BIGINT'",
+           "lpad(s, 5000, 'x') = ''", "i & 1 = 1", "t + INTERVAL (i) DAY > t", "typeof(i) = 'BIGINT'",
            "CAST(i AS UHUGEINT) > 0", "CAST(i AS VARINT) > 0", "CAST(t AS TIMETZ) IS NULL",
            "CAST(i AS INTERVAL) IS NULL", "(CASE WHEN i = 1 THEN 'zzz' ELSE 'true' END) IS TRUE",
-           "s LIKE s", "s LIKE 'a' ESCAPE s", "EXTRACT(epoch FROM t) > 0", "current_date() > t"]
+           "s LIKE s", "s LIKE 'a' ESCAPE s", "EXTRACT(epoch FROM t) > 0", "current_date() > t",
+           "INTERVAL 1 DAY IS NULL", "t + INTERVAL '1.5' DAY > t", "t - t IS NULL",
+           "DATE_DIFF('millisecond', t, t) > 0", "t + INTERVAL 1 DAY + INTERVAL 1 DAY > t + 1",
+           "INTERVAL 1 DAY - t IS NULL", "t + INTERVAL '1 fortnight' > t", "i + INTERVAL 1 DAY > t"]
 
 
 @pytest.mark.parametrize("expr", REFUSED)

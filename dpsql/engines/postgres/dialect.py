@@ -20,7 +20,7 @@ from sqlglot import exp
 
 from ...errors import QueryError
 from ...frontend.allowed import ENTRIES
-from ...plan.dialect import Dialect, apply_rules, int_constant
+from ...plan.dialect import Dialect, apply_rules, date_diff_tree, int_constant
 from ...plan.nodes import Truncated, TruncatedGroups
 from .casts import try_cast as _try_cast
 from .guards import (EXP_LIMIT, INT64, _case, _cases, _col, _finite,
@@ -281,6 +281,26 @@ def _date_part(node):
                                                          to=exp.DataType.build("BIGINT")))
 
 
+def _date_diff(node):
+    """DATE_DIFF('part', a, b) as DuckDB counts it, from whole days and the fields of the time
+    of day (``dpsql.plan.dialect.date_diff_tree``), NULL for an infinite date (DuckDB: NULL,
+    PostgreSQL: an error)."""
+    a, b = node.expression, node.this
+    bigint = exp.DataType.build("BIGINT")
+
+    def field(name, value):
+        extract = exp.Extract(this=exp.var(name), expression=exp.Cast(
+            this=value.copy(), to=exp.DataType.build("TIMESTAMP")))
+        return _fn("FLOOR", extract) if name == "SECOND" else extract
+    days = exp.Cast(this=exp.Paren(this=exp.Sub(
+        this=exp.Cast(this=b.copy(), to=exp.DataType.build("DATE")),
+        expression=exp.Cast(this=a.copy(), to=exp.DataType.build("DATE")))), to=bigint)
+    value = date_diff_tree(node.unit.name.lower(), days, lambda name: exp.Paren(
+        this=exp.Sub(this=field(name, b), expression=field(name, a))))
+    finite = exp.and_(_fn("ISFINITE", a.copy()), _fn("ISFINITE", b.copy()))
+    return _case(finite, exp.Cast(this=value, to=bigint.copy()))
+
+
 def _log(node):
     """LOG(x) (base 10, as DuckDB and PostgreSQL), LOG(b, x), LOG2, LOG10: NULL where x <= 0,
     and where the base is not above 0 or is 1 (ln(1) = 0 would divide by zero)."""
@@ -376,7 +396,7 @@ RULES = {
     exp.Log: _log, exp.IsInf: _is_inf, exp.Left: _literal_positions,
     exp.Right: _literal_positions, exp.Trunc: _trunc, exp.UnixMicros: _epoch_us, exp.Substring: _substring,
     exp.IsNan: _is_nan, exp.Contains: _contains, exp.Like: _like, exp.ILike: _like,
-    exp.Try: _try, exp.TryCast: _try_cast, exp.Anonymous: _list,
+    exp.Try: _try, exp.TryCast: _try_cast, exp.Anonymous: _list, exp.DateDiff: _date_diff,
 }
 
 TOTAL = (exp.Column, exp.Literal, exp.Paren, exp.Case, exp.If, exp.Coalesce, exp.Cast,

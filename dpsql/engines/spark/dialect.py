@@ -210,6 +210,7 @@ RULES = {
     exp.Contains: t.contains, exp.StartsWith: t.starts_with, exp.Like: t.like,
     exp.ILike: t.like, exp.Anonymous: t.anonymous, exp.TryCast: _try_cast, exp.Try: _try,
     exp.Sum: _sum, exp.TimestampTrunc: t.timestamp_trunc, exp.Escape: t.escape,
+    exp.DateDiff: t.date_diff,
 }
 
 ANALYSTS = {exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Neg, exp.Abs, exp.Ln, exp.Log,

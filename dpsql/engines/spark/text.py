@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import QueryError
+from ...plan.dialect import date_diff_tree
 from .rules import _cases, _fn, _num, _to_bigint, _type
 
 _FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "TINYINT": "int",
@@ -186,6 +187,17 @@ def date_part(node):
     else:
         out = _fn(_SPARK_PART[part], value)
     return exp.Cast(this=out, to=exp.DataType.build("BIGINT"))
+
+
+def date_diff(node):
+    """DATE_DIFF('part', a, b) as DuckDB counts it, from whole days (``datediff``) and the
+    fields of the time of day (``dpsql.plan.dialect.date_diff_tree``): exact."""
+    a, b = node.expression, node.this
+    days = exp.Cast(this=_fn("datediff", b.copy(), a.copy()), to=exp.DataType.build("BIGINT"))
+    value = date_diff_tree(node.unit.name.lower(), days, lambda name: exp.Paren(this=exp.Sub(
+        this=exp.Cast(this=_fn(name.lower(), b.copy()), to=exp.DataType.build("BIGINT")),
+        expression=_fn(name.lower(), a.copy()))))
+    return exp.Cast(this=value, to=exp.DataType.build("BIGINT"))
 
 
 def epoch_us(node):
