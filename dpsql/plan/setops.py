@@ -95,10 +95,12 @@ def _through_key(outer: Relation, outer_f: Field, inner: Relation, inner_col: Fi
             or outer_f.is_id
             or inner.unit not in ("person", "reference") or _key_of(inner_col) != key):
         return None
-    if not any((c.references or "").lower() == key for t in metadata.tables.values()
-               for c in t.columns.values()):
+    targets = [referenced(metadata, c.references) for t in metadata.tables.values()
+               for c in t.columns.values() if c.references]
+    found = [(t, c) for t, c in targets if f"{t.full_name}.{c.name}".lower() == key]
+    if not found:
         return None
-    table, col = referenced(metadata, key)
+    table, col = found[0]
     owner = scan(table, metadata)
     if owner.unit != "person" or col.private_id:
         return None
