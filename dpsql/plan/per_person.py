@@ -130,6 +130,8 @@ class _PerPerson:
         if kind == "int":
             lo, hi = math.floor(lo), math.ceil(hi)
         value = clamp(expr, lo, hi)
+        # Typed, so that an engine sums it as what it is (Spark sums an untyped one as integers)
+        value.type = exp.DataType.build("DOUBLE" if kind == "float" else "BIGINT")
         if isinstance(node, exp.Sum):
             engine = "BIGINT" if kind == "int" else "DOUBLE"
             return (exp.TryCast(this=exp.Sum(this=value), to=exp.DataType.build(engine)),
