@@ -8,7 +8,9 @@ per-person aggregate has bounds from the metadata and ``k`` alone:
 ``[lo, hi]`` (inputs clamped to ``[lo, hi]``). The result has one row per person
 when grouped by the id alone (``k = 1``), otherwise at most ``k``. ``HAVING`` is
 a row-level filter on the per-person rows. Any other aggregation in a subquery
-mixes persons and is refused.
+mixes persons and is refused, except per key (``per_key``): a table that reaches its
+person through ``references`` (order_items.order_id -> orders.order_id) grouped by that
+key, whose rows then wait for their person as the table's rows do.
 """
 from __future__ import annotations
 
@@ -33,8 +35,9 @@ PER_PERSON_AGGREGATES = PER_PERSON   # dpsql.plan.aggregates
 class _PerPerson:
     """Builds one per-person aggregation (see the module docstring)."""
 
-    def __init__(self, tree, child: Relation, binder: Binder, name: str):
+    def __init__(self, tree, child: Relation, binder: Binder, name: str, per: str = "person"):
         self.tree, self.child, self.binder, self.name = tree, child, binder, name
+        self.per = per                   # "person", or the key of a per-key aggregation
         self.types = child.types()
         self.aggregates: list = []       # (bound node, output name, engine expression, Field)
         self.fields: dict = {}           # output name (lower case) -> Field
@@ -68,10 +71,20 @@ class _PerPerson:
                 keys.append(bound)
         ids = [k for k in keys if isinstance(k, exp.Column) and (
             self.child.fields[k.name.lower()].is_id or self.child.fields[k.name.lower()].id_copy)]
+        if self.child.pid is None and self.child.unit == "public":
+            fail(f"aggregation inside {self.name!r} reads public rows only, which dpsql does "
+                 "not aggregate inside a query; list the values (IN (...), VALUES) or query "
+                 "the public table directly")
         if self.child.pid is None:
             fail(f"aggregation inside {self.name!r}: the table has row privacy (every row is a "
                  "person), so a GROUP BY inside a subquery or CTE would mix persons; aggregate "
                  "in the outer query")
+        if not ids and self.per != "person":
+            ref = self.child.ref
+            fail(f"GROUP BY inside {self.name!r} must include {self.per}: the rows of "
+                 f"{self.child.base.full_name} belong to persons only through {self.per} -> "
+                 f"{ref[1].full_name}.{ref[2]}, so any other grouping mixes the rows of "
+                 "different persons")
         if not ids:
             fail(f"GROUP BY inside {self.name!r} does not include the privacy unit's id "
                  f"({_person_column(self.child)}): that aggregation mixes the rows of "
@@ -99,7 +112,7 @@ class _PerPerson:
             else:
                 agg, lo = exp.Count(this=checker.check(arg)[0]), 0
             return agg, Field(out, "int", lo, k, domain=tuple(range(lo, k + 1)), nullable=False,
-                              origin=f"{node.sql(ANALYST_DIALECT)[:40]} per person, at most {k} rows",
+                              origin=f"{node.sql(ANALYST_DIALECT)[:40]} per {self.per}, at most {k} rows",
                               in_bounds=True)
         expr, kind = checker.check(arg)
         if isinstance(node, (exp.Min, exp.Max)) and kind not in ("int", "float", "boolean"):
@@ -117,15 +130,17 @@ class _PerPerson:
         if kind == "int":
             lo, hi = math.floor(lo), math.ceil(hi)
         value = clamp(expr, lo, hi)
+        # Typed, so that an engine sums it as what it is (Spark sums an untyped one as integers)
+        value.type = exp.DataType.build("DOUBLE" if kind == "float" else "BIGINT")
         if isinstance(node, exp.Sum):
             engine = "BIGINT" if kind == "int" else "DOUBLE"
             return (exp.TryCast(this=exp.Sum(this=value), to=exp.DataType.build(engine)),
                     Field(out, kind, k * min(lo, 0), k * max(hi, 0),
-                          origin=f"SUM per person of {k} rows in [{lo:g}, {hi:g}]",
+                          origin=f"SUM per {self.per} of {k} rows in [{lo:g}, {hi:g}]",
                           in_bounds=kind == "int"))
         if isinstance(node, exp.Avg):
-            return exp.Avg(this=value), Field(out, "float", lo, hi, origin="AVG per person")
-        return type(node)(this=value), Field(out, kind, lo, hi, origin=f"{node.key.upper()} per person",
+            return exp.Avg(this=value), Field(out, "float", lo, hi, origin=f"AVG per {self.per}")
+        return type(node)(this=value), Field(out, kind, lo, hi, origin=f"{node.key.upper()} per {self.per}",
                                              in_bounds=kind == "int")
 
     def add_aggregate(self, node, out: str) -> str:
@@ -250,8 +265,34 @@ def _counts_rows(node) -> bool:
     return isinstance(node, exp.Count) and isinstance(node.this, (exp.Star, exp.Literal, exp.Boolean))
 
 
-def per_person(tree: exp.Select, child: Relation, binder: Binder, name: str) -> Relation:
-    builder = _PerPerson(tree, child, binder, name)
+def per_key(tree: exp.Select, child: Relation, binder: Binder, name: str) -> Relation:
+    """GROUP BY the key through which a table's rows reach their person (order_items
+    GROUP BY order_id, order_id -> orders.order_id): one row per key value, a function of
+    that value's rows only, truncated to the table's ``max_ids`` first so that its
+    aggregates have bounds. Those rows belong to whoever owns the value; the relation
+    still waits for its person, and every step that gives it one (a join with the
+    referenced table, a semi-join on the key) keeps only values owned by exactly one
+    person, so a per-key row is then row-level data of that person."""
+    ref_field, target, target_col = child.ref
+    key = child.fields[ref_field.lower()]
+    fields = dict(child.fields)
+    fields[ref_field.lower()] = replace(key, is_id=True)
+    keyed = child.derived(fields, key.name, child.k, False, child.sql, child.steps)
+    out = per_person(tree, keyed, binder, name, per=key.name)
+    if out.pid == HIDDEN_PID:
+        fail(f"{name!r} must select {key.name}, the key it groups by: its rows reach their "
+             f"person only through {key.name} -> {target.full_name}.{target_col}")
+    out.fields[out.pid.lower()] = replace(out.fields[out.pid.lower()], is_id=False,
+                                          of_id=key.of_id)
+    out.ref, out.pid, out.k, out.bounded = (out.pid, target, target_col), None, child.k, False
+    return out
+
+
+def per_person(tree: exp.Select, child: Relation, binder: Binder, name: str,
+               per: str = "person") -> Relation:
+    if child.unit == "reference" and per == "person":
+        return per_key(tree, child, binder, name)
+    builder = _PerPerson(tree, child, binder, name, per)
     keys = builder.key_list()
     for key in keys:
         expr, kind = Checker(builder.types, clause=f"GROUP BY of {name!r}").check(key)
@@ -277,11 +318,13 @@ def per_person(tree: exp.Select, child: Relation, binder: Binder, name: str) -> 
             this=sql, alias=exp.TableAlias(this=exp.to_identifier("_p")))).where(condition)
     k = 1 if len(keys) == 1 else child.k
     steps = list(child.steps)
+    if per != "person":
+        how = how.replace("per person", f"per value of {per}")
     steps.append(f"truncation: {how}, before {name!r}")
-    steps.append(f"{name}: per-person aggregation by {', '.join(key.sql(ANALYST_DIALECT) for key in keys)}"
-                 f" -> at most {k} row(s) per person: "
-                 + ", ".join(f"{f.name} {f.bounds_text()}" for n, f in fields.items()
-                             if n not in hidden and f.name != HIDDEN_PID)
+    steps.append(f"{name}: per-{per} aggregation by {', '.join(key.sql(ANALYST_DIALECT) for key in keys)}"
+                 f" -> at most {k} row(s) per {per}: "
+                 + ", ".join(f"{f.name} {'key' if f.is_id and per != 'person' else f.bounds_text()}"
+                             for n, f in fields.items() if n not in hidden and f.name != HIDDEN_PID)
                  + (f"; HAVING {having.this.sql(ANALYST_DIALECT)[:80]}" if having is not None else ""))
     out = child.derived({n: f for n, f in fields.items() if n not in hidden}, pid, k, True,
                         sql, steps)

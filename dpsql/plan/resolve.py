@@ -87,14 +87,17 @@ class Resolver:
         else:
             fail("scalar and correlated subqueries in WHERE are not supported (one row's answer "
                  "would depend on other rows); a subquery is supported as x IN (SELECT ...), "
-                 "EXISTS (SELECT ...) or their NOT, joined to the rest of WHERE by AND")
+                 "EXISTS (SELECT ...) or their NOT, joined to the rest of WHERE by AND. To "
+                 "compare rows with an aggregate of other persons' rows (x > (SELECT AVG(x) "
+                 "...)), ask for the aggregate as a query of its own and use the released value "
+                 "as a literal or ? parameter in this one")
         if not isinstance(sub, exp.Select):
             fail(f"{label}: the subquery must be one SELECT")
         bound = binder.bind(target.copy(), "WHERE")
         if not isinstance(bound, exp.Column):
             fail(f"{label}: the tested value must be a column")
         inner = self.select(sub, env, label)
-        return semi_join(relation, bound.name, inner, negated, label)
+        return semi_join(relation, bound.name, inner, negated, label, self.metadata)
 
     def _decorrelate(self, sub: exp.Select, outer_scope: dict) -> tuple:
         """EXISTS (SELECT ... FROM t WHERE t.a = o.b AND p) as o.b IN (SELECT t.a FROM t WHERE p)."""
@@ -113,11 +116,13 @@ class Resolver:
             if link is not None or not (isinstance(part, exp.EQ) and all(
                     isinstance(x, exp.Column) for x in (part.this, part.expression))):
                 fail("EXISTS: the subquery may refer to the outer query once, as inner.id = "
-                     "outer.id (qualify both columns)")
+                     "outer.id or inner.key = outer.key for a key that references tie to one "
+                     "person (i.order_id = o.order_id); qualify both columns")
             link = part
         if link is None:
-            fail("EXISTS: the subquery must be tied to the outer rows by inner.id = outer.id "
-                 "(qualify both columns); an uncorrelated EXISTS would test other persons' rows")
+            fail("EXISTS: the subquery must be tied to the outer rows by inner.id = outer.id, "
+                 "or by a key that references tie to one person (i.order_id = o.order_id), "
+                 "qualifying both columns; an uncorrelated EXISTS would test other persons' rows")
         outer = link.this if link.this.table.lower() in outer_scope and \
             link.this.table.lower() not in inner_names else link.expression
         inner = link.expression if outer is link.this else link.this

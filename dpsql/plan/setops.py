@@ -4,8 +4,13 @@ Owns: the privacy analysis of filtering rows by another relation (``x IN (SELECT
 ...)``, ``EXISTS`` and their negations) and of ``UNION ALL``; joins proper are
 ``dpsql.plan.joins``. The same rules hold: every row is a function of one
 person's rows (and public data), and ``k`` bounds one person's rows after.
-- A semi-join is a filter: on private data only when both sides are the
-  person's id, so whether a row stays depends on its own person. ``k`` unchanged.
+- A semi-join is a filter, so ``k`` is unchanged. On private data it must keep
+  whether a row stays a function of its own person's rows: both sides are the
+  person's id, or both are one key that the metadata's ``references`` point at
+  (orders.order_id, which order_items.order_id references), in a table whose rows
+  have a person. Then only key values that this table gives to exactly one person
+  are kept on the inner side (a broken foreign key matches nothing), so the inner
+  rows an outer row meets are its own person's (``_through_key``).
 - UNION ALL: the same unit in every part; ``k`` = the sum; the parts' work per
   private row (``fanout``) adds up.
 """
@@ -13,51 +18,118 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .rewrite import column
+from .rewrite import column, typed_name
 from ..frontend.binding import fail
 from .joins import LOCAL_IDS
-from .relations import HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation
+from .relations import (HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation, referenced,
+                        scan)
 
 
 # ------------------------------------------------------------------ semi-joins
 
 def semi_join(outer: Relation, column_name: str, inner: Relation, negated: bool,
-              label: str) -> Relation:
+              label: str, metadata=None) -> Relation:
     """``outer`` rows whose ``column_name`` is (not) among ``inner``'s one column."""
     if inner.unit != "public" and (outer.local_ids or inner.local_ids):
         fail(f"{label}: " + LOCAL_IDS.format(what="tested against other private rows"))
-    cols = inner.visible()
+    # HAVING's hidden columns (_dpsql_h...) are not the subquery's
+    cols = [f for f in inner.visible() if not f.name.lower().startswith("_dpsql")]
     if len(cols) != 1:
         fail(f"{label}: the subquery must select exactly one column")
     inner_col = cols[0]
     outer_f = outer.fields[column_name.lower()]
+    key = None
     if inner.unit != "public":
-        if outer.unit != "person" or inner.unit != "person":
-            fail(f"{label}: a subquery over private rows is supported only on the privacy unit "
-                 "(WHERE id IN (SELECT id FROM ...)) of two tables of the same persons")
-        if not (outer_f.is_id or outer_f.id_copy) or not (inner_col.is_id or inner_col.id_copy):
-            fail(f"{label}: both sides must be the privacy unit's id: whether a row stays may "
-                 "depend only on its own person's rows")
+        key = _through_key(outer, outer_f, inner, inner_col, metadata)
+        on_ids = (outer.unit == "person" and inner.unit == "person"
+                  and (outer_f.is_id or outer_f.id_copy) and (inner_col.is_id or inner_col.id_copy))
+        if key is None and not on_ids:
+            _refuse_link(outer, outer_f, inner, inner_col, label)
     if inner_col.kind != outer_f.kind:
         fail(f"{label}: the subquery's column is {inner_col.kind}, the tested column "
              f"{outer_f.kind}; CAST one of them")
     values = exp.select(column(inner_col.name)).from_(inner.source("_in")).where(
         exp.Not(this=exp.Is(this=column(inner_col.name), expression=exp.Null())))
+    if key is not None:
+        values = values.where(exp.In(this=column(inner_col.name),
+                                     query=exp.Subquery(this=owned_once(*key))))
     cond = exp.In(this=column(outer_f.name), query=exp.Subquery(this=values))
     if negated:
         cond = exp.Not(this=cond)
     sql = exp.select(exp.Star()).from_(outer.source("_o")).where(cond)
     rel = outer.derived(dict(outer.fields), outer.pid, outer.k, outer.bounded, sql,
                         outer.steps + [s for s in inner.steps if s not in outer.steps])
-    rel.tables = tuple(dict.fromkeys(outer.tables + inner.tables))
+    rel.tables = tuple(dict.fromkeys(outer.tables + inner.tables + ((key[0],) if key else ())))
     if inner.unit != "public":
         rel.fanout = outer.fanout + inner.fanout
         if rel.fanout > MAX_FANOUT:
             fail(f"{label}: the query reads each private row {rel.fanout:,} times in all, more "
                  f"than dpsql's limit of {MAX_FANOUT:,} per private row")
+    through = (f" (through {key[0].full_name}.{key[1]}; a value it gives to more than one "
+               f"{key[2]} matches nothing)" if key else "")
     rel.steps.append(f"{'anti' if negated else 'semi'}-join {label}: rows kept by their own "
-                     "person's rows only; rows per person unchanged")
+                     f"person's rows only{through}; rows per person unchanged")
     return rel
+
+
+def _key_of(f: Field) -> str | None:
+    """The metadata column whose values ``f`` holds unchanged: the column it references,
+    or its own (``schema.table.column``, lower case)."""
+    return f.ref or f.source
+
+
+def _through_key(outer: Relation, outer_f: Field, inner: Relation, inner_col: Field,
+                 metadata) -> tuple | None:
+    """(table T, key column, T's person column) when both sides hold one key of T that a
+    ``references`` of the metadata points at (orders.order_id) and T's rows have a person;
+    None otherwise.
+
+    Why this keeps a row's fate with its person: the outer value comes from a row of T
+    that belongs to the outer row's person (a column of T itself, or a referencing column
+    joined with T, whose broken keys the join dropped; or, still to be joined, the column
+    through which the row reaches its person at all); the inner rows of one value are
+    rows of T with that value or rows reaching their person through it. Keeping only
+    values that T gives to exactly one person (``owned_once``) makes them all that person's."""
+    key = _key_of(outer_f)
+    if (metadata is None or key is None or outer.unit not in ("person", "reference")
+            or outer_f.is_id
+            or inner.unit not in ("person", "reference") or _key_of(inner_col) != key):
+        return None
+    targets = [referenced(metadata, c.references) for t in metadata.tables.values()
+               for c in t.columns.values() if c.references]
+    found = [(t, c) for t, c in targets if f"{t.full_name}.{c.name}".lower() == key]
+    if not found:
+        return None
+    table, col = found[0]
+    owner = scan(table, metadata)
+    if owner.unit != "person" or col.private_id:
+        return None
+    return table, col.name, owner.pid
+
+
+def owned_once(table, key: str, owner: str) -> exp.Select:
+    """The values of ``table.key`` that belong to exactly one person (``owner``, not NULL)
+    in the whole table: a value two persons claim (a broken foreign key) is left out."""
+    persons = exp.Count(this=exp.Distinct(expressions=[column(owner)]))
+    return (exp.select(column(key))
+            .from_(exp.Table(this=exp.to_identifier(typed_name(table), quoted=True)))
+            .where(exp.Not(this=exp.Is(this=column(owner), expression=exp.Null())))
+            .group_by(column(key))
+            .having(exp.EQ(this=persons, expression=exp.Literal.number(1))))
+
+
+def _refuse_link(outer: Relation, outer_f: Field, inner: Relation, inner_col: Field,
+                 label: str) -> None:
+    """A semi-join over private rows on anything but the person or a shared key."""
+    if "row" in (outer.unit, inner.unit):
+        fail(f"{label}: a subquery over private rows is supported only on the privacy unit "
+             "(WHERE id IN (SELECT id FROM ...)) of two tables of the same persons, or on a key "
+             "that references tie to one person; a row-privacy table has neither")
+    fail(f"{label}: both sides must be the privacy unit's id, or one key that the metadata's "
+         "references tie to one person's rows (o.order_id IN (SELECT i.order_id ...) where "
+         f"order_items.order_id references orders.order_id); {outer_f.name} and "
+         f"{inner_col.name} are neither, so whether a row stays could depend on other "
+         "persons' rows")
 
 
 # ------------------------------------------------------------------ UNION ALL

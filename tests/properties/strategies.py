@@ -128,6 +128,9 @@ class Scenario:
                               # other censor_dims (keys mixing both must be thresholded)
     gaussian: bool = False    # counts and thresholds with Gaussian noise (a person count
                               # then decides a user-level threshold)
+    refs: dict | None = None  # two tables reaching the person through references:
+                              # TABLE_orders (okey, owner -> TABLE.pid) and TABLE_items
+                              # (okey -> TABLE_orders.okey, w): {"orders": frame, "items": frame}
 
     @property
     def twin_name(self) -> str:
@@ -153,7 +156,32 @@ class Scenario:
         tables = {self.table: table}
         if self.twin:
             tables[self.twin_name] = dict(table, censor_dims=not self.censor_dims)
+        if self.refs is not None:
+            tables.update(self.refs_metadata())
         return {"": {self.schema: tables}}
+
+    def refs_metadata(self) -> dict:
+        """TABLE_orders: an order's person through owner -> TABLE's private_id;
+        TABLE_items: an item's order through okey -> TABLE_orders.okey."""
+        orders, items = self.refs_names()
+        return {
+            orders: {"max_ids": 2, "okey": {"type": "int"}, "owner": {
+                "type": self.pid.type, "references": f"{self.full_name(self.table)}.{self.pid.name}"}},
+            items: {"max_ids": 3, "okey": {"type": "int",
+                                           "references": f"{self.full_name(orders)}.okey"},
+                    "w": {"type": "float", "lower": 0.0, "upper": 10.0}}}
+
+    def refs_names(self) -> tuple:
+        return f"{self.table}_orders", f"{self.table}_items"
+
+    def sources(self, source) -> dict | object:
+        """What ``from_df`` binds: the main table's ``source`` alone, or every table's."""
+        if not self.twin and self.refs is None:
+            return source
+        out = {self.full_name(self.table): source}
+        if self.twin:
+            out[self.full_name(self.twin_name)] = source
+        return out
 
     def __repr__(self) -> str:
         return "Scenario(\n" + self.describe() + ")"
@@ -416,8 +444,30 @@ def scenarios(draw, max_rows: int = 12) -> Scenario:
         # Now and then a large table (the rows repeated): counts and sums in the thousands.
         repeat = draw(st.integers(100, 1500))
         frame = pd.concat([frame] * repeat, ignore_index=True)
+    refs = None
+    if not row_privacy and flag(draw, 0.25):
+        refs = _refs_frames(draw, pid)
     return Scenario(schema, table, columns, row_privacy, max_ids, censor_dims, binding, frame,
-                    extra, repeat, twin=flag(draw, 0.15), gaussian=flag(draw, 0.1))
+                    extra, repeat, twin=flag(draw, 0.15), gaussian=flag(draw, 0.1), refs=refs)
+
+
+def _refs_frames(draw, pid: Col) -> dict:
+    """Orders of the persons (owners drawn like the person ids: some orders share an okey
+    across persons, a broken foreign key; some have no owner) and items of those orders
+    (some of an okey no order has, some weights outside [0, 10] or NULL)."""
+    n_orders, n_items = draw(st.integers(0, 6)), draw(st.integers(0, 8))
+    owners = [None if flag(draw, 0.1) else
+              (draw(st.integers(1, 4)) if pid.type == "int" else pick(draw, ("p1", "p2", "P1", "p3")))
+              for _ in range(n_orders)]
+    orders = pd.DataFrame({"okey": pd.Series([draw(st.integers(1, 5)) for _ in range(n_orders)],
+                                             dtype="int64"),
+                           "owner": pd.Series(owners, dtype="Int64" if pid.type == "int" else object)})
+    weights = [None if flag(draw, 0.1) else pick(draw, (0.5, 3.0, 9.5, 10.0, -1.0, 12.0))
+               for _ in range(n_items)]
+    items = pd.DataFrame({"okey": pd.Series([draw(st.integers(1, 6)) for _ in range(n_items)],
+                                            dtype="int64"),
+                          "w": pd.Series(weights, dtype="float64")})
+    return {"orders": orders, "items": items}
 
 
 # ------------------------------------------------------------------ neighbours and binding
@@ -453,9 +503,11 @@ def bind(scn: Scenario, keep: list | None, tmpdir: str, tag: str):
     meta = scn.metadata
     frame = scn.frame if keep is None else scn.frame.iloc[keep]
     def both(source):
-        if not scn.twin:
-            return source
-        return {scn.full_name(scn.table): source, scn.full_name(scn.twin_name): source}
+        out = scn.sources(source)
+        if scn.refs is not None:        # bound as DataFrames, whatever the main binding
+            for key, name in zip(("orders", "items"), scn.refs_names()):
+                out[scn.full_name(name)] = scn.refs[key]
+        return out
     if scn.binding == "df":
         return dpsql.from_df(both(frame), meta, privacy=privacy)
     if scn.binding == "csv":
@@ -492,6 +544,11 @@ def bind(scn: Scenario, keep: list | None, tmpdir: str, tag: str):
             if scn.twin:
                 twin = f'"{scn.twin_name}"' if not scn.schema else f'"{scn.schema}"."{scn.twin_name}"'
                 con.execute(f"CREATE TABLE {twin} AS SELECT * FROM {target}")
+            for key, name in zip(("orders", "items"), scn.refs_names() if scn.refs else ()):
+                con.register("_ref", scn.refs[key])
+                table = f'"{name}"' if not scn.schema else f'"{scn.schema}"."{name}"'
+                con.execute(f"CREATE TABLE {table} AS SELECT * FROM _ref")
+                con.unregister("_ref")
             con.unregister("_src")
     except Exception:  # noqa: BLE001 - the harness cannot materialise this frame
         reject()
@@ -998,6 +1055,8 @@ class QueryGen:
                 inner_params = []
             form = self.pick(("subquery", "cte", "nested", "derived", "union", "semi", "values",
                               "cross", "internal", "id_join", "twin", "listed", "listed_cte"))
+            if form == "semi" and scn.refs is not None and self.flag(0.6):
+                form = "correlated"
             if form in ("semi", "id_join") and scn.pid is None:
                 form = "union"
             if form == "twin" and not scn.twin:
@@ -1038,7 +1097,13 @@ class QueryGen:
                 if inner:
                     return f"(SELECT * FROM {table}{inner}) AS w JOIN (VALUES {rows}) AS _v(_vk) ON TRUE"
                 return f"{table} JOIN (VALUES {rows}) AS _v(_vk) ON TRUE"
-            if form in ("union", "semi"):
+            if form == "correlated":
+                self.late_params = inner_params
+                table = f"(SELECT * FROM {table}{inner})"
+                table = (f"(SELECT * FROM {table} AS _r WHERE {self.colref(scn.pid)} IN "
+                         f"(SELECT o.owner FROM {self.scn.full_name(scn.refs_names()[0])} o "
+                         f"WHERE {self.correlated()}))")
+            elif form in ("union", "semi"):
                 self.late_params = inner_params
                 if form == "union":
                     table = f"(SELECT * FROM {table}{inner} UNION ALL SELECT * FROM {table})"
@@ -1086,6 +1151,27 @@ class QueryGen:
             else:
                 names[-1] = "_dpsql_pid"
         return f" ({', '.join(names)})"
+
+    def correlated(self) -> str:
+        """A filter of TABLE_orders o by its own items through the key okey (docs/sql.md,
+        correlated filters through references), now and then one that must be refused."""
+        items = self.scn.full_name(self.scn.refs_names()[1])
+        c = self.pick(("0", "3", "9.5", "-1"))
+        if self.flag(0.15):
+            return self.pick((f"EXISTS (SELECT * FROM {items} i WHERE i.okey = o.owner)",
+                              f"EXISTS (SELECT * FROM {items} i WHERE i.w = o.okey)",
+                              f"EXISTS (SELECT * FROM {items} i WHERE i.w > {c})",
+                              f"o.okey IN (SELECT okey FROM {items} GROUP BY w)",
+                              f"o.okey IN (SELECT SUM(w) AS s FROM {items} GROUP BY okey)",
+                              f"o.okey > (SELECT AVG(w) FROM {items})"))
+        return self.pick((
+            f"EXISTS (SELECT * FROM {items} i WHERE i.okey = o.okey AND i.w > {c})",
+            f"NOT EXISTS (SELECT 1 FROM {items} i WHERE i.okey = o.okey)",
+            f"o.okey IN (SELECT okey FROM {items} GROUP BY okey HAVING SUM(w) > {c})",
+            f"o.okey NOT IN (SELECT okey FROM {items} GROUP BY okey HAVING COUNT(*) > 1)",
+            f"o.okey NOT IN (SELECT okey FROM {items} WHERE w < {c})",
+            f"o.okey IN (SELECT okey FROM {self.scn.full_name(self.scn.refs_names()[0])} "
+            f"WHERE okey > {c})"))
 
     def query(self) -> Query:
         table = self.table_ref()

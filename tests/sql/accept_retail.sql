@@ -40,3 +40,11 @@ SELECT COUNT(*) AS n FROM retail.lineitems l JOIN retail.orders o ON o.order_id 
 SELECT COUNT(*) AS n FROM retail.lineitems l JOIN retail.orders o ON o.order_id = l.order_id WHERE l.discount BETWEEN 0.06 - 0.01 AND 0.06 + 0.01 -- ok
 SELECT SUM(l.price * l.discount) AS revenue FROM retail.lineitems l JOIN retail.orders o ON o.order_id = l.order_id WHERE o.order_date >= DATE '1994-01-01' AND o.order_date < DATE '1994-01-01' + INTERVAL '1' YEAR AND l.discount BETWEEN 0.06 - 0.01 AND 0.06 + 0.01 AND l.quantity < 24 -- ok
 SELECT l.discount AS d, COUNT(*) AS n FROM retail.lineitems l JOIN retail.orders o ON o.order_id = l.order_id WHERE l.discount IN (0.01 + 0.02, 0.1 - 0.05, 0.3 * 0.1) GROUP BY d -- ok
+# ---- correlated filters through references (lineitems.order_id -> orders.order_id)
+SELECT COUNT(*) AS n FROM retail.orders o WHERE EXISTS (SELECT * FROM retail.lineitems l WHERE l.order_id = o.order_id AND l.return_flag = 'R') -- ok
+SELECT COUNT(*) AS n FROM retail.orders o WHERE NOT EXISTS (SELECT * FROM retail.lineitems l WHERE l.order_id = o.order_id AND l.return_flag = 'R') -- ok
+SELECT COUNT(*) AS n FROM retail.orders o WHERE o.order_id IN (SELECT order_id FROM retail.lineitems GROUP BY order_id HAVING SUM(quantity) > 100) -- ok
+SELECT priority, COUNT(*) AS n FROM retail.orders o WHERE o.order_id NOT IN (SELECT order_id FROM retail.lineitems GROUP BY order_id HAVING SUM(quantity) > 100) GROUP BY priority -- ok
+SELECT segment, COUNT(*) AS n FROM retail.customers c WHERE EXISTS (SELECT * FROM retail.orders o WHERE o.customer_id = c.customer_id AND o.priority = '1-URGENT') GROUP BY segment -- ok
+SELECT l.return_flag, COUNT(*) AS n FROM retail.lineitems l JOIN retail.orders o ON o.order_id = l.order_id WHERE o.order_id IN (SELECT order_id FROM retail.lineitems WHERE discount >= 0.09) GROUP BY l.return_flag -- ok
+SELECT AVG(t.q) AS q FROM (SELECT order_id, SUM(quantity) AS q FROM retail.lineitems GROUP BY order_id) t JOIN retail.orders o ON t.order_id = o.order_id -- ok

@@ -84,6 +84,14 @@ SELECT COUNT(*) AS n FROM shop.customers c WHERE EXISTS (SELECT 1 FROM shop.orde
 SELECT COUNT(*) AS n FROM shop.customers c WHERE NOT EXISTS (SELECT 1 FROM shop.orders o WHERE o.customer_id = c.customer_id) -- ok
 SELECT COUNT(*) AS n FROM shop.customers WHERE region IN (SELECT region FROM (VALUES ('north'), ('south')) AS v(region)) -- ok
 SELECT COUNT(*) AS n FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id WHERE i.level IN (SELECT level FROM shop.levels WHERE name = 'plus') -- ok
+# ---- correlated filters through references (order_items.order_id -> orders.order_id)
+SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT * FROM shop.order_items i WHERE i.order_id = o.order_id AND i.amount > 400) -- ok
+SELECT COUNT(*) AS n FROM shop.orders o WHERE NOT EXISTS (SELECT * FROM shop.order_items i WHERE i.order_id = o.order_id AND i.amount > 400) -- ok
+SELECT channel, COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT 1 FROM shop.order_items i WHERE i.order_id = o.order_id AND i.amount > 300) GROUP BY channel -- ok
+SELECT COUNT(*) AS n FROM shop.orders WHERE order_id IN (SELECT order_id FROM shop.order_items GROUP BY order_id HAVING SUM(amount) > 300) -- ok
+SELECT COUNT(*) AS n FROM shop.orders WHERE order_id NOT IN (SELECT order_id FROM shop.order_items WHERE level = 2) -- ok
+SELECT SUM(i.amount) AS s FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id WHERE i.order_id IN (SELECT order_id FROM shop.orders WHERE channel = 'web') -- ok
+SELECT COUNT(*) AS n FROM (SELECT order_id, SUM(amount) AS s FROM shop.order_items GROUP BY order_id) t JOIN shop.orders o ON t.order_id = o.order_id WHERE t.s > 300 -- ok
 # ---- per-person aggregation, CTEs
 SELECT AVG(n) AS orders_per_customer FROM (SELECT customer_id, COUNT(*) AS n FROM shop.orders GROUP BY customer_id) -- ok
 SELECT n, COUNT(*) AS customers FROM (SELECT customer_id, COUNT(*) AS n FROM shop.orders GROUP BY customer_id) GROUP BY n -- ok

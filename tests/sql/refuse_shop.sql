@@ -53,6 +53,18 @@ SELECT COUNT(*) FROM shop.customers WHERE region IN (SELECT channel FROM shop.or
 SELECT COUNT(*) FROM shop.customers c WHERE EXISTS (SELECT 1 FROM shop.orders o WHERE o.channel = 'web') -- QueryError: must be tied to the outer rows
 SELECT COUNT(*) FROM shop.customers WHERE customer_id IN (SELECT customer_id FROM shop.orders) OR region = 'west' -- QueryError: joined to the rest of WHERE by AND
 SELECT COUNT(*) FROM shop.orders WHERE order_id > (SELECT AVG(order_id) FROM shop.orders) -- QueryError: scalar and correlated subqueries in WHERE
+# ---- correlated filters that are not within one person
+SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT * FROM shop.order_items i WHERE i.level = o.order_id) -- QueryError: order_id and level are neither, so whether a row stays could depend on other persons' rows
+SELECT COUNT(*) AS n FROM shop.orders o WHERE NOT EXISTS (SELECT * FROM shop.order_items i WHERE i.order_id = o.customer_id) -- QueryError: customer_id and order_id are neither
+SELECT COUNT(*) AS n FROM shop.orders WHERE customer_id IN (SELECT order_id FROM shop.order_items) -- QueryError: or one key that the metadata's references tie to one person's rows
+SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT * FROM shop.order_items i WHERE i.amount > 400) -- QueryError: or by a key that references tie to one person
+SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT * FROM shop.order_items i WHERE i.order_id = o.order_id AND i.amount > o.order_id) -- QueryError: may refer to the outer query once
+SELECT COUNT(*) AS n FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id WHERE i.amount > (SELECT AVG(amount) FROM shop.order_items) -- QueryError: ask for the aggregate as a query of its own and use the released value as a literal or ? parameter
+SELECT COUNT(*) AS n FROM shop.orders WHERE order_id IN (SELECT level FROM shop.order_items GROUP BY level) -- QueryError: GROUP BY inside 'IN (SELECT ...)' must include order_id: the rows of shop.order_items belong to persons only through order_id -> shop.orders.order_id
+SELECT COUNT(*) AS n FROM (SELECT level, COUNT(*) AS c FROM shop.order_items GROUP BY level) t -- QueryError: GROUP BY inside 't' must include order_id
+SELECT COUNT(*) AS n FROM shop.orders WHERE order_id IN (SELECT MAX(amount) AS m FROM shop.order_items GROUP BY order_id) -- QueryError: must select order_id, the key it groups by
+SELECT COUNT(*) AS n FROM shop.orders WHERE order_id IN (SELECT level FROM shop.levels GROUP BY level) -- QueryError: reads public rows only, which dpsql does not aggregate inside a query
+SELECT COUNT(*) AS n FROM (SELECT order_id, SUM(amount) AS s FROM shop.order_items GROUP BY order_id) t -- QueryError: join shop.orders on it
 SELECT region, COUNT(*) FROM shop.customers GROUP BY region HAVING COUNT(*) > (SELECT 1) -- QueryError: subqueries and references to other tables
 # ---- set operations
 SELECT COUNT(*) FROM (SELECT customer_id FROM shop.orders UNION SELECT customer_id FROM shop.customers) -- QueryError: UNION (without ALL) in 'subquery'
