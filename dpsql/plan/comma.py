@@ -43,6 +43,8 @@ def comma_joins(tree: exp.Select, items: list) -> exp.Select:
     for part in _conjuncts(where.this):
         later = _later_item(part, items)
         if later is not None and later > floor and _is_comma(joins[later - 1]):
+            while isinstance(part, exp.Paren):
+                part = part.this
             moved.setdefault(later - 1, []).append(part)
         else:
             rest.append(part)
@@ -78,7 +80,7 @@ def _conjuncts(node) -> list:
 def _and(parts: list):
     out = parts[0]
     for p in parts[1:]:
-        out = exp.and_(out, p)
+        out = exp.And(this=out, expression=p)
     return out
 
 

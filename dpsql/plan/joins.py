@@ -301,8 +301,9 @@ class Join:
         ids = [(a, b) for a, b in pairs if _is_id(left, lback[a]) and _is_id(right, rback[b])]
         if not ids or self.cross:
             fail("a join of two private tables must equate their privacy units (e.g. "
-                 "ON a.pid = b.pid): on anything else, one person's rows could meet "
-                 "unboundedly many other persons' rows")
+                 "ON a.pid = b.pid, or for FROM a, b: WHERE a.pid = b.pid AND ...): on "
+                 "anything else, one person's rows could meet unboundedly many other "
+                 "persons' rows")
         k = left.k * right.k
         # Each side is truncated to its own bound first, so one person's rows meet at
         # most k_left x k_right times whatever their count (a chain of self-joins

@@ -64,10 +64,12 @@ def _hop(resolver, relation: Relation, scope: dict, n: int) -> tuple:
     on = exp.EQ(this=exp.column("ref", FROM), expression=exp.column(target_col, alias))
     node = exp.Join(this=exp.Table(this=exp.to_identifier(target.name)), on=on)
     pending = relation.base.full_name
+    source = relation.fields[ref_field.lower()].source
+    through = source.rsplit(".", 1)[-1] if source else ref_field.split(".")[-1]
     joined, scope = Join(resolver, relation, lscope, right, rscope, node).build()
     how = joined.steps[-1].split(": ", 1)[1].split("; ", 1)[-1]
     joined.steps[-1] = (f"join (INNER, added by dpsql) {pending} reaches its person through "
-                        f"{target.full_name} (joined on {ref_field.split('.')[-1]}): {how}")
+                        f"{target.full_name} (joined on {through}): {how}")
     return joined, scope
 
 

@@ -40,3 +40,12 @@ SELECT COUNT(*) AS n FROM retail.lineitems l JOIN retail.orders o ON o.order_id 
 SELECT COUNT(*) AS n FROM retail.lineitems l JOIN retail.orders o ON o.order_id = l.order_id WHERE l.discount BETWEEN 0.06 - 0.01 AND 0.06 + 0.01 -- ok
 SELECT SUM(l.price * l.discount) AS revenue FROM retail.lineitems l JOIN retail.orders o ON o.order_id = l.order_id WHERE o.order_date >= DATE '1994-01-01' AND o.order_date < DATE '1994-01-01' + INTERVAL '1' YEAR AND l.discount BETWEEN 0.06 - 0.01 AND 0.06 + 0.01 AND l.quantity < 24 -- ok
 SELECT l.discount AS d, COUNT(*) AS n FROM retail.lineitems l JOIN retail.orders o ON o.order_id = l.order_id WHERE l.discount IN (0.01 + 0.02, 0.1 - 0.05, 0.3 * 0.1) GROUP BY d -- ok
+# ---- three levels (customers -> orders -> lineitems), comma joins, and lineitems alone (the plan
+# joins retail.orders on order_id to find each line's person)
+SELECT c.segment, COUNT(*) AS n, SUM(l.price) AS s FROM retail.customers c JOIN retail.orders o ON c.customer_id = o.customer_id JOIN retail.lineitems l ON o.order_id = l.order_id GROUP BY c.segment -- ok
+SELECT c.segment, COUNT(*) AS n, SUM(l.price) AS s FROM retail.customers c, retail.orders o, retail.lineitems l WHERE c.customer_id = o.customer_id AND o.order_id = l.order_id GROUP BY c.segment -- ok
+SELECT p.brand, SUM(l.quantity) AS q FROM retail.lineitems l, retail.orders o, retail.parts p WHERE l.order_id = o.order_id AND p.part_id = l.part_id GROUP BY p.brand -- ok
+SELECT n.region, SUM(l.quantity) AS q FROM retail.customers c JOIN retail.nations n ON c.nation_key = n.nation_key, retail.orders o, retail.lineitems l WHERE o.customer_id = c.customer_id AND l.order_id = o.order_id GROUP BY n.region -- ok
+SELECT return_flag, COUNT(*) AS n, SUM(price) AS s FROM retail.lineitems GROUP BY return_flag -- ok
+SELECT p.brand, COUNT(*) AS n FROM retail.lineitems l, retail.parts p WHERE p.part_id = l.part_id GROUP BY p.brand -- ok
+SELECT AVG(discount) AS d, SUM(quantity) AS q FROM retail.lineitems WHERE ship_date >= DATE '1996-01-01' AND return_flag = 'R' -- ok

@@ -48,6 +48,16 @@ SELECT COUNT(*) FROM shop.customers c CROSS JOIN shop.orders o -- QueryError: mu
 SELECT COUNT(*) FROM shop.customers c JOIN shop.orders o ON o.customer_id = c.customer_id OR c.region = o.channel -- QueryError: must equate their privacy units
 SELECT COUNT(*) FROM shop.customers c FULL JOIN shop.orders o ON o.customer_id = c.customer_id -- QueryError: FULL JOIN with a private table
 SELECT COUNT(*) FROM shop.customers c NATURAL JOIN shop.orders o -- QueryError: write JOIN ... ON or USING
+# ---- comma joins: a WHERE equality on the person (or on the reference) makes them joins; anything
+# else leaves a CROSS JOIN of private tables
+SELECT COUNT(*) FROM shop.customers c, shop.orders o -- QueryError: or for FROM a, b: WHERE a.pid = b.pid
+SELECT COUNT(*) FROM shop.customers c, shop.orders o WHERE c.customer_id = o.customer_id OR c.region = o.channel -- QueryError: must equate their privacy units
+SELECT COUNT(*) FROM shop.customers c, shop.orders o WHERE c.customer_id = o.order_id -- QueryError: must equate their privacy units
+SELECT COUNT(*) FROM shop.customers c, shop.orders o WHERE c.customer_id + 0 = o.customer_id -- QueryError: must equate their privacy units
+SELECT COUNT(*) FROM shop.customers c, shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id WHERE c.customer_id = o.customer_id -- QueryError: join them on exactly that
+SELECT COUNT(*) FROM shop.orders o, shop.order_items i WHERE i.amount = o.order_id -- QueryError: join them on exactly that
+SELECT COUNT(*) FROM shop.orders o, shop.order_items i WHERE i.order_id + 0 = o.order_id -- QueryError: join them on exactly that
+SELECT COUNT(*) FROM shop.orders o JOIN shop.order_items i ON i.order_id = o.order_id JOIN shop.order_items j ON j.order_id = o.order_id -- QueryError: earlier joins already match each row of shop.orders
 # ---- semi-joins not on the id, subqueries
 SELECT COUNT(*) FROM shop.customers WHERE region IN (SELECT channel FROM shop.orders) -- QueryError: both sides must be the privacy unit's id
 SELECT COUNT(*) FROM shop.customers c WHERE EXISTS (SELECT 1 FROM shop.orders o WHERE o.channel = 'web') -- QueryError: must be tied to the outer rows
