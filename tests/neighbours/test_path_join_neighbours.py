@@ -31,9 +31,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.neighbours.test_join_neighbours import (
-    X, Pair, _add, _check, _dup_ids, _l1, _shop_base, _shop_with, _shop_with_duplicates,
-    _without_customer)
+from tests.neighbours.test_join_neighbours import (  # noqa: F401 (the shop fixtures)
+    X, Pair, _add, _check, _dup_ids, _l1, _shop_base, _shop_with, _without_customer, shop,
+    shop_duplicates)
 from tests.paths import DATA, RETAIL_TABLES
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
@@ -41,18 +41,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
 ITEMS_SUM = "SELECT SUM(amount) AS s FROM shop.order_items"
 ITEMS_SUM_EXACT = ("SELECT SUM(LEAST(GREATEST(i.amount, 0), 500)) AS s FROM shop.order_items i "
                    "JOIN shop.orders o ON i.order_id = o.order_id")
-
-
-@pytest.fixture(scope="module")
-def shop():
-    with_x = _shop_with(_shop_base())
-    return Pair(with_x, _without_customer(with_x, X), DATA / "shop.yaml")
-
-
-@pytest.fixture(scope="module")
-def shop_duplicates():
-    with_x = _shop_with_duplicates(_shop_base())
-    return Pair(with_x, _without_customer(with_x, X), DATA / "shop.yaml")
 
 
 def _shop_with_repeated_keys(frames: dict) -> dict:
@@ -119,22 +107,11 @@ def _retail_with() -> dict:
     return frames
 
 
-def _without_retail(frames: dict, cid) -> dict:
-    orders = frames["retail.orders"]
-    theirs = set(orders.order_id[orders.customer_id == cid])
-    out = dict(frames)
-    customers = frames["retail.customers"]
-    out["retail.customers"] = customers[customers.customer_id != cid].reset_index(drop=True)
-    out["retail.orders"] = orders[orders.customer_id != cid].reset_index(drop=True)
-    lines = frames["retail.lineitems"]
-    out["retail.lineitems"] = lines[~lines.order_id.isin(theirs)].reset_index(drop=True)
-    return out
-
-
 @pytest.fixture(scope="module")
 def retail():
     with_x = _retail_with()
-    return Pair(with_x, _without_retail(with_x, X), DATA / "retail.yaml")
+    return Pair(with_x, _without_customer(with_x, X, schema="retail", items="lineitems"),
+                DATA / "retail.yaml")
 
 
 def test_lineitems_alone(retail):
