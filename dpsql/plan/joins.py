@@ -15,13 +15,12 @@ true and say how many rows one person can have afterwards (``k``):
   bound before the join.
 - a table that reaches its person through ``references`` (order_items.order_id
   -> orders.order_id) joined on that key with the referenced table: the
-  referenced table's person. A key value that the referenced table gives to
-  more than one person (a broken foreign key) is dropped, so one person's rows
-  never depend on another's. ``k`` = the referencing table's ``max_ids``
-  (plus the referenced side's, for a LEFT join that keeps it).
+  referenced table's person (``dpsql.plan.references``, with its work bound).
 
 Each join also bounds the work one person's rows can cause (``fanout``: the most
-rows one private source row becomes, MAX_FANOUT) and the size of public relations
+rows of the relation per private source row of its person, MAX_FANOUT; ``copies``:
+the most rows one row of each private table becomes, which a later reference join
+needs) and the size of public relations
 built while planning (MAX_PUBLIC_ROWS), from public facts only. Semi-joins and
 UNION ALL are ``dpsql.plan.setops``.
 """
@@ -32,10 +31,11 @@ from dataclasses import replace
 from sqlglot import exp
 
 from ..metadata.model import Column, Table
-from .rewrite import column, typed_name
+from .rewrite import column
 from ..frontend.binding import Binder, fail
 from ..frontend.typecheck import Checker
 from .nodes import truncated
+from .references import filtered, reference_join
 from .relations import (HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation,
                         not_null_id)
 
@@ -212,7 +212,8 @@ class Join:
             f"{_label(scope, a)} = {_label(scope, b)}" for a, b in pairs) + f": {how}")
         rel = Relation(result["base"], fields, pid_name, result["k"], result["bounded"], sql,
                        steps, result["unit"], tables, result["ref"], result["groups"],
-                       owner_sql.local_ids and result["unit"] == "person", fanout, rows)
+                       owner_sql.local_ids and result["unit"] == "person", fanout, rows,
+                       result.get("copies", {}))
         return rel, scope
 
     def _by_units(self, fields, pairs, lback, rback) -> tuple:
@@ -232,7 +233,7 @@ class Join:
         elif units == ("person", "person"):
             result, how, lsql, rsql, fanout = self._person_person(fields, pairs, lback, rback)
         elif "reference" in units:
-            result, how, lsql, rsql, fanout = self._through_reference(fields, pairs, lback, rback)
+            result, how, lsql, rsql, fanout = reference_join(self, fields, pairs, lback, rback)
             ref_side = left if left.unit == "reference" else right
             tables = tuple(dict.fromkeys(tables + (ref_side.ref[1],)))
         else:
@@ -282,7 +283,8 @@ class Join:
             pid, bounded = HIDDEN_PID, False
         result = dict(unit="person" if pid else private.unit, pid=pid, k=k, bounded=bounded,
                       base=private.base, ref=private.ref, groups=private.group_bounds,
-                      owner_left=private is left or private is lsql)
+                      owner_left=private is left or private is lsql,
+                      copies={name: c * reps for name, c in private.copies.items()})
         how = (f"private x public on a key unique in the public rows: at most {k} row(s) "
                "per person, as before" if unique else
                f"private x public (the public key can repeat): truncated again to {k} row(s) "
@@ -299,8 +301,9 @@ class Join:
         ids = [(a, b) for a, b in pairs if _is_id(left, lback[a]) and _is_id(right, rback[b])]
         if not ids or self.cross:
             fail("a join of two private tables must equate their privacy units (e.g. "
-                 "ON a.pid = b.pid): on anything else, one person's rows could meet "
-                 "unboundedly many other persons' rows")
+                 "ON a.pid = b.pid, or for FROM a, b: WHERE a.pid = b.pid AND ...): on "
+                 "anything else, one person's rows could meet unboundedly many other "
+                 "persons' rows")
         k = left.k * right.k
         # Each side is truncated to its own bound first, so one person's rows meet at
         # most k_left x k_right times whatever their count (a chain of self-joins
@@ -308,22 +311,13 @@ class Join:
         lsql, rsql = _truncated_side(left, "l"), _truncated_side(right, "r")
         fanout = _private_fanout(left, right)
         result = dict(unit="person", pid=left.pid, k=k, bounded=left.bounded and right.bounded,
-                      base=left.base, ref=None, groups=None, owner_left=True)
+                      base=left.base, ref=None, groups=None, owner_left=True,
+                      copies=_person_copies(left, right))
         if self.side != "LEFT":
             for a, b in ids:      # in an inner join both are the id on every row
                 fields[b.lower()].id_copy = True
         how = (f"private x private on the person: each side truncated to its bound first, "
                f"so at most {left.k} x {right.k} = {k} row(s) per person")
-        return result, how, lsql, rsql, fanout
-
-    def _through_reference(self, fields, pairs, lback, rback) -> tuple:
-        """A referencing table joined with the table it reaches its person through."""
-        left, right = self.left, self.right
-        result, how, extra = self._reference(fields, pairs, lback, rback)
-        fanout = _private_fanout(left, right)
-        ref_side = left if left.unit == "reference" else right
-        lsql = _filtered(left, extra) if ref_side is left else left
-        rsql = right if ref_side is left else _filtered(right, extra)
         return result, how, lsql, rsql, fanout
 
     def _mark_ids(self, fields, pid_name, rmap) -> None:
@@ -368,48 +362,6 @@ class Join:
                  "join on keys, or filter the public sides first")
         return rows
 
-    def _reference(self, fields, pairs, lback, rback):
-        left, right = self.left, self.right
-        pending, other = (left, right) if left.unit == "reference" else (right, left)
-        back_p, back_o = (lback, rback) if pending is left else (rback, lback)
-        ref_field, target_table, target_col = pending.ref
-        target = f"{target_table.full_name}.{target_col}".lower()
-        match = None
-        for a, b in pairs:
-            p_name, o_name = (a, b) if pending is left else (b, a)
-            p_src, o_src = back_p.get(p_name), back_o.get(o_name)
-            # Both columns must be the metadata's columns, unchanged: a referencing value
-            # computed in the query (order_id + 1, a VALUES column named order_id) would hand
-            # the rows to another person.
-            if (pending.fields[p_src.lower()].ref == target
-                    and other.fields[o_src.lower()].source == target):
-                match = (p_name, o_name)
-        if match is None or self.cross:
-            fail(f"the rows of {pending.base.full_name} belong to persons through "
-                 f"{ref_field} -> {target_table.full_name}.{target_col}: join them on exactly "
-                 f"that (ON {ref_field} = {target_table.name}.{target_col}), both columns as "
-                 "they are in the tables (not renamed from or computed by the query)")
-        if other.unit not in ("person", "reference"):
-            fail(f"{target_table.full_name} has no privacy unit to reach")
-        keeps_other = self.side == "LEFT" and other is left
-        k = pending.k + (other.k if keeps_other else 0)
-        owner = _owner_column(target_table)
-        how = (f"{pending.base.full_name} reaches its person through {ref_field} -> "
-               f"{target_table.full_name}.{target_col}; a {target_col} that "
-               f"{target_table.full_name} gives to more than one {owner} is dropped; "
-               f"truncated to {k} row(s) per person before aggregation")
-        # The filter: only key values that belong to exactly one owner in the whole table.
-        typed = exp.Table(this=exp.to_identifier(typed_name(target_table), quoted=True))
-        unique = (exp.select(column(target_col)).from_(typed)
-                  .where(exp.Not(this=exp.Is(this=column(owner), expression=exp.Null())))
-                  .group_by(column(target_col))
-                  .having(exp.EQ(this=exp.Count(this=exp.Distinct(expressions=[column(owner)])),
-                                 expression=exp.Literal.number(1))))
-        extra = exp.In(this=column(ref_field), query=exp.Subquery(this=unique))
-        result = dict(unit=other.unit, pid=other.pid, k=k, bounded=False, base=other.base,
-                      ref=other.ref, groups=None, owner_left=other is left)
-        return result, how, extra
-
 
 def _private_fanout(left: Relation, right: Relation) -> int:
     """Most rows one private source row becomes in a join of two private relations on the
@@ -428,6 +380,22 @@ def _private_fanout(left: Relation, right: Relation) -> int:
     return fanout
 
 
+def _person_copies(left: Relation, right: Relation) -> dict:
+    """``copies`` of a join on the person: each side holds at most its ``k`` rows per
+    person when they meet (truncated, or bounded by construction), so one row of any of
+    its private tables has at most ``k`` copies there, each meeting at most the other
+    side's ``k`` rows."""
+    copies = {}
+    for side, other in ((left, right), (right, left)):
+        for table in side.tables:
+            if table.public:
+                continue
+            name = table.full_name.lower()
+            before = min(side.copies.get(name, side.k), side.k)
+            copies[name] = max(copies.get(name, 0), before * max(other.k, 1))
+    return copies
+
+
 def _truncated_side(side: Relation, tag: str) -> Relation:
     """``side`` with at most ``side.k`` random rows per person (unchanged if bounded)."""
     if side.bounded or side.pid is None:
@@ -441,12 +409,6 @@ def _truncated_side(side: Relation, tag: str) -> Relation:
                        side.steps + [f"truncation: at most {side.k} row(s) per person kept "
                                      "(uniformly at random) before the join"])
     return out
-
-
-def _owner_column(table: Table) -> str:
-    if table.private_ids:
-        return table.private_ids[0]
-    return next(c.name for c in table.columns.values() if c.references)
 
 
 def _is_id(side: Relation, original: str) -> bool:
@@ -468,15 +430,7 @@ def _keys_once(public: Relation, keys: list) -> Relation:
     single = (exp.select(*cols).from_(public.source("_k")).group_by(*[c.copy() for c in cols])
               .having(exp.EQ(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1))))
     target = cols[0].copy() if len(cols) == 1 else exp.Tuple(expressions=[c.copy() for c in cols])
-    return _filtered(public, exp.In(this=target, query=exp.Subquery(this=single)))
-
-
-def _filtered(relation: Relation, condition) -> Relation:
-    if condition is None:
-        return relation
-    sql = exp.select(exp.Star()).from_(relation.source("_f")).where(condition)
-    return relation.derived(dict(relation.fields), relation.pid, relation.k, relation.bounded,
-                            sql, list(relation.steps))
+    return filtered(public, exp.In(this=target, query=exp.Subquery(this=single)))
 
 
 def _row_numbered(relation: Relation) -> Relation:

@@ -33,10 +33,13 @@ from ..frontend.dialect import ANALYST_DIALECT
 HIDDEN_PID = "_dpsql_pid"
 """The column that carries the person's id through steps that do not select it."""
 MAX_FANOUT = 1_000
-"""Most rows that one private row may become through joins with public relations (the
-product of a key's repetitions in each, summed over UNION ALL parts and semi-joins): the
-work one person's rows can cause must not grow with factors the analyst chooses, or the
-time a query takes would tell whether the rows a WHERE singles out are there."""
+"""Most rows a relation may hold per private source row of its person: what one row
+becomes through joins with public relations (the product of a key's repetitions in each),
+with private tables on the person (the other side's bound) and through references (the
+referenced row's copies, dpsql.plan.references), summed over UNION ALL parts and
+semi-joins. The work one person's rows can cause is then at most this many times their
+rows: it must not grow with factors the analyst chooses, or the time a query takes would
+tell whether the rows a WHERE singles out are there."""
 MAX_PUBLIC_ROWS = 1_000_000
 """Most rows of a public relation (a public table, VALUES, their joins), checked from
 public facts before the relation is read or built."""
@@ -92,9 +95,13 @@ class Relation:
     group_bounds: tuple | None = None  # (max_groups, max_rows_per_group) that truncation may use
     local_ids: bool = False            # the ids are random identities of a row-privacy
                                        # table's rows: they name no person outside this relation
-    fanout: int = 1                    # most engine rows one private source row can cause
-                                       # here (public repetitions; see MAX_FANOUT)
+    fanout: int = 1                    # most engine rows here per private source row of the
+                                       # person (public repetitions, joins; see MAX_FANOUT)
     rows: int | None = None            # public relations: most rows (see MAX_PUBLIC_ROWS)
+    copies: dict = field(default_factory=dict)
+    # lower-case full name of a private table -> the most rows of this relation that one
+    # row of it becomes (strictly, per row; a table not listed: no such bound is known).
+    # A reference join needs it for the table it references (dpsql.plan.references).
 
     def __post_init__(self) -> None:
         if self.tables is None:
@@ -109,7 +116,8 @@ class Relation:
     def derived(self, fields: dict, pid, k: int, bounded: bool, sql, steps: list) -> "Relation":
         """A relation computed row by row (or per person) from this one: same unit and tables."""
         return Relation(self.base, fields, pid, k, bounded, sql, steps, self.unit, self.tables,
-                        self.ref, self.group_bounds, self.local_ids, self.fanout, self.rows)
+                        self.ref, self.group_bounds, self.local_ids, self.fanout, self.rows,
+                        dict(self.copies))
 
     def types(self) -> dict:
         return {k: f.kind for k, f in self.fields.items()}
@@ -182,7 +190,7 @@ def scan(table: Table, metadata=None) -> Relation:
         if groups:
             unit += f"; at most {groups[0]} group(s) and {groups[1]} row(s) per group"
     return Relation(table, fields, pid, k, steps=[f"scan {table.full_name}: privacy unit {unit}"],
-                    unit=kind, ref=ref, group_bounds=groups)
+                    unit=kind, ref=ref, group_bounds=groups, copies={table.full_name.lower(): 1})
 
 
 def referenced(metadata, target: str) -> tuple:

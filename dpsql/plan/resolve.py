@@ -16,7 +16,9 @@ from .rewrite import column
 from ..frontend.allowed import ENGINE_TYPES
 from ..frontend.binding import Binder, fail
 from .bounds import MAX_DOMAIN
+from .comma import comma_joins
 from .joins import Join, conjuncts as _conjuncts, visible_scope
+from .paths import join_to_person
 from .setops import semi_join, union_all
 from .per_person import per_person
 from .column_lists import column_names, name_items, renamed
@@ -31,19 +33,28 @@ class Resolver:
         self.metadata = metadata
         self.public = public           # engine.public_rows, or None: public data unknown
 
-    def from_clause(self, tree: exp.Select, env: dict) -> tuple:
+    def from_clause(self, tree: exp.Select, env: dict, person: bool = False) -> tuple:
         """(relation, scope, tree) of ``tree``'s FROM and joins, after its own WITH, with
-        the semi-joins of its WHERE applied (``tree`` comes back without them)."""
+        the semi-joins of its WHERE applied (``tree`` comes back without them, and with
+        its comma joins made the INNER JOINs they stand for: ``dpsql.plan.comma``).
+        ``person``: the relation must have its person (the released aggregation reads
+        it), so a referencing relation gets the joins along its references
+        (``dpsql.plan.paths``)."""
         env = self.with_clause(tree, env)
         source = tree.args.get("from_") or tree.args.get("from")
         if source is None:
             fail("the query has no FROM clause; name a table from the metadata")
-        relation, scope = self.relation_of(source.this, env)
-        scope = visible_scope(relation, scope)
-        for node in tree.args.get("joins") or []:
-            right, rscope = self.relation_of(node.this, env)
-            relation, scope = Join(self, relation, scope, right, visible_scope(right, rscope),
-                                   node).build()
+        items = [source.this] + [j.this for j in tree.args.get("joins") or []]
+        sides = []
+        for node in items:
+            rel, names = self.relation_of(node, env)
+            sides.append((rel, visible_scope(rel, names)))
+        tree = comma_joins(tree, [_names(rel, scope) for rel, scope in sides])
+        relation, scope = sides[0]
+        for node, (right, rscope) in zip(tree.args.get("joins") or [], sides[1:]):
+            relation, scope = Join(self, relation, scope, right, rscope, node).build()
+        if person:
+            relation, scope = join_to_person(self, relation, scope)
         return self.semi_joins(tree, relation, scope, env)
 
     # -- semi-joins ------------------------------------------------------------
@@ -343,17 +354,17 @@ class Resolver:
         return select_rows(tree, child, binder, name)
 
 
+def _names(relation: Relation, scope: dict) -> tuple:
+    """(qualifiers, column names) of a FROM item, as ``dpsql.plan.comma`` reads them."""
+    return ({q for q in scope if q}, {f.name.lower() for f in relation.visible()})
+
+
 def resolve(tree: exp.Select, metadata, public=None) -> tuple:
     """(relation, scope, tree) that the top-level query aggregates; ``tree`` without the
     semi-joins of its WHERE, which the relation applies."""
-    relation, scope, tree = Resolver(metadata, public).from_clause(tree, {})
+    relation, scope, tree = Resolver(metadata, public).from_clause(tree, {}, person=True)
     if relation.unit == "public":
         fail("the query reads public tables only (public: true or VALUES): it needs no "
              "privacy, so dpsql does not answer it and spends nothing; query the tables "
              "directly")
-    if relation.unit == "reference":
-        field, target, col = relation.ref
-        fail(f"the rows of {relation.base.full_name} belong to persons through {field} -> "
-             f"{target.full_name}.{col}: join {target.full_name} on it (JOIN "
-             f"{target.full_name} t ON {field} = t.{col}) so that each row has its person")
     return relation, scope, tree

@@ -328,16 +328,17 @@ def _shop_with_duplicates(frames: dict) -> dict:
     return out
 
 
-def _without_customer(frames: dict, cid) -> dict:
-    """Customer ``cid``, their orders, and every item reached through their orders."""
-    orders = frames["shop.orders"]
+def _without_customer(frames: dict, cid, schema: str = "shop", items: str = "order_items") -> dict:
+    """Customer ``cid``, their orders, and every item reached through their orders (the
+    retail star schema's: ``schema="retail", items="lineitems"``)."""
+    orders = frames[f"{schema}.orders"]
     theirs = set(orders.order_id[orders.customer_id == cid])
     out = dict(frames)
-    customers = frames["shop.customers"]
-    out["shop.customers"] = customers[customers.customer_id != cid].reset_index(drop=True)
-    out["shop.orders"] = orders[orders.customer_id != cid].reset_index(drop=True)
-    items = frames["shop.order_items"]
-    out["shop.order_items"] = items[~items.order_id.isin(theirs)].reset_index(drop=True)
+    customers = frames[f"{schema}.customers"]
+    out[f"{schema}.customers"] = customers[customers.customer_id != cid].reset_index(drop=True)
+    out[f"{schema}.orders"] = orders[orders.customer_id != cid].reset_index(drop=True)
+    rows = frames[f"{schema}.{items}"]
+    out[f"{schema}.{items}"] = rows[~rows.order_id.isin(theirs)].reset_index(drop=True)
     return out
 
 

@@ -1054,13 +1054,16 @@ class QueryGen:
             else:
                 inner_params = []
             form = self.pick(("subquery", "cte", "nested", "derived", "union", "semi", "values",
-                              "cross", "internal", "id_join", "twin", "listed", "listed_cte"))
+                              "cross", "internal", "id_join", "twin", "listed", "listed_cte",
+                              "comma"))
             if form == "semi" and scn.refs is not None and self.flag(0.6):
                 form = "correlated"
-            if form in ("semi", "id_join") and scn.pid is None:
+            if form in ("semi", "id_join", "comma") and scn.pid is None:
                 form = "union"
             if form == "twin" and not scn.twin:
                 form = "cross"
+            if form == "comma":
+                return self.comma_join(table, inner, inner_params)
             if form in ("cross", "internal", "id_join", "twin"):
                 # Issue 20's families: a CROSS JOIN that repeats every row, the plan's own
                 # names (always refused), a private join with a per-person aggregate of the
@@ -1172,6 +1175,30 @@ class QueryGen:
             f"o.okey NOT IN (SELECT okey FROM {items} WHERE w < {c})",
             f"o.okey IN (SELECT okey FROM {self.scn.full_name(self.scn.refs_names()[0])} "
             f"WHERE okey > {c})"))
+
+    def comma_join(self, table: str, inner: str, inner_params: list) -> str:
+        """FROM t, (a per-person aggregate) WHERE equalities: planned as the INNER JOIN on
+        the person the equality states, or (an OR, an equality not on the id, no
+        equality) a CROSS JOIN of private rows, refused; or t, a public VALUES list."""
+        self.late_params = inner_params
+        pid = self.colref(self.scn.pid)
+        cond = inner[len(" WHERE "):] if inner else ""
+        if self.flag(0.3):
+            rows = ", ".join(f"({i})" for i in range(self.ints(1, 3)))
+            where = f" WHERE {cond}" if cond else ""
+            table = f"(SELECT * FROM {table}, (VALUES {rows}) AS _v(_vk){where})"
+        else:
+            agg = self.pick((f"MIN({pid})", "COUNT(*)"))
+            link = self.pick((f"{pid} = _ca._cp", f"_ca._cp = {pid}", f"({pid} = _ca._cp)",
+                              f"({pid} = _ca._cp OR _ca._cm IS NULL)", f"{pid} = _ca._cm",
+                              f"{pid} < _ca._cp"))
+            parts = [p for p in (link, cond) if p]
+            if self.flag(0.5):
+                parts.reverse()
+            table = (f"(SELECT * FROM {table}, (SELECT {pid} AS _cp, {agg} AS _cm FROM {table} "
+                     f"GROUP BY {pid}) AS _ca WHERE {' AND '.join(parts)})")
+        self.qualifier = self.pick(("t", "q", "Alias1"))
+        return f"{table} AS {self.qualifier}"
 
     def query(self) -> Query:
         table = self.table_ref()

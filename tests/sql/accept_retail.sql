@@ -48,3 +48,12 @@ SELECT priority, COUNT(*) AS n FROM retail.orders o WHERE o.order_id NOT IN (SEL
 SELECT segment, COUNT(*) AS n FROM retail.customers c WHERE EXISTS (SELECT * FROM retail.orders o WHERE o.customer_id = c.customer_id AND o.priority = '1-URGENT') GROUP BY segment -- ok
 SELECT l.return_flag, COUNT(*) AS n FROM retail.lineitems l JOIN retail.orders o ON o.order_id = l.order_id WHERE o.order_id IN (SELECT order_id FROM retail.lineitems WHERE discount >= 0.09) GROUP BY l.return_flag -- ok
 SELECT AVG(t.q) AS q FROM (SELECT order_id, SUM(quantity) AS q FROM retail.lineitems GROUP BY order_id) t JOIN retail.orders o ON t.order_id = o.order_id -- ok
+# ---- three levels (customers -> orders -> lineitems), comma joins, and lineitems alone (the plan
+# joins retail.orders on order_id to find each line's person)
+SELECT c.segment, COUNT(*) AS n, SUM(l.price) AS s FROM retail.customers c JOIN retail.orders o ON c.customer_id = o.customer_id JOIN retail.lineitems l ON o.order_id = l.order_id GROUP BY c.segment -- ok
+SELECT c.segment, COUNT(*) AS n, SUM(l.price) AS s FROM retail.customers c, retail.orders o, retail.lineitems l WHERE c.customer_id = o.customer_id AND o.order_id = l.order_id GROUP BY c.segment -- ok
+SELECT p.brand, SUM(l.quantity) AS q FROM retail.lineitems l, retail.orders o, retail.parts p WHERE l.order_id = o.order_id AND p.part_id = l.part_id GROUP BY p.brand -- ok
+SELECT n.region, SUM(l.quantity) AS q FROM retail.customers c JOIN retail.nations n ON c.nation_key = n.nation_key, retail.orders o, retail.lineitems l WHERE o.customer_id = c.customer_id AND l.order_id = o.order_id GROUP BY n.region -- ok
+SELECT return_flag, COUNT(*) AS n, SUM(price) AS s FROM retail.lineitems GROUP BY return_flag -- ok
+SELECT p.brand, COUNT(*) AS n FROM retail.lineitems l, retail.parts p WHERE p.part_id = l.part_id GROUP BY p.brand -- ok
+SELECT AVG(discount) AS d, SUM(quantity) AS q FROM retail.lineitems WHERE ship_date >= DATE '1996-01-01' AND return_flag = 'R' -- ok

@@ -45,6 +45,21 @@ SELECT o.channel, COUNT(DISTINCT o.customer_id) AS buyers FROM shop.order_items 
 SELECT COUNT(*) AS n FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id WHERE i.level = 2 -- ok
 SELECT COUNT(*) AS n, SUM(i.amount) AS s FROM (SELECT order_id, amount FROM shop.order_items WHERE amount > 10) i JOIN shop.orders o ON i.order_id = o.order_id -- ok
 SELECT COUNT(*) AS n FROM shop.orders o LEFT JOIN shop.order_items i ON i.order_id = o.order_id -- ok
+# ---- comma joins: FROM a, b WHERE a.x = b.y plans as the INNER JOIN (a JOIN b ON a.x = b.y)
+SELECT c.region, SUM(i.amount) AS s FROM shop.customers c, shop.orders o, shop.order_items i WHERE c.customer_id = o.customer_id AND o.order_id = i.order_id GROUP BY c.region -- ok
+SELECT o.channel, COUNT(*) AS n FROM shop.order_items i, shop.orders o WHERE i.order_id = o.order_id AND i.amount > 100 GROUP BY o.channel -- ok
+SELECT l.name, SUM(i.amount) AS s FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id, shop.levels l WHERE l.level = i.level GROUP BY l.name -- ok
+SELECT COUNT(*) AS n FROM shop.customers c, shop.orders o WHERE (c.customer_id = o.customer_id) AND (c.region = 'west' OR o.channel = 'web') -- ok
+SELECT COUNT(*) AS n FROM shop.orders, shop.customers WHERE orders.customer_id = customers.customer_id AND region = 'north' -- ok
+# ---- order_items alone: the plan joins shop.orders on order_id to find each item's person
+SELECT SUM(amount) AS s FROM shop.order_items WHERE amount > 100 -- ok
+SELECT COUNT(*) AS n FROM shop.order_items -- ok
+SELECT level, COUNT(*) AS n, AVG(amount) AS a FROM shop.order_items GROUP BY level -- ok
+SELECT l.name, COUNT(*) AS n, SUM(i.amount) AS s FROM shop.order_items i JOIN shop.levels l ON i.level = l.level GROUP BY l.name -- ok
+SELECT COUNT(*) AS n FROM shop.order_items i, shop.levels l WHERE i.level = l.level AND l.name = 'plus' -- ok
+SELECT COUNT(*) AS n, SUM(amount) AS s FROM (SELECT order_id, amount FROM shop.order_items WHERE amount > 10) i -- ok
+WITH big AS (SELECT * FROM shop.order_items WHERE amount > 100) SELECT COUNT(*) AS n, MEDIAN(amount) AS m FROM big -- ok
+SELECT COUNT(*) AS n FROM shop.order_items i JOIN (VALUES (1)) AS v(order_id) USING (order_id) -- ok
 # ---- derived bounds, CASE, buckets, ROUND, CAST, FILTER
 SELECT CASE WHEN i.amount >= 100 THEN 'large' WHEN i.amount >= 20 THEN 'medium' ELSE 'small' END AS size, COUNT(*) AS n FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id GROUP BY size -- ok
 SELECT i.amount // 100 AS bucket, COUNT(*) AS n FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id GROUP BY bucket -- ok

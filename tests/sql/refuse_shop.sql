@@ -25,10 +25,10 @@ SELECT AVG(i.level) FROM shop.order_items i JOIN shop.orders o ON i.order_id = o
 SELECT SUM(i.amount / (i.amount - 10)) FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id -- QueryError: the divisor can be 0
 SELECT MEDIAN(order_id) FROM shop.orders -- QueryError: the candidates of a quantile are a grid
 SELECT MEDIAN(channel) FROM shop.orders -- QueryError: column 'channel' is of type string
-# ---- order_items must be joined with orders on order_id
-SELECT COUNT(*) FROM shop.order_items -- QueryError: join shop.orders on it
-SELECT SUM(amount) FROM shop.order_items -- QueryError: join shop.orders on it
-SELECT COUNT(*) FROM shop.order_items i JOIN (VALUES (1)) AS v(order_id) USING (order_id) -- QueryError: join shop.orders on it
+# ---- order_items reaches its person only through orders on order_id (the plan adds the join
+# when the query has none; one the query writes must be on exactly that key)
+SELECT COUNT(*) FROM (SELECT amount FROM shop.order_items) i -- QueryError: keep order_id among the columns of the subquery
+SELECT COUNT(*) FROM shop.order_items i JOIN (VALUES (1, 2)) AS v(order_id, customer_id) ON i.order_id = v.order_id JOIN shop.customers c ON c.customer_id = v.customer_id -- QueryError: join them on exactly that
 SELECT COUNT(*) FROM shop.order_items i JOIN shop.orders o ON i.amount = o.order_id -- QueryError: join them on exactly that
 SELECT COUNT(*) FROM shop.order_items i JOIN shop.orders o ON i.level = o.order_id -- QueryError: join them on exactly that
 SELECT COUNT(*) FROM shop.order_items i JOIN (SELECT order_id + 1 AS order_id, customer_id FROM shop.orders) o ON i.order_id = o.order_id -- QueryError: not renamed from or computed by the query
@@ -48,6 +48,16 @@ SELECT COUNT(*) FROM shop.customers c CROSS JOIN shop.orders o -- QueryError: mu
 SELECT COUNT(*) FROM shop.customers c JOIN shop.orders o ON o.customer_id = c.customer_id OR c.region = o.channel -- QueryError: must equate their privacy units
 SELECT COUNT(*) FROM shop.customers c FULL JOIN shop.orders o ON o.customer_id = c.customer_id -- QueryError: FULL JOIN with a private table
 SELECT COUNT(*) FROM shop.customers c NATURAL JOIN shop.orders o -- QueryError: write JOIN ... ON or USING
+# ---- comma joins: a WHERE equality on the person (or on the reference) makes them joins; anything
+# else leaves a CROSS JOIN of private tables
+SELECT COUNT(*) FROM shop.customers c, shop.orders o -- QueryError: or for FROM a, b: WHERE a.pid = b.pid
+SELECT COUNT(*) FROM shop.customers c, shop.orders o WHERE c.customer_id = o.customer_id OR c.region = o.channel -- QueryError: must equate their privacy units
+SELECT COUNT(*) FROM shop.customers c, shop.orders o WHERE c.customer_id = o.order_id -- QueryError: must equate their privacy units
+SELECT COUNT(*) FROM shop.customers c, shop.orders o WHERE c.customer_id + 0 = o.customer_id -- QueryError: must equate their privacy units
+SELECT COUNT(*) FROM shop.customers c, shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id WHERE c.customer_id = o.customer_id -- QueryError: join them on exactly that
+SELECT COUNT(*) FROM shop.orders o, shop.order_items i WHERE i.amount = o.order_id -- QueryError: join them on exactly that
+SELECT COUNT(*) FROM shop.orders o, shop.order_items i WHERE i.order_id + 0 = o.order_id -- QueryError: join them on exactly that
+SELECT COUNT(*) FROM shop.orders o JOIN shop.order_items i ON i.order_id = o.order_id JOIN shop.order_items j ON j.order_id = o.order_id -- QueryError: earlier joins already match each row of shop.orders
 # ---- semi-joins not on the id, subqueries
 SELECT COUNT(*) FROM shop.customers WHERE region IN (SELECT channel FROM shop.orders) -- QueryError: both sides must be the privacy unit's id
 SELECT COUNT(*) FROM shop.customers c WHERE EXISTS (SELECT 1 FROM shop.orders o WHERE o.channel = 'web') -- QueryError: must be tied to the outer rows

@@ -1,8 +1,8 @@
 """dpsql's metadata keys for several tables: public tables, references, max_groups.
 
 The keys are validated in full (every path of references ends at a private_id, without a
-cycle) and kept by the model; until joins land (issue 9) a query that needs one is refused
-for free, with the reason.
+cycle) and kept by the model; a query of a table that reaches its person through
+another gets the join in its plan, and one of public tables only is refused for free.
 """
 from __future__ import annotations
 
@@ -70,28 +70,38 @@ def test_a_two_part_reference_resolves_when_unambiguous():
         references="customers.customer_id")) == ""
 
 
-@pytest.mark.parametrize("table, message", [
-    ("shop.levels", "public tables only"),
-    ("shop.order_items", "join shop.orders on it"),
-])
-def test_queries_that_need_a_join_are_refused_for_free(table, message):
+def _tiny_shop():
+    """A reader over a shop of one order with one item."""
     frames = {"shop.customers": pd.DataFrame({"customer_id": [1, 2], "region": ["n", "s"]}),
               "shop.orders": pd.DataFrame({"order_id": [1], "customer_id": [1], "channel": ["web"]}),
               "shop.order_items": pd.DataFrame({"order_id": [1], "amount": [3.0], "level": [1]}),
               "shop.levels": pd.DataFrame({"level": [1], "name": ["a"]})}
-    r = dpsql.from_df(frames, DATA / "shop.yaml", privacy=dpsql.Privacy(epsilon=1.0))
+    return dpsql.from_df(frames, DATA / "shop.yaml", privacy=dpsql.Privacy(epsilon=1.0))
+
+
+@pytest.mark.parametrize("table, message", [
+    ("shop.levels", "public tables only"),
+])
+def test_queries_that_need_a_join_are_refused_for_free(table, message):
+    r = _tiny_shop()
     with pytest.raises(dpsql.QueryError, match=message):
         r.execute_df(f"SELECT COUNT(*) AS n FROM {table}")
     assert r.spent == (0.0, 0.0)
     assert r.execute_df("SELECT COUNT(*) AS n FROM shop.customers").shape == (1, 1)
 
 
+def test_a_table_that_reaches_its_person_through_another_gets_the_join_in_the_plan():
+    # order_items.order_id references orders.order_id: the plan joins orders on it
+    # (tests/system/test_star_joins.py has the full checks)
+    r = _tiny_shop()
+    plan = r._plan("SELECT COUNT(*) AS n FROM shop.order_items")
+    assert plan.query.relation.k == 50 and plan.query.relation.unit == "person"
+    assert "reaches its person through shop.orders (joined on order_id)" in r.explain(
+        "SELECT COUNT(*) AS n FROM shop.order_items")
+
+
 def test_a_table_that_references_the_private_id_is_queried_on_its_own():
     # orders.customer_id references customers.customer_id, the private id: it is the person.
-    frames = {"shop.customers": pd.DataFrame({"customer_id": [1, 2], "region": ["n", "s"]}),
-              "shop.orders": pd.DataFrame({"order_id": [1], "customer_id": [1], "channel": ["web"]}),
-              "shop.order_items": pd.DataFrame({"order_id": [1], "amount": [3.0], "level": [1]}),
-              "shop.levels": pd.DataFrame({"level": [1], "name": ["a"]})}
-    r = dpsql.from_df(frames, DATA / "shop.yaml", privacy=dpsql.Privacy(epsilon=1.0))
+    r = _tiny_shop()
     plan = r._plan("SELECT COUNT(*) AS n FROM shop.orders")
     assert plan.query.relation.pid == "customer_id" and plan.query.relation.k == 20
