@@ -150,3 +150,5 @@ SELECT channel, COUNT(*) AS n FROM shop.orders WHERE DATE_ADD(TIMESTAMP '2024-01
 SELECT COUNT(*) AS n FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id WHERE i.amount BETWEEN 41.50 + 0.02 AND 100.1 - 0.1 -- ok
 SELECT SUM(i.amount * (1 - 0.15)) AS net, COUNT(*) FILTER (WHERE i.amount = 41.50 + 0.02) AS n FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id -- ok
 SELECT COUNT(*) AS n FROM shop.orders WHERE 0.1 + 0.2 = 0.3 AND order_id > 1.5 * 1000 -- ok
+# a per-order aggregate of order_items, read alone: the plan adds the join to orders after it
+SELECT COUNT(*) AS n, SUM(s) AS total FROM (SELECT order_id, SUM(amount) AS s FROM shop.order_items GROUP BY order_id) t -- ok

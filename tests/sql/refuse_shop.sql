@@ -74,7 +74,6 @@ SELECT COUNT(*) AS n FROM shop.orders WHERE order_id IN (SELECT level FROM shop.
 SELECT COUNT(*) AS n FROM (SELECT level, COUNT(*) AS c FROM shop.order_items GROUP BY level) t -- QueryError: GROUP BY inside 't' must include order_id
 SELECT COUNT(*) AS n FROM shop.orders WHERE order_id IN (SELECT MAX(amount) AS m FROM shop.order_items GROUP BY order_id) -- QueryError: must select order_id, the key it groups by
 SELECT COUNT(*) AS n FROM shop.orders WHERE order_id IN (SELECT level FROM shop.levels GROUP BY level) -- QueryError: reads public rows only, which dpsql does not aggregate inside a query
-SELECT COUNT(*) AS n FROM (SELECT order_id, SUM(amount) AS s FROM shop.order_items GROUP BY order_id) t -- QueryError: join shop.orders on it
 SELECT region, COUNT(*) FROM shop.customers GROUP BY region HAVING COUNT(*) > (SELECT 1) -- QueryError: subqueries and references to other tables
 # ---- set operations
 SELECT COUNT(*) FROM (SELECT customer_id FROM shop.orders UNION SELECT customer_id FROM shop.customers) -- QueryError: UNION (without ALL) in 'subquery'
