@@ -15,6 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..metadata.model import Metadata
+from .outer import lift_outer
 from .query import Query
 from .contributions import apply_options, output_name as _output_name, rewrite
 from .resolve import resolve
@@ -202,6 +203,7 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
     their values can be public key sets; without it they are joined but not read."""
     original = tree        # the query as asked (parameters bound): its canonical text
     tree = rewrite(tree, metadata)     # BigQuery's differential-privacy syntax, if any
+    tree = lift_outer(tree)            # an outer projection of one aggregation
     tree = normalise_filters(normalise_aggregates(tree))
     _clauses(tree)
     # FROM, WITH, subqueries, joins, semi-joins of WHERE: one relation

@@ -57,3 +57,5 @@ SELECT n.region, SUM(l.quantity) AS q FROM retail.customers c JOIN retail.nation
 SELECT return_flag, COUNT(*) AS n, SUM(price) AS s FROM retail.lineitems GROUP BY return_flag -- ok
 SELECT p.brand, COUNT(*) AS n FROM retail.lineitems l, retail.parts p WHERE p.part_id = l.part_id GROUP BY p.brand -- ok
 SELECT AVG(discount) AS d, SUM(quantity) AS q FROM retail.lineitems WHERE ship_date >= DATE '1996-01-01' AND return_flag = 'R' -- ok
+# an outer SELECT of one aggregating CTE: post-processing of its release
+WITH by_flag (flag, revenue) AS (SELECT l.return_flag, SUM(l.price * (1 - l.discount)) FROM retail.lineitems l WHERE l.ship_date <= DATE '1998-12-01' - INTERVAL '90' DAY GROUP BY l.return_flag) SELECT flag, revenue FROM by_flag ORDER BY flag -- ok

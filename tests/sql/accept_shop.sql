@@ -152,3 +152,7 @@ SELECT SUM(i.amount * (1 - 0.15)) AS net, COUNT(*) FILTER (WHERE i.amount = 41.5
 SELECT COUNT(*) AS n FROM shop.orders WHERE 0.1 + 0.2 = 0.3 AND order_id > 1.5 * 1000 -- ok
 # a per-order aggregate of order_items, read alone: the plan adds the join to orders after it
 SELECT COUNT(*) AS n, SUM(s) AS total FROM (SELECT order_id, SUM(amount) AS s FROM shop.order_items GROUP BY order_id) t -- ok
+# an outer SELECT of one aggregating CTE or subquery: the aggregation is the release, the outer query post-processes it
+WITH revenue (region, total) AS (SELECT c.region, SUM(i.amount) FROM shop.customers c JOIN shop.orders o ON c.customer_id = o.customer_id JOIN shop.order_items i ON o.order_id = i.order_id GROUP BY c.region) SELECT region, total FROM revenue -- ok
+WITH revenue (region, total) AS (SELECT c.region, SUM(i.amount) FROM shop.customers c, shop.orders o, shop.order_items i WHERE c.customer_id = o.customer_id AND o.order_id = i.order_id GROUP BY c.region) SELECT region, total / 1000 AS k FROM revenue WHERE total > 1000 ORDER BY k DESC LIMIT 2 -- ok
+SELECT * FROM (SELECT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel) t ORDER BY n -- ok

@@ -95,10 +95,12 @@ SELECT COUNT(*) FROM shop.orders WHERE order_id = 'abc' -- QueryError: 'abc' is 
 SELECT COUNT(*) AS n FROM shop.customers c JOIN (SELECT customer_id AS _dpsql_pid FROM shop.orders) o ON o._dpsql_pid = c.customer_id -- QueryError: starts with _dpsql, which is reserved
 # ---- column lists after an alias: not longer than the columns; a name makes no column the person or a reference
 SELECT COUNT(*) AS n FROM (SELECT c.customer_id, COUNT(o.order_id) FROM shop.customers c LEFT JOIN shop.orders o ON c.customer_id = o.customer_id GROUP BY c.customer_id) AS per_customer (customer_id, n_orders, extra) -- QueryError: 'per_customer' has 2 columns but 3 names are given
-WITH revenue (region, total) AS (SELECT c.region, SUM(i.amount) FROM shop.customers c JOIN shop.orders o ON c.customer_id = o.customer_id JOIN shop.order_items i ON o.order_id = i.order_id GROUP BY c.region) SELECT region, total FROM revenue -- QueryError: GROUP BY inside 'revenue' does not include the privacy unit's id
 SELECT COUNT(*) AS n FROM shop.customers c JOIN (SELECT customer_id, order_id FROM shop.orders) AS t (order_id, customer_id) ON c.customer_id = t.customer_id -- QueryError: must equate their privacy units
 SELECT COUNT(*) AS n FROM shop.order_items i JOIN (SELECT customer_id, order_id FROM shop.orders) AS o (order_id, customer_id) ON i.order_id = o.order_id -- QueryError: join them on exactly that
 SELECT COUNT(*) AS n FROM (SELECT level, order_id FROM shop.order_items) AS i (order_id, level) JOIN shop.orders o ON i.order_id = o.order_id -- QueryError: join them on exactly that
 SELECT pid, COUNT(*) AS n FROM shop.orders AS o (oid, pid) GROUP BY pid -- QueryError: uses the privacy unit's id
 SELECT COUNT(*) AS n FROM shop.customers WHERE customer_id IN (SELECT customer_id FROM shop.orders AS o (customer_id, cid)) -- QueryError: both sides must be the privacy unit's id
 SELECT COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS k FROM shop.orders GROUP BY customer_id HAVING SUM(k) > 2) t -- QueryError: unknown column k in HAVING
+# an outer SELECT of an aggregation may only read its columns
+SELECT x FROM (SELECT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel) t -- QueryError: unknown column x in the outer query
+SELECT n_orders FROM (SELECT customer_id, COUNT(*) AS n_orders FROM shop.orders GROUP BY customer_id) t -- QueryError: uses the privacy unit's id
