@@ -123,9 +123,11 @@ def key_held_once(table, key: str, owner: str) -> exp.Select:
     """The values of ``key`` held by exactly one row of ``table``, whose ``owner`` is not
     NULL: a key of two persons (a broken foreign key) or repeated is not among them."""
     typed = exp.Table(this=exp.to_identifier(typed_name(table), quoted=True))
+    # COUNT(*) <= 1 AND COUNT(owner) >= 1 is COUNT(*) = 1 AND COUNT(owner) = 1 (a group has a
+    # row), written so that PostgreSQL does not estimate one row and join by nested loop
     once = exp.and_(
-        exp.EQ(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1)),
-        exp.EQ(this=exp.Count(this=column(owner)), expression=exp.Literal.number(1)))
+        exp.LTE(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1)),
+        exp.GTE(this=exp.Count(this=column(owner)), expression=exp.Literal.number(1)))
     return exp.select(column(key)).from_(typed).group_by(column(key)).having(once)
 
 
