@@ -13,20 +13,23 @@ import subprocess
 import pytest
 
 from tests.server.serving import PASSWORDS, Served, write_deployment
+from tests.servers import missing
 
 HERE = os.path.dirname(__file__)
 
 
 def _driver() -> str | None:
     found = os.environ.get("DPSQL_PG_JDBC") or next(iter(sorted(glob.glob(os.path.expanduser(
-        "~/.m2/repository/org/postgresql/postgresql/*/postgresql-*.jar")), reverse=True)), None)
+        "~/.m2/repository/org/postgresql/postgresql/*/postgresql-*.jar")), reverse=True)), None) \
+        or next(iter(glob.glob("/usr/share/java/postgresql*.jar")), None)
     return found if found and os.path.isfile(found) else None
 
 
 def test_jdbc_lists_tables_and_runs_a_prepared_statement(tmp_path):
     jar = _driver()
     if jar is None or shutil.which("java") is None:
-        pytest.skip("no PostgreSQL JDBC driver (DPSQL_PG_JDBC or ~/.m2) or no Java")
+        missing("no PostgreSQL JDBC driver (DPSQL_PG_JDBC, ~/.m2 or Debian's "
+                "libpostgresql-jdbc-java) or no Java")
     served = Served(write_deployment(tmp_path, tls=True))
     try:
         done = subprocess.run(["java", "-cp", jar, os.path.join(HERE, "jdbc", "Client.java"),

@@ -15,6 +15,7 @@ import pytest
 import dpsql
 
 from tests.paths import DATA, SHOP_TABLES
+from tests.system.test_star_joins import retail, shop  # noqa: F401 (fixtures at epsilon 1e5)
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set",
                                         "ignore:dpsql. epsilon=100000")
@@ -76,16 +77,6 @@ def _same(got: pd.DataFrame, want: pd.DataFrame) -> None:
         return
     both = want.merge(got, on=keys, how="outer", suffixes=("_want", "_got")).fillna(0)
     assert [int(v) for v in both.n_got] == [int(v) for v in both.n_want], both
-
-
-@pytest.fixture(scope="module")
-def shop(shop_reader):
-    return shop_reader(privacy=PRIVACY)
-
-
-@pytest.fixture(scope="module")
-def retail(retail_reader):
-    return retail_reader(privacy=PRIVACY)
 
 
 @pytest.mark.parametrize("sql", SHOP)
