@@ -205,7 +205,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
     needs_threshold = bool(query.keys) and domains is None and any(
         censored(key, query.relation.fields) for key in query.keys)
     stats = StatisticSet(k, bool(query.keys), pid, privacy.mechanisms, types)
-    truncating = pid is not None and not query.relation.bounded
+    truncating = pid is not None and not (query.relation.bounded or query.relation.held)
     group_bounds = query.relation.group_bounds if query.keys and truncating else None
     if group_bounds:
         stats.bound_groups(*group_bounds)
@@ -229,7 +229,9 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
                          for c in e.find_all(exp.Column)}, key=str.lower)
         rows = truncated(rows, pid, k, [table.column(f).name if table.column(f) else f for f in fields])
     key_names = [f"_k{i}" for i in range(len(query.keys))]
-    exact = _exact_query(rows, keys, key_names, stats.items, domains, truncating)
+    # Rows of a held relation carry its sides' random samples: stored like truncated rows.
+    exact = _exact_query(rows, keys, key_names, stats.items, domains,
+                         truncating or query.relation.held)
     check_rows_independent(exact)
     post = _post_query(query, aggregate_outputs, key_names, [kind for _, kind in keys],
                        [s.name for s in stats.items])

@@ -421,7 +421,7 @@ def _max_groups(query, relation, m: int, per_unit: bool) -> tuple:
                               f"person, {bounds[1]} row(s) in each, kept at random"]
     # Per unit, a person then has at most m rows: k says so (explain, thresholds).
     k = bounds[0] if per_unit else relation.k
-    out = replace(relation, group_bounds=bounds, bounded=False, steps=steps, k=k)
+    out = replace(relation, group_bounds=bounds, bounded=False, held=False, steps=steps, k=k)
     return out, (f"{head}: each person adds to at most {bounds[0]} group(s) (kept at random), "
                  f"with at most {bounds[1]} row(s) in each")
 

@@ -213,7 +213,7 @@ class Join:
         rel = Relation(result["base"], fields, pid_name, result["k"], result["bounded"], sql,
                        steps, result["unit"], tables, result["ref"], result["groups"],
                        owner_sql.local_ids and result["unit"] == "person", fanout, rows,
-                       result.get("copies", {}))
+                       result.get("copies", {}), result.get("held", False))
         return rel, scope
 
     def _by_units(self, fields, pairs, lback, rback) -> tuple:
@@ -284,7 +284,8 @@ class Join:
         result = dict(unit="person" if pid else private.unit, pid=pid, k=k, bounded=bounded,
                       base=private.base, ref=private.ref, groups=private.group_bounds,
                       owner_left=private is left or private is lsql,
-                      copies={name: c * reps for name, c in private.copies.items()})
+                      copies={name: c * reps for name, c in private.copies.items()},
+                      held=private.held and unique and not row_identities)
         how = (f"private x public on a key unique in the public rows: at most {k} row(s) "
                "per person, as before" if unique else
                f"private x public (the public key can repeat): truncated again to {k} row(s) "
@@ -310,9 +311,11 @@ class Join:
         # would otherwise make the work grow as a power of one person's rows).
         lsql, rsql = _truncated_side(left, "l"), _truncated_side(right, "r")
         fanout = _private_fanout(left, right)
+        # Each side holds at most its k rows per person when they meet, so the product
+        # holds by construction (held): the joined rows are not truncated again.
         result = dict(unit="person", pid=left.pid, k=k, bounded=left.bounded and right.bounded,
                       base=left.base, ref=None, groups=None, owner_left=True,
-                      copies=_person_copies(left, right))
+                      copies=_person_copies(left, right), held=True)
         if self.side != "LEFT":
             for a, b in ids:      # in an inner join both are the id on every row
                 fields[b.lower()].id_copy = True
@@ -398,7 +401,7 @@ def _person_copies(left: Relation, right: Relation) -> dict:
 
 def _truncated_side(side: Relation, tag: str) -> Relation:
     """``side`` with at most ``side.k`` random rows per person (unchanged if bounded)."""
-    if side.bounded or side.pid is None:
+    if side.bounded or side.held or side.pid is None:
         return side
     rows = not_null_id(exp.select(exp.Star()).from_(side.source("_s")), side.pid)
     names = [f.name for f in side.fields.values()]

@@ -239,7 +239,9 @@ class _PerPerson:
         # Counting rows per person alone: keeping k of a person's n rows and counting them
         # gives min(n, k) whichever rows are kept, so the cap replaces the sampling.
         count_only = len(keys) == 1 and all(_counts_rows(node) for node, _ in self.aggs)
-        if count_only:
+        if child.held:
+            how = f"at most {child.k} row(s) per person, by construction"
+        elif count_only:
             cap = exp.Anonymous(this="LEAST", expressions=[exp.Count(this=exp.Star()),
                                                             exp.Literal.number(child.k)])
             self.projections = [p.transform(lambda n: cap.copy() if isinstance(n, exp.Count) else n)

@@ -99,6 +99,9 @@ class Relation:
                                        # person (public repetitions, joins; see MAX_FANOUT)
     rows: int | None = None            # public relations: most rows (see MAX_PUBLIC_ROWS)
     copies: dict = field(default_factory=dict)
+    held: bool = False                 # k holds by how the rows were made (the sides of a
+                                       # join on the person were truncated before it), though
+                                       # they are not per-person rows: no truncation needed
     # lower-case full name of a private table -> the most rows of this relation that one
     # row of it becomes (strictly, per row; a table not listed: no such bound is known).
     # A reference join needs it for the table it references (dpsql.plan.references).
@@ -117,7 +120,7 @@ class Relation:
         """A relation computed row by row (or per person) from this one: same unit and tables."""
         return Relation(self.base, fields, pid, k, bounded, sql, steps, self.unit, self.tables,
                         self.ref, self.group_bounds, self.local_ids, self.fanout, self.rows,
-                        dict(self.copies))
+                        dict(self.copies), self.held and k == self.k and pid == self.pid)
 
     def types(self) -> dict:
         return {k: f.kind for k, f in self.fields.items()}

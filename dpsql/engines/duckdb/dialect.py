@@ -4,9 +4,10 @@ Owns: the DuckDB compilation of ``dpsql.plan.nodes`` (the rest of the plan is
 rendered by sqlglot's DuckDB generator: ``exp.Try`` is ``TRY(...)``,
 ``exp.UnixMicros`` is ``EPOCH_US``):
 - ``Truncated``: keep a uniformly random subset of at most k rows per person
-  (``ARG_MIN(struct, RANDOM(), k)`` and ``UNNEST(..., recursive := true)``);
+  (the k smallest of per-row random tags, for persons with more than k rows only);
 - ``TruncatedGroups``: keep at most g groups per person and r rows per person in
-  each (window functions).
+  each (window functions);
+- which CTEs DuckDB stores and which it recomputes (``inline_deterministic``).
 Running plans on a DuckDB connection is ``dpsql.engines.duckdb.engine``.
 """
 from __future__ import annotations
@@ -23,6 +24,9 @@ class DuckDB(Dialect):
     """DuckDB's compilation of the plan (sqlglot dialect ``duckdb``)."""
 
     name = NAME
+
+    def lower(self, tree: exp.Expression) -> exp.Expression:
+        return inline_deterministic(super().lower(tree))
 
     def truncated(self, node: Truncated) -> exp.Select:
         return truncated(self.lower(node.this), node.args["pid"], node.args["k"],
@@ -42,32 +46,79 @@ def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = ""
     """Keep a uniformly random subset of at most k rows per person, inside the engine.
 
     Persons with at most k rows keep them all (what a uniform k-subset gives them
-    anyway); only the rows of persons with more go through ARG_MIN(struct,
-    RANDOM(), k), which keeps the k rows with the smallest random tags (splitting
-    the two is faster: docs/performance.md). Rows whose id is NULL
-    were dropped before: they cannot be attributed, so no bound could hold.
+    anyway). Each row of a person with more gets an independent uniform tag (RANDOM(),
+    drawn once: the tagged rows are materialised) and the person keeps the rows whose
+    tag is below the (k+1)-th smallest of theirs: the k smallest tags, a uniform
+    k-subset. Should the k-th and (k+1)-th tags tie (probability about k / 2^52), the
+    person keeps only the rows strictly below the k-th, so at most k rows are kept
+    whatever the tags. Which rows a person keeps depends on their own rows and tags
+    only. The untagged rows are recomputed rather than stored when they are
+    deterministic (docs/performance.md). Rows whose id is NULL were dropped before:
+    they cannot be attributed, so no bound could hold.
     """
     fields = fields or ["_one"]
-    rows_name, heavy_name = f"_rows{prefix}", f"_heavy{prefix}"
+    names = {n: f"_{n}{prefix}" for n in ("rows", "heavy", "tagged", "cut")}
+    using = [exp.to_identifier(pid, quoted=True)]
 
     def value(f):
         return column(f) if f != "_one" else exp.Literal.number(1)
 
-    heavy = exp.select(column(pid)).from_(rows_name).group_by(column(pid)).having(
+    def kept(source):
+        return exp.select(*[exp.alias_(value(f), f, quoted=True) for f in fields]).from_(source)
+
+    heavy = exp.select(column(pid)).from_(names["rows"]).group_by(column(pid)).having(
         exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(k)))
-    light = exp.select(*[exp.alias_(value(f), f, quoted=True) for f in fields]).from_(
-        rows_name).join(heavy_name, using=[exp.to_identifier(pid, quoted=True)], join_type="ANTI")
-    struct = exp.Struct(expressions=[
-        exp.PropertyEQ(this=exp.to_identifier(f, quoted=True), expression=value(f)) for f in fields])
-    sample = exp.ArgMin(this=struct, expression=exp.Rand(), count=exp.Literal.number(k))
-    unnest = exp.Explode(this=sample, expressions=[
-        exp.PropertyEQ(this=exp.to_identifier("recursive"), expression=exp.true())])
-    sampled = exp.select(unnest).from_(rows_name).join(
-        heavy_name, using=[exp.to_identifier(pid, quoted=True)], join_type="SEMI").group_by(column(pid))
+    tagged = exp.select(exp.Star(), exp.alias_(exp.Rand(), TAG, quoted=True)).from_(
+        names["rows"]).join(names["heavy"], using=using, join_type="SEMI")
+    smallest = exp.Anonymous(this="MIN", expressions=[column(TAG), exp.Literal.number(k + 1)])
+    listed = exp.select(column(pid), exp.alias_(smallest, SMALLEST, quoted=True)).from_(
+        names["tagged"]).group_by(column(pid))
+    cut = exp.select(column(pid), exp.alias_(_cut(k), CUT, quoted=True)).from_(
+        exp.Subquery(this=listed, alias=exp.TableAlias(this=exp.to_identifier("_smallest"))))
+    light = kept(names["rows"]).join(names["heavy"], using=using, join_type="ANTI")
+    sampled = kept(names["tagged"]).join(names["cut"], using=using).where(
+        exp.LT(this=column(TAG), expression=column(CUT)))
     bounded = exp.union(light, sampled, distinct=False)
-    return (exp.select(exp.Star())
-            .from_(exp.Subquery(this=bounded, alias=exp.TableAlias(this=exp.to_identifier(f"_kept{prefix}"))))
-            .with_(rows_name, as_=rows).with_(heavy_name, as_=heavy))
+    select = exp.select(exp.Star()).from_(exp.Subquery(
+        this=bounded, alias=exp.TableAlias(this=exp.to_identifier(f"_kept{prefix}"))))
+    for name, body, stored in ((names["rows"], rows, _volatile(rows)), (names["heavy"], heavy, True),
+                               (names["tagged"], tagged, True), (names["cut"], cut, True)):
+        select = select.with_(name, as_=body, materialized=stored)
+    return select
+
+
+TAG, SMALLEST, CUT = "_dpsql_tag", "_dpsql_smallest", "_dpsql_cut"
+
+
+def _cut(k: int) -> exp.Expression:
+    """The tag below which a heavy person's rows are kept: the (k+1)-th smallest of
+    their tags, or the k-th if the two tie (``MIN(tag, k + 1)`` lists them ascending;
+    sqlglot counts list positions from 0 and renders DuckDB's from 1)."""
+    nth = [exp.Bracket(this=column(SMALLEST), expressions=[exp.Literal.number(i)])
+           for i in (k - 1, k)]
+    return exp.If(this=exp.LT(this=nth[0], expression=nth[1]), true=nth[1].copy(),
+                  false=nth[0].copy())
+
+
+def _volatile(tree: exp.Expression) -> bool:
+    """Whether evaluating ``tree`` twice could give different rows (it draws randomness):
+    such a relation must be stored, not recomputed, when it is read twice."""
+    return any(isinstance(n, (exp.Rand, exp.Uuid)) or (
+        isinstance(n, exp.Anonymous) and str(n.this).lower() in VOLATILE)
+        for n in tree.walk())
+
+
+VOLATILE = {"random", "rand", "uuid", "gen_random_uuid", "uuidv4", "uuidv7", "setseed"}
+
+
+def inline_deterministic(tree: exp.Expression) -> exp.Expression:
+    """``tree`` with each CTE whose materialisation is unset and whose body draws no
+    randomness marked NOT MATERIALIZED: DuckDB otherwise stores a CTE read twice (the
+    typed relation of a truncated table), which costs more than reading it again."""
+    for cte in tree.find_all(exp.CTE):
+        if cte.args.get("materialized") is None and not _volatile(cte.this):
+            cte.set("materialized", False)
+    return tree
 
 
 def truncated_groups(rows: exp.Select, pid: str, keys: list, max_groups: int,
