@@ -1,6 +1,7 @@
 """Engine benchmark: dpsql time / non-private DuckDB time, measured in the same run.
 
 Usage: python tests/benchmarks/bench_engine.py [--rows 1000000 10000000] [--repeat 5] [--joins]
+       [--scale [--big 100000000 --memory-limit 2GB]]
 
 Synthetic PUMS-like tables are generated inside DuckDB. Each query runs
 through dpsql (plan cached after the first call, as in a session) and as the
@@ -22,12 +23,17 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import sys
 import time
 import warnings
+
+from pathlib import Path
 
 import duckdb
 
 import dpsql
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 QUERIES = [
     ("count", "SELECT COUNT(*) AS n FROM bench.pums"),
@@ -42,6 +48,10 @@ QUERIES = [
     # Aggregates over expressions: their bounds are derived from the columns'.
     ("expr aggregates", "SELECT SUM(CASE WHEN married = 1 THEN 1 ELSE 0 END) AS m, "
                         "AVG(age - 30) AS a FROM bench.pums"),
+    ("FILTER aggregates", "SELECT COUNT(*) FILTER (WHERE age > 40) AS n, "
+                          "SUM(income) FILTER (WHERE sex = 1) AS s FROM bench.pums"),
+    # Against DuckDB's exact quantile of the same groups.
+    ("educ median", "SELECT educ, MEDIAN(income) AS m FROM bench.pums GROUP BY educ"),
 ]
 USER_QUERY = "SELECT married, COUNT(*) AS n, AVG(income) AS a FROM bench.pums_pid GROUP BY married"
 FLOOR_QUERY = ("SELECT COUNT(*) FROM (SELECT married, COUNT(*) AS n, AVG(income) AS a "
@@ -69,6 +79,12 @@ JOIN_QUERIES = [
      "JOIN bench.visits v ON p.pid = v.pid GROUP BY p.region",
      "SELECT COUNT(*) FROM (SELECT p.pid, COUNT(*) AS n FROM bench.persons p "
      "JOIN bench.visits v ON p.pid = v.pid GROUP BY p.pid)"),
+    # The same visits, whose pid references persons instead of being a private_id.
+    ("via references",
+     "SELECT p.region, COUNT(*) AS n, SUM(v.cost) AS s FROM bench.persons p "
+     "JOIN bench.visits_ref v ON p.pid = v.pid GROUP BY p.region",
+     "SELECT COUNT(*) FROM (SELECT p.pid, COUNT(*) AS n FROM bench.persons p "
+     "JOIN bench.visits_ref v ON p.pid = v.pid GROUP BY p.pid)"),
 ]
 LOOKUP_ROWS = 20
 
@@ -94,8 +110,10 @@ def join_metadata() -> dict:
     lookup = {"public": True, "code": {"type": "int"}, "name": {"type": "string"}}
     persons = {"max_ids": 1, "pid": pid, "sex": {"type": "int"}, "region": {"type": "int"}}
     visits = {"max_ids": 10, "pid": pid, "cost": {"type": "int", "lower": 0, "upper": 500}}
+    visits_ref = {"max_ids": 10, "pid": {"type": "int", "references": "bench.persons.pid"},
+                  "cost": {"type": "int", "lower": 0, "upper": 500}}
     return {"": {"bench": {"big": big, "lookup": lookup, "persons": persons,
-                           "visits": visits}}}
+                           "visits": visits, "visits_ref": visits_ref}}}
 
 
 def make_join_tables(con, rows: int) -> None:
@@ -116,6 +134,7 @@ def make_join_tables(con, rows: int) -> None:
     con.execute(f"CREATE OR REPLACE TABLE bench.visits AS SELECT "
                 f"least(range // 10 + (random() < 0.1)::BIGINT, {persons - 1})::BIGINT AS pid, "
                 f"(random() * 500)::BIGINT AS cost FROM range({rows})")
+    con.execute("CREATE OR REPLACE VIEW bench.visits_ref AS SELECT * FROM bench.visits")
 
 
 def make_tables(con, rows: int) -> None:
@@ -206,6 +225,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--joins", action="store_true", help="only the join queries")
+    parser.add_argument("--scale", action="store_true",
+                        help="also peak memory and a first query on Parquet (bench_scale.py)")
+    parser.add_argument("--big", type=int, default=0,
+                        help="with --scale: also N rows of Parquet under --memory-limit")
+    parser.add_argument("--memory-limit", default="2GB")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     if not args.joins:
@@ -214,6 +238,11 @@ def main() -> None:
         if not args.joins:
             run(rows, args.repeat)
         run_joins(rows, args.repeat)
+    if args.scale:
+        import bench_scale
+        bench_scale.run(argparse.Namespace(rows=max(args.rows), big=args.big,
+                                           memory_limit=args.memory_limit,
+                                           dir=Path("/tmp/dpsql_bench")))
 
 
 if __name__ == "__main__":
