@@ -49,8 +49,8 @@ def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = ""
     anyway). Each row of a person with more gets an independent uniform tag (RANDOM(),
     drawn once: the tagged rows are materialised) and the person keeps the rows whose
     tag is below the (k+1)-th smallest of theirs: the k smallest tags, a uniform
-    k-subset. Should the k-th and (k+1)-th tags tie (probability about k / 2^52), the
-    person keeps only the rows strictly below the k-th, so at most k rows are kept
+    k-subset. Should the k-th and (k+1)-th tags tie (random doubles: as good as never),
+    the person keeps only the rows strictly below the k-th, so at most k rows are kept
     whatever the tags. Which rows a person keeps depends on their own rows and tags
     only. The untagged rows are recomputed rather than stored when they are
     deterministic (docs/performance.md). Rows whose id is NULL were dropped before:
@@ -101,20 +101,26 @@ def _cut(k: int) -> exp.Expression:
 
 
 def _volatile(tree: exp.Expression) -> bool:
-    """Whether evaluating ``tree`` twice could give different rows (it draws randomness):
-    such a relation must be stored, not recomputed, when it is read twice."""
-    return any(isinstance(n, (exp.Rand, exp.Uuid)) or (
-        isinstance(n, exp.Anonymous) and str(n.this).lower() in VOLATILE)
-        for n in tree.walk())
+    """Whether evaluating ``tree`` twice could give different rows: it draws randomness,
+    or aggregates (a float sum's rounding depends on the order parallel threads combine
+    partial sums, so a HAVING or a filter over it can flip), windows, limits, samples, or
+    calls a function dpsql did not write as a plain scalar. Such a relation must be
+    stored, not recomputed, when it is read twice (its persons must count the same rows
+    each time). Conservative: any aggregate or unknown function counts as volatile."""
+    return any(isinstance(n, (exp.Rand, exp.Uuid, exp.AggFunc, exp.Window, exp.Limit,
+                              exp.Offset, exp.Fetch, exp.TableSample, exp.Qualify))
+               or (isinstance(n, exp.Anonymous) and str(n.this).lower() not in SCALARS)
+               for n in tree.walk())
 
 
-VOLATILE = {"random", "rand", "uuid", "gen_random_uuid", "uuidv4", "uuidv7", "setseed"}
+SCALARS = {"least", "greatest"}
 
 
 def inline_deterministic(tree: exp.Expression) -> exp.Expression:
-    """``tree`` with each CTE whose materialisation is unset and whose body draws no
-    randomness marked NOT MATERIALIZED: DuckDB otherwise stores a CTE read twice (the
-    typed relation of a truncated table), which costs more than reading it again."""
+    """``tree`` with each CTE whose materialisation is unset and whose body is
+    deterministic (not ``_volatile``) marked NOT MATERIALIZED: DuckDB otherwise stores a
+    CTE read twice (the typed relation of a truncated table), which costs more than
+    reading it again. (Truncation sets its own CTEs' materialisation.)"""
     for cte in tree.find_all(exp.CTE):
         if cte.args.get("materialized") is None and not _volatile(cte.this):
             cte.set("materialized", False)
