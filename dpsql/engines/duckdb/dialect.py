@@ -102,18 +102,21 @@ def _cut(k: int) -> exp.Expression:
 
 def _volatile(tree: exp.Expression) -> bool:
     """Whether evaluating ``tree`` twice could give different rows: it draws randomness,
-    or aggregates (a float sum's rounding depends on the order parallel threads combine
-    partial sums, so a HAVING or a filter over it can flip), windows, limits, samples, or
-    calls a function dpsql did not write as a plain scalar. Such a relation must be
-    stored, not recomputed, when it is read twice (its persons must count the same rows
-    each time). Conservative: any aggregate or unknown function counts as volatile."""
-    return any(isinstance(n, (exp.Rand, exp.Uuid, exp.AggFunc, exp.Window, exp.Limit,
-                              exp.Offset, exp.Fetch, exp.TableSample, exp.Qualify))
+    or aggregates other than COUNT, MIN and MAX (a float sum's rounding depends on the
+    order parallel threads combine partial sums, so a filter over it can flip; the key
+    filters of joins count), windows, limits, samples, or calls a function dpsql did not
+    write as a plain scalar. Such a relation must be stored, not recomputed, when it is
+    read twice (its persons must count the same rows each time). Conservative: an
+    unknown function or aggregate counts as volatile."""
+    return any(isinstance(n, (exp.Rand, exp.Uuid, exp.Window, exp.Limit, exp.Offset,
+                              exp.Fetch, exp.TableSample, exp.Qualify))
+               or (isinstance(n, exp.AggFunc) and not isinstance(n, EXACT_AGGREGATES))
                or (isinstance(n, exp.Anonymous) and str(n.this).lower() not in SCALARS)
                for n in tree.walk())
 
 
 SCALARS = {"least", "greatest"}
+EXACT_AGGREGATES = (exp.Count, exp.Min, exp.Max)    # the same result in any order
 
 
 def inline_deterministic(tree: exp.Expression) -> exp.Expression:
