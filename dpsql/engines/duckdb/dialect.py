@@ -7,7 +7,8 @@ rendered by sqlglot's DuckDB generator: ``exp.Try`` is ``TRY(...)``,
   (the k smallest of per-row random tags, for persons with more than k rows only);
 - ``TruncatedGroups``: keep at most g groups per person and r rows per person in
   each (window functions);
-- which CTEs DuckDB stores and which it recomputes (``inline_deterministic``).
+- which CTEs DuckDB stores and which it recomputes (``inline_deterministic``);
+- aggregates of a filtered column as DuckDB's FILTER (``dpsql.engines.duckdb.filters``).
 Running plans on a DuckDB connection is ``dpsql.engines.duckdb.engine``.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...plan.dialect import Dialect
+from .filters import restored_filters
 from ...plan.nodes import Truncated, TruncatedGroups
 
 NAME = "duckdb"
@@ -26,7 +28,7 @@ class DuckDB(Dialect):
     name = NAME
 
     def lower(self, tree: exp.Expression) -> exp.Expression:
-        return inline_deterministic(super().lower(tree))
+        return restored_filters(inline_deterministic(super().lower(tree)))
 
     def truncated(self, node: Truncated) -> exp.Select:
         return truncated(self.lower(node.this), node.args["pid"], node.args["k"],
