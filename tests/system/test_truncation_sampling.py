@@ -92,6 +92,7 @@ def test_deterministic_rows_are_recomputed_not_stored():
 
 @pytest.mark.parametrize("where", [
     "pid IN (SELECT pid FROM t GROUP BY pid HAVING SUM(v * 0.1) > 1)",   # float sums
+    "pid IN (SELECT pid FROM t GROUP BY pid HAVING 1 / MAX(v * 0.0) > 0)",  # +0 or -0
     "pid IN (SELECT pid FROM t LIMIT 10)", "random() < 0.5", "v < uuid()::VARCHAR::INT"])
 def test_rows_that_may_differ_when_recomputed_are_stored(where):
     """A float sum's rounding depends on how threads combine it: a filter over it could
