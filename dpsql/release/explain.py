@@ -36,7 +36,7 @@ def describe(plan: Plan, engine_sql: str, post_sql: str) -> str:
     groups = relation.group_bounds if plan.query.keys else None
     if relation.pid is None:
         where = "none needed (row privacy)"
-    elif relation.bounded:
+    elif relation.bounded or relation.held:
         where = "none needed: the steps above bound it by construction"
     elif groups and not relation.bounded:
         where = (f"at most {groups[0]} group(s) per person and {groups[1]} row(s) per person in "
