@@ -99,12 +99,12 @@ class Relation:
                                        # person (public repetitions, joins; see MAX_FANOUT)
     rows: int | None = None            # public relations: most rows (see MAX_PUBLIC_ROWS)
     copies: dict = field(default_factory=dict)
-    held: bool = False                 # k holds by how the rows were made (the sides of a
-                                       # join on the person were truncated before it), though
-                                       # they are not per-person rows: no truncation needed
     # lower-case full name of a private table -> the most rows of this relation that one
     # row of it becomes (strictly, per row; a table not listed: no such bound is known).
     # A reference join needs it for the table it references (dpsql.plan.references).
+    held: bool = False                 # k holds by how the rows were made (the sides of a
+                                       # join on the person were truncated before it), though
+                                       # they are not per-person rows: no truncation needed
 
     def __post_init__(self) -> None:
         if self.tables is None:

@@ -21,7 +21,10 @@ def meta(k_t=K_T):
     table = {"pid": {"type": "int", "private_id": True},
              "x": {"type": "float", "lower": 0, "upper": 100},
              "y": {"type": "int", "lower": 0, "upper": 10}, "g": {"type": "string"}}
-    return {"": {"s": {"t": {"max_ids": k_t, **table}, "u": {"max_ids": K_U, **table}}}}
+    # l: public, y unique (a lookup); r: public, y repeated three times.
+    public = {"public": True, "y": {"type": "int"}, "name": {"type": "string"}}
+    return {"": {"s": {"t": {"max_ids": k_t, **table}, "u": {"max_ids": K_U, **table},
+                       "l": dict(public), "r": dict(public)}}}
 
 
 def person(pid, n, same=False):
@@ -35,7 +38,9 @@ def frames(with_target: bool, n=10):
     others = [person(p, 1 + p % 2) for p in range(2, 40)]
     target = [person(1, n)] if with_target else []
     return {"s.t": pd.concat(target + others, ignore_index=True),
-            "s.u": pd.concat(target + others[::2], ignore_index=True)}
+            "s.u": pd.concat(target + others[::2], ignore_index=True),
+            "s.l": pd.DataFrame({"y": [1, 2], "name": ["one", "two"]}),
+            "s.r": pd.DataFrame({"y": [1, 1, 1], "name": ["a", "b", "c"]})}
 
 
 def count(data, sql, m=None):
@@ -59,6 +64,10 @@ ATTACKS = [
     "WITH j AS (SELECT a.pid, a.x FROM s.t a JOIN s.u b ON a.pid = b.pid) "
     "SELECT COUNT(*) AS n FROM j j1 JOIN j j2 ON j1.pid = j2.pid",
     "SELECT COUNT(*) AS n FROM s.t a, s.u b, s.t c WHERE a.pid = b.pid AND b.pid = c.pid",
+    # A person join, then a public lookup: unique keys keep the bound, repeated ones
+    # (three rows of s.r per key) must truncate the joined rows again.
+    "SELECT COUNT(*) AS n FROM s.t a JOIN s.u b ON a.pid = b.pid JOIN s.l l ON a.y = l.y",
+    "SELECT COUNT(*) AS n FROM s.t a JOIN s.u b ON a.pid = b.pid JOIN s.r r ON a.y = r.y",
     "SELECT COUNT(*) AS n FROM s.t a JOIN (SELECT * FROM s.u WHERE pid IN "
     "(SELECT pid FROM s.t GROUP BY pid HAVING SUM(x) > 10)) b ON a.pid = b.pid",
 ]

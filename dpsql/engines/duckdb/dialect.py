@@ -31,11 +31,13 @@ class DuckDB(Dialect):
         return restored_filters(inline_deterministic(super().lower(tree)))
 
     def truncated(self, node: Truncated) -> exp.Select:
-        return truncated(self.lower(node.this), node.args["pid"], node.args["k"],
+        # The whole tree gets this dialect's rewrites once, in ``lower``; the rows inside
+        # only need their own nodes compiled.
+        return truncated(super().lower(node.this), node.args["pid"], node.args["k"],
                          list(node.args["fields"]), node.args.get("prefix") or "")
 
     def truncated_groups(self, node: TruncatedGroups) -> exp.Select:
-        return truncated_groups(self.lower(node.this), node.args["pid"],
+        return truncated_groups(super().lower(node.this), node.args["pid"],
                                 [k.copy() for k in node.args["keys"]],
                                 node.args["max_groups"], node.args["max_rows"])
 
