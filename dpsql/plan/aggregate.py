@@ -322,7 +322,7 @@ def _passthrough(query: Query, post: exp.Select) -> list | None:
     """One row, each output a bare statistic: post-processing would only rename columns,
     so the reader skips the post-processing round trip (docs/performance.md)."""
     if query.keys or query.having is not None or query.distinct or query.limit is not None \
-            or query.offset is not None:
+            or query.offset is not None or query.cut is not None:
         return None
     names = []
     for item in post.expressions:
@@ -355,6 +355,10 @@ def _post_query(query: Query, aggregate_outputs: list, key_names: list, key_kind
     def typed(expr, clause):
         return Checker(table_types, leaf, clause).check(expr)[0]
 
+    def filtered(select, cond, clause):
+        return select if cond is None else select.where(
+            substitute(Checker(table_types, leaf, clause).predicate(cond), mapping))
+
     # Each aggregate becomes a parenthesised expression: sqlglot prints trees as built, so
     # SUM(x) = (centred + m * n) must stay one operand inside SUM(x) / COUNT(*).
     mapping = [(node, exp.Paren(this=expr) if not isinstance(expr, exp.Column) else expr)
@@ -365,30 +369,42 @@ def _post_query(query: Query, aggregate_outputs: list, key_names: list, key_kind
     # Keys arrive with their NULLs in separate flag columns (dpsql.release.noise): put them back.
     restored = [exp.alias_(exp.Case(ifs=[exp.If(this=column(n + "_null"), true=exp.Null())],
                                     default=column(n)), n, quoted=True) for n in key_names]
-    source = exp.select(*restored, *[column(s) for s in stat_names]).from_(exp.to_table(NOISY_TABLE)) \
-        if restored else None
-    post = exp.select(*items).from_(
-        exp.Subquery(this=source, alias=exp.TableAlias(this=exp.to_identifier(NOISY_TABLE)))
-        if source is not None else exp.to_table(NOISY_TABLE))
-    if query.having is not None:
-        post = post.where(substitute(Checker(table_types, leaf, "HAVING").predicate(query.having),
-                                     mapping))
+    source = exp.to_table(NOISY_TABLE)
+    if restored:
+        source = _as_noisy(exp.select(*restored, *[column(s) for s in stat_names]).from_(source))
+    post = filtered(exp.select(*items).from_(source), query.having, "HAVING")
+    if query.cut is not None:       # an inner ORDER BY ... LIMIT, before the outer clauses
+        first = filtered(exp.select(exp.Star()).from_(source), query.having, "HAVING")
+        first = _ordered(first, query.cut.order, [column(n) for n in key_names], typed, mapping,
+                         query.cut.limit, query.cut.offset)
+        post = filtered(exp.select(*items).from_(_as_noisy(first)), query.cut.where, "WHERE")
     if query.distinct:
         post = post.distinct()
-    order = []
-    for o in query.order:
+    ties = ([column(f"_o{i}") for i in range(len(items))] if query.distinct
+            else [column(n) for n in key_names])
+    return _ordered(post, query.order, ties, typed, mapping, query.limit, query.offset)
+
+
+def _as_noisy(select: exp.Select) -> exp.Subquery:
+    return exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(NOISY_TABLE)))
+
+
+def _ordered(post: exp.Select, order: list, ties: list, typed, mapping: list, limit,
+             offset) -> exp.Select:
+    """``post`` ordered by ``order`` (output references ``_o<i>`` or expressions over keys
+    and aggregates), then by ``ties``, with ``limit`` and ``offset``."""
+    terms = []
+    for o in order:
         target = o.this
         if not (isinstance(target, exp.Column) and target.name.startswith("_o")):
             target = substitute(typed(target, "ORDER BY"), mapping)
-        order.append(exp.Ordered(this=target, desc=o.args.get("desc"),
+        terms.append(exp.Ordered(this=target, desc=o.args.get("desc"),
                                  nulls_first=o.args.get("nulls_first")))
-    ties = ([column(f"_o{i}") for i in range(len(items))] if query.distinct
-            else [column(n) for n in key_names])
-    order += [exp.Ordered(this=t, nulls_first=False) for t in ties]
-    if order:
-        post = post.order_by(*order)
-    if query.limit is not None:
-        post = post.limit(query.limit)
-    if query.offset is not None:
-        post = post.offset(query.offset)
+    terms += [exp.Ordered(this=t, nulls_first=False) for t in ties]
+    if terms:
+        post = post.order_by(*terms)
+    if limit is not None:
+        post = post.limit(limit)
+    if offset is not None:
+        post = post.offset(offset)
     return post

@@ -165,7 +165,10 @@ def _with_columns(query, relation: Relation, new_fields: list, mapping: list):
         aggregates=[substitute(a, mapping) for a in query.aggregates],
         outputs=[(n, substitute(e, mapping)) for n, e in query.outputs],
         having=substitute(query.having, mapping) if query.having is not None else None,
-        order=[substitute(o, mapping) for o in query.order])
+        order=[substitute(o, mapping) for o in query.order],
+        cut=query.cut and replace(
+            query.cut, order=[substitute(o, mapping) for o in query.cut.order],
+            where=substitute(query.cut.where, mapping) if query.cut.where is not None else None))
 
 
 def _public_keys(query, relation: Relation, types: dict, deriver: Deriver) -> dict:

@@ -14,6 +14,19 @@ from .relations import Relation
 
 
 @dataclass
+class Cut:
+    """The ORDER BY and LIMIT/OFFSET of an aggregation that an outer query reads, and
+    that outer query's WHERE (``dpsql.plan.outer``): the groups are ordered and cut
+    first (after HAVING), then ``where`` filters the groups kept, and the query's own
+    ``order``, ``limit`` and ``offset`` (the outer ones) apply to what remains."""
+
+    order: list                                       # exp.Ordered over keys and aggregates
+    limit: int | None
+    offset: int | None
+    where: exp.Expression | None = None
+
+
+@dataclass
 class Query:
     """A validated query: what the planner needs, nothing evaluated yet."""
 
@@ -29,4 +42,5 @@ class Query:
     limit: int | None = None
     offset: int | None = None
     distinct: bool = False
+    cut: Cut | None = None                            # an inner ORDER BY ... LIMIT first
     notes: list = field(default_factory=list)         # for explain (dpsql.plan.contributions)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..metadata.model import Metadata
-from .outer import lift_outer
+from .outer import compose, split_outer
 from .query import Query
 from .contributions import apply_options, output_name as _output_name, rewrite
 from .resolve import resolve
@@ -89,7 +89,11 @@ def normalise_filters(tree: exp.Expression) -> exp.Expression:
 def _check_contained(tree: exp.Select) -> None:
     """Nothing in the query may reach beyond the one table: no other table, subquery,
     COLUMNS(...) expansion, or function that reads files or raises on purpose."""
-    parts = list(tree.expressions) + [tree.args.get(k) for k in ("where", "group", "having", "order")]
+    _check_contained_parts(list(tree.expressions) + [
+        tree.args.get(k) for k in ("where", "group", "having", "order")])
+
+
+def _check_contained_parts(parts: list) -> None:
     for node in (n for part in parts if part is not None for n in part.walk()):
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists, exp.Table)):
             _fail("subqueries and references to other tables are not supported; one row's "
@@ -203,7 +207,7 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
     their values can be public key sets; without it they are joined but not read."""
     original = tree        # the query as asked (parameters bound): its canonical text
     tree = rewrite(tree, metadata)     # BigQuery's differential-privacy syntax, if any
-    tree = lift_outer(tree)            # an outer projection of one aggregation
+    tree, outer = split_outer(tree)    # an outer query over one aggregation: its inner one
     tree = normalise_filters(normalise_aggregates(tree))
     _clauses(tree)
     # FROM, WITH, subqueries, joins, semi-joins of WHERE: one relation
@@ -236,11 +240,17 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
     for agg in aggregates:
         if agg not in unique:
             unique.append(agg)
-    return apply_options(Query(
+    query = Query(
         tree=original, table=table, relation=relation, where=where, keys=keys,
         aggregates=unique, outputs=outputs, having=having, order=order,
         limit=_int_literal(tree.args.get("limit"), "LIMIT"),
-        offset=_int_literal(tree.args.get("offset"), "OFFSET"), distinct=distinct))
+        offset=_int_literal(tree.args.get("offset"), "OFFSET"), distinct=distinct)
+    if outer is not None:
+        query = compose(query, outer, _int_literal(outer.select.args.get("limit"), "LIMIT"),
+                        _int_literal(outer.select.args.get("offset"), "OFFSET"))
+        _check_contained_parts([e for _, e in query.outputs] + [query.having] + [
+            o.this for o in query.order] + ([query.cut.where] if query.cut else []))
+    return apply_options(query)
 
 
 def _select_distinct(tree: exp.Select, binder: _Binder, items: list, keys: list) -> tuple:

@@ -156,3 +156,6 @@ SELECT COUNT(*) AS n, SUM(s) AS total FROM (SELECT order_id, SUM(amount) AS s FR
 WITH revenue (region, total) AS (SELECT c.region, SUM(i.amount) FROM shop.customers c JOIN shop.orders o ON c.customer_id = o.customer_id JOIN shop.order_items i ON o.order_id = i.order_id GROUP BY c.region) SELECT region, total FROM revenue -- ok
 WITH revenue (region, total) AS (SELECT c.region, SUM(i.amount) FROM shop.customers c, shop.orders o, shop.order_items i WHERE c.customer_id = o.customer_id AND o.order_id = i.order_id GROUP BY c.region) SELECT region, total / 1000 AS k FROM revenue WHERE total > 1000 ORDER BY k DESC LIMIT 2 -- ok
 SELECT * FROM (SELECT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel) t ORDER BY n -- ok
+# its own HAVING, ORDER BY and LIMIT bind to its own SELECT list and apply first; the outer clauses then apply to the groups kept
+SELECT channel FROM (SELECT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel ORDER BY n DESC LIMIT 2) t -- ok
+SELECT channel AS c, n AS orders FROM (SELECT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel HAVING n > 10) t -- ok

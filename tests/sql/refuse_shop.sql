@@ -103,4 +103,5 @@ SELECT COUNT(*) AS n FROM shop.customers WHERE customer_id IN (SELECT customer_i
 SELECT COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS k FROM shop.orders GROUP BY customer_id HAVING SUM(k) > 2) t -- QueryError: unknown column k in HAVING
 # an outer SELECT of an aggregation may only read its columns
 SELECT x FROM (SELECT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel) t -- QueryError: unknown column x in the outer query
+SELECT channel, n FROM (SELECT DISTINCT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel) t -- QueryError: SELECT DISTINCT over aggregates inside a subquery
 SELECT n_orders FROM (SELECT customer_id, COUNT(*) AS n_orders FROM shop.orders GROUP BY customer_id) t -- QueryError: uses the privacy unit's id
