@@ -154,6 +154,13 @@ class Reader:
             return (sum(c[0] for c in costs), sum(c[1] for c in costs))
         return self._plan(sql, params, privacy).cost
 
+    def plan_spend(self, sql: str, params=None, privacy: Privacy | None = None):
+        """The whole ``Spend`` the query would be charged (epsilon and delta by basic
+        composition, rho and thresholds' delta), after its budget is split among its
+        statistics; runs nothing, spends nothing. ``dpsql serve`` compares it with an
+        analyst's per-query cap."""
+        return self._plan(sql, params, privacy).spend
+
     def explain(self, sql: str, params=None, privacy: Privacy | None = None) -> str:
         """The bounded plan and, per noisy statistic, its sensitivity, noise and budget share.
 

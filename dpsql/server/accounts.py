@@ -30,7 +30,7 @@ class Account:
     def __init__(self, deployment: Deployment, metadata: Metadata, analyst: Analyst) -> None:
         self.deployment, self.metadata, self.analyst = deployment, metadata, analyst
         self.lock = threading.Lock()
-        self.catalog_lock = threading.Lock()   # one catalog query at a time per analyst
+        self.turn = None             # the event loop's asyncio.Semaphore: statements at once
         self._reader = None
         self._period = None
         self.running = None          # the engine connection of the query in progress
@@ -85,15 +85,17 @@ class Accounts:
         self._audit_lock = threading.Lock()
 
     def audit(self, analyst: str, client: str, sql: str, cost, outcome: str,
-              sqlstate: str = "00000") -> None:
+              sqlstate: str = "00000", detail: str | None = None) -> None:
         """Append one statement to the audit log (one JSON object per line). One append
         of the whole line survives a killed server; it is not fsync'd (the ledger, which
-        is, holds every charge)."""
+        is, holds every charge). ``detail`` is what the analyst was not told."""
         record = {"time": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
                   "analyst": analyst, "client": client, "sql": sql,
                   "epsilon": None if cost is None else cost[0],
                   "delta": None if cost is None else cost[1],
                   "outcome": outcome, "sqlstate": sqlstate}
+        if detail is not None:         # what the analyst was not told (paths, budgets)
+            record["detail"] = detail
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
         with self._audit_lock:
             fd = os.open(self.deployment.audit_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

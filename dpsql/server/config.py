@@ -23,7 +23,12 @@ from .scram import Verifier, parse_verifier
 TOP_KEYS = {"metadata", "tables", "database", "ledger", "audit_log", "listen", "tls", "privacy",
             "limits", "analysts"}
 LIMITS = {"statement_timeout_s": 60.0, "max_sessions": 64, "max_message_bytes": 1 << 20,
-          "workers": 4, "max_sessions_per_analyst": 16, "idle_timeout_s": 3600.0}
+          "workers": 4, "max_sessions_per_analyst": 16, "idle_timeout_s": 3600.0,
+          "statements_per_analyst": 1, "max_statement_bytes": 100_000,
+          "auth_timeout_s": 10.0, "max_unauthenticated": 64,
+          "max_unauthenticated_per_address": 8, "max_prepared": 256,
+          "max_prepared_bytes": 8 << 20, "max_portals": 64}
+"""docs/deployment.md ("Limits"): what each bounds, and why these defaults."""
 PERIOD = re.compile(r"^(\d+)\s*([dhw])$")
 PERIOD_SECONDS = {"h": 3600, "d": 86400, "w": 7 * 86400}
 

@@ -19,7 +19,8 @@ from .statements import Result, SessionState, sqlstate, strip
 from .values import UNKNOWN, TEXT, decode_param, text_field, text_value
 
 AUTH_TIMEOUT_S = 10.0
-"""Seconds a client has to negotiate encryption, and again to authenticate."""
+"""Seconds a client has to read or write one message before it has authenticated (the
+whole negotiation and authentication has the deployment's ``auth_timeout_s``)."""
 
 
 class Closed(Exception):
@@ -33,7 +34,10 @@ class Connection:
                  client: str, tcp: bool) -> None:
         self.server, self.reader, self.writer = server, reader, writer
         self.client, self.tcp, self.tls = client, tcp, False
-        self.pid, self.secret = server.new_key(self)
+        self.pid, self.secret = None, None        # the cancel key, once authenticated
+        self.limits = server.deployment.limits
+        self.waiting = None                       # stops the wait for the analyst's turn
+        self.task = None
         self.state: SessionState | None = None
         self.statements: dict = {}
         self.portals: dict = {}
@@ -75,9 +79,7 @@ class Connection:
         try:
             # One deadline for everything before authentication (PostgreSQL's
             # authentication_timeout): a client cannot hold a slot by trickling bytes.
-            startup = await asyncio.wait_for(self._negotiate(), AUTH_TIMEOUT_S)
-            if startup is not None and await asyncio.wait_for(self._authenticate(startup),
-                                                              AUTH_TIMEOUT_S):
+            if await asyncio.wait_for(self._start(), self.limits["auth_timeout_s"]):
                 await self._loop()
         except (Closed, asyncio.TimeoutError):
             pass
@@ -87,8 +89,26 @@ class Connection:
             except Closed:
                 pass
         finally:
+            self.stop_statement()            # a client that leaves stops its statement
             self.server.forget(self)
             self.writer.close()
+
+    async def _start(self) -> bool:
+        startup = await self._negotiate()
+        return startup is not None and await self._authenticate(startup)
+
+    def drop(self) -> None:
+        """Close a connection that has not authenticated (the pool of those is full)."""
+        self.writer.close()
+        if self.task is not None:
+            self.task.cancel()
+
+    def stop_statement(self) -> None:
+        """A cancel: stop this session's statement, waiting for its turn or running."""
+        if self.waiting is not None:
+            self.waiting()
+        elif self.state is not None and self.state.interrupt is not None:
+            self.state.interrupt()
 
     async def _negotiate(self):
         """The Startup message, after TLS if asked; None for a cancel request."""
@@ -137,8 +157,11 @@ class Connection:
             if err.sqlstate != "28P01":          # the protocol was broken, not the password
                 await self._fatal(err.sqlstate, str(err))
             await self._fatal("28P01", f'password authentication failed for user "{user}"')
-        if not self.server.admit(self, account):
-            await self._fatal("53300", f'too many connections for analyst "{user}"')
+        refused = self.server.admit(self, account)
+        if refused is not None:
+            await self._fatal("53300", refused)
+        self.pid, self.secret = self.server.new_key(self)
+        self.server.authenticated(self)
         self.state = SessionState(account, self.server.catalog, client=self.client)
         self.state.interrupt = None
         status = [p.parameter_status(k, v) for k, v in self.server.parameters(user).items()]
@@ -166,6 +189,8 @@ class Connection:
                 await self._simple(message.sql)
             elif isinstance(message, p.Sync):
                 self.failed = False
+                if not self.state.in_transaction:
+                    self.portals.clear()     # portals end with their transaction
                 await self._send(p.ready_for_query(self._status()))
             elif self.failed:
                 continue
@@ -188,10 +213,24 @@ class Connection:
         await self._send(p.error_response("ERROR", sqlstate(err), text))
 
     async def _run(self, sql: str, params=None) -> Result:
-        return await self.server.run(self.state, sql, params)
+        return await self.server.run(self, sql, params)
+
+    def _check_size(self, sql: str) -> None:
+        """Statements longer than ``max_statement_bytes`` are refused before anything
+        reads them (parsing is the slowest step a statement's size controls)."""
+        limit = self.limits["max_statement_bytes"]
+        if len(sql) > limit:
+            raise _Refused(f"the statement is too long ({len(sql):,} characters; this "
+                           f"server takes at most {limit:,})", "54000")
 
     # -- simple query -----------------------------------------------------------------
     async def _simple(self, sql: str) -> None:
+        try:
+            self._check_size(sql)
+        except _Refused as err:
+            await self._error(err)
+            await self._send(p.ready_for_query(self._status()))
+            return
         statements = split_statements(sql)
         if not statements:
             await self._send(p.empty_query_response(), p.ready_for_query(self._status()))
@@ -224,7 +263,7 @@ class Connection:
     # -- extended query ---------------------------------------------------------------
     async def _extended(self, message) -> None:
         if isinstance(message, p.Parse):
-            self.statements[message.name] = message
+            self._prepare(message)
             await self._send(p.parse_complete())
         elif isinstance(message, p.Bind):
             await self._bind(message)
@@ -240,6 +279,21 @@ class Connection:
         else:
             raise p.ProtocolError(f"unexpected {type(message).__name__} message")
 
+    def _prepare(self, message: p.Parse) -> None:
+        """Keep a prepared statement, within the connection's limits on their number and
+        their total size (the unnamed one replaces itself, as a named one does)."""
+        self._check_size(message.sql)
+        kept = {k: v for k, v in self.statements.items() if k != message.name}
+        if len(kept) >= self.limits["max_prepared"]:
+            raise _Refused(f"too many prepared statements on this connection (at most "
+                           f"{self.limits['max_prepared']}); DEALLOCATE or Close some", "54000")
+        size = sum(len(v.sql) for v in kept.values()) + len(message.sql)
+        if size > self.limits["max_prepared_bytes"]:
+            raise _Refused("the prepared statements of this connection are too large in all "
+                           f"(at most {self.limits['max_prepared_bytes']:,} characters); "
+                           "Close some", "54000")
+        self.statements[message.name] = message
+
     async def _bind(self, bind: p.Bind) -> None:
         statement = self.statements.get(bind.statement)
         if statement is None:
@@ -253,6 +307,9 @@ class Connection:
                            f"statement \"{bind.statement}\" requires {needed}", "08P01")
         values = [decode_param(raw, types[i] if i < len(types) else UNKNOWN, bind.param_format(i))
                   for i, raw in enumerate(bind.params)]
+        if bind.portal not in self.portals and len(self.portals) >= self.limits["max_portals"]:
+            raise _Refused(f"too many open portals on this connection (at most "
+                           f"{self.limits['max_portals']}); Close some or Sync", "54000")
         self.portals[bind.portal] = {"sql": statement.sql, "params": values, "result": None,
                                      "sent": 0}
         await self._send(p.bind_complete())

@@ -22,6 +22,7 @@ from .catalog import PARAMETERS, Catalog
 from .config import Deployment
 from .connection import Connection
 from .queries import Runner
+from .statements import ServerError
 
 log = logging.getLogger("dpsql.server")
 # Logged for the operator, never shown to the analyst: nothing reaches stderr unless
@@ -41,7 +42,8 @@ class Server:
         self.pool = ThreadPoolExecutor(deployment.limits["workers"], "dpsql-worker")
         self.secret = _stable_secret(deployment)     # mock SCRAM verifiers of unknown users
         self.tls_context = _tls_context(deployment) if deployment.tls else None
-        self.sessions: dict = {}                     # pid -> Connection
+        self.sessions: dict = {}                     # pid -> authenticated Connection
+        self.pending: dict = {}                      # Connection -> address, before auth
         self.servers: list = []
         self.addresses: list = []
 
@@ -76,8 +78,9 @@ class Server:
         for server in self.servers:
             server.close()
             await server.wait_closed()
-        tasks = [c.task for c in list(self.sessions.values()) if getattr(c, "task", None)]
-        for connection in list(self.sessions.values()):
+        connections = list(self.sessions.values()) + list(self.pending)
+        tasks = [c.task for c in connections if getattr(c, "task", None)]
+        for connection in connections:
             connection.writer.close()
         for task in tasks:
             task.cancel()
@@ -87,17 +90,33 @@ class Server:
 
     # -- connections ------------------------------------------------------------------
     async def _accept(self, reader, writer, tcp: bool) -> None:
+        """A new connection: admitted to the unauthenticated pool, which has its own
+        limits and never counts against analysts' sessions. When the pool is full, its
+        oldest connection makes room (a client that authenticates takes milliseconds,
+        so silent sockets cannot keep analysts out); one address holds a few at most."""
         peer = writer.get_extra_info("peername")
         client = f"{peer[0]}:{peer[1]}" if tcp and peer else "unix socket"
-        if len(self.sessions) >= self.deployment.limits["max_sessions"]:
-            from . import protocol as p
-            writer.write(p.error_response("FATAL", "53300", "too many connections to dpsql "
-                                          "serve; try again later"))
-            writer.close()
+        address = peer[0] if tcp and peer else None
+        limits = self.deployment.limits
+        if address is not None and sum(1 for a in self.pending.values() if a == address) \
+                >= limits["max_unauthenticated_per_address"]:
+            _refuse(writer, "too many connections waiting to authenticate from this address")
             return
+        while len(self.pending) >= limits["max_unauthenticated"]:
+            oldest = next(iter(self.pending))
+            self.pending.pop(oldest)
+            oldest.drop()
         connection = Connection(self, reader, writer, client, tcp)
         connection.task = asyncio.current_task()
-        await connection.serve()
+        self.pending[connection] = address
+        try:
+            await connection.serve()
+        finally:
+            self.pending.pop(connection, None)
+
+    def authenticated(self, connection) -> None:
+        """``connection`` has authenticated: it leaves the unauthenticated pool."""
+        self.pending.pop(connection, None)
 
     def new_key(self, connection) -> tuple:
         while True:
@@ -107,37 +126,92 @@ class Server:
                 return pid, secret
 
     def forget(self, connection) -> None:
-        self.sessions.pop(connection.pid, None)
+        if self.sessions.get(connection.pid) is connection:
+            del self.sessions[connection.pid]
 
-    def admit(self, connection, account) -> bool:
-        """Whether ``account`` may open one more session."""
+    def admit(self, connection, account) -> str | None:
+        """Why ``account`` may not open one more session, or None if it may."""
         if account is None:
-            return False
+            return "no such analyst"
+        limits = self.deployment.limits
+        if len(self.sessions) >= limits["max_sessions"]:
+            return "too many connections to dpsql serve; try again later"
         same = sum(1 for c in self.sessions.values()
                    if c.state is not None and c.state.account is account)
-        return same < self.deployment.limits["max_sessions_per_analyst"]
+        if same >= limits["max_sessions_per_analyst"]:
+            return f'too many connections for analyst "{account.analyst.name}"'
+        return None
 
     def cancel(self, pid: int, secret: int) -> None:
-        """A cancel request: interrupt that session's running statement if the key matches."""
+        """A cancel request: stop that session's statement (waiting or running) if the
+        key matches."""
         connection = self.sessions.get(pid)
         if connection is None or not secrets.compare_digest(
                 secret.to_bytes(4, "big"), connection.secret.to_bytes(4, "big")):
             return
-        interrupt = getattr(connection.state, "interrupt", None) if connection.state else None
-        if interrupt is not None:
-            interrupt()
+        connection.stop_statement()
 
     def parameters(self, user: str) -> dict:
         out = dict(PARAMETERS)
         out["session_authorization"] = user
         return out
 
-    async def run(self, state, sql: str, params):
+    async def run(self, connection, sql: str, params):
+        """Run one statement: it waits for its analyst's turn here, in the event loop
+        (never in a worker), then runs in a worker under what is left of its timeout."""
+        state = connection.state
+        account = state.account
+        limits = self.deployment.limits
+        if account.turn is None:
+            account.turn = asyncio.Semaphore(limits["statements_per_analyst"])
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.pool, self.runner.run, state, sql, params)
+        timeout = limits["statement_timeout_s"]
+        start = loop.time()
+        try:
+            await _take_turn(connection, account.turn, timeout)
+        except ServerError as err:
+            self.accounts.audit(state.user, state.client, sql, None, type(err).__name__,
+                                err.sqlstate)
+            raise
+        left = timeout - (loop.time() - start)
+        future = loop.run_in_executor(self.pool, self.runner.run, state, sql, params, left)
+        future.add_done_callback(lambda _: account.turn.release())
+        return await asyncio.shield(future)
 
     def log_internal(self, err: BaseException) -> None:
         log.error("dpsql serve: internal error %s", type(err).__name__, exc_info=err)
+
+
+async def _take_turn(connection, turn: asyncio.Semaphore, timeout: float) -> None:
+    """Wait for one of the analyst's statement slots, at most ``timeout`` seconds; a
+    cancel request stops the wait. 57014 if the statement never got its turn."""
+    loop = asyncio.get_running_loop()
+    stopped = loop.create_future()
+    connection.waiting = lambda: stopped.done() or stopped.set_result(None)
+    acquire = asyncio.ensure_future(turn.acquire())
+    try:
+        done, _ = await asyncio.wait({acquire, stopped}, timeout=timeout,
+                                     return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        connection.waiting = None
+    if acquire in done and not stopped.done():
+        return
+    acquire.cancel()
+    try:
+        await acquire
+    except asyncio.CancelledError:
+        pass
+    else:
+        turn.release()
+    why = "user request" if stopped.done() else "statement timeout"
+    raise ServerError(f"canceling statement due to {why} (it was waiting for your other "
+                      "statements to finish, and cost nothing)", "57014")
+
+
+def _refuse(writer, message: str) -> None:
+    from . import protocol as p
+    writer.write(p.error_response("FATAL", "53300", message))
+    writer.close()
 
 
 def _stable_secret(deployment: Deployment) -> bytes:

@@ -9,11 +9,10 @@ have finished in time could depend on the data). Every statement is audited.
 """
 from __future__ import annotations
 
-import threading
-
 from .. import errors
 from ..frontend.bigquery import sql_privacy
 from ..privacy.params import Privacy
+from .deadline import StatementCancelled, Watch
 from .statements import Result, ServerError, SessionState, first_word, session_command, \
     sqlstate, strip
 
@@ -81,59 +80,62 @@ def _placeholders(sql: str) -> tuple:
 
 
 class Runner:
-    """Runs statements for every connection of one server."""
+    """Runs statements for every connection of one server (in its worker threads)."""
 
     def __init__(self, deployment, accounts, catalog) -> None:
         self.deployment, self.accounts, self.catalog = deployment, accounts, catalog
 
-    def run(self, state: SessionState, sql: str, params: list | None = None) -> Result:
-        """The result of ``sql``; every outcome goes to the audit log."""
-        cost, outcome, code = None, "ok", "00000"
+    def run(self, state: SessionState, sql: str, params: list | None = None,
+            timeout: float | None = None) -> Result:
+        """The result of ``sql``, stopped by ``timeout`` (default: the deployment's
+        statement timeout) or the client's cancel at any step; every outcome is audited."""
+        limit = self.deployment.limits["statement_timeout_s"] if timeout is None else timeout
+        watch = Watch(limit)
+        cost, outcome, code, detail = None, "ok", "00000", None
         try:
-            result = self._run(state, sql, list(params or []))
+            state.interrupt = lambda: watch.fire("cancel")
+            try:
+                watch.start()
+                result = self._run(state, sql, list(params or []), watch)
+            except StatementCancelled:
+                raise _stopped(watch, None) from None
+            finally:
+                watch.close()
+                state.interrupt = None
             cost = result.cost
             return result
         except BaseException as exc:   # noqa: BLE001 - audited, then re-raised
             outcome, code = type(exc).__name__, sqlstate(exc)
-            cost = getattr(exc, "dpsql_cost", None)
+            cost, detail = getattr(exc, "dpsql_cost", None), getattr(exc, "dpsql_detail", None)
             raise
         finally:
             if strip(sql):
-                self.accounts.audit(state.user, state.client, sql, cost, outcome, code)
+                self.accounts.audit(state.user, state.client, sql, cost, outcome, code, detail)
 
-    def _run(self, state: SessionState, sql: str, params: list) -> Result:
+    def _run(self, state: SessionState, sql: str, params: list, watch: Watch) -> Result:
         if not strip(sql):
             return Result("EMPTY")
-        default = self.deployment.privacy
-        done = session_command(state, sql, default)
+        done = session_command(state, sql, self.deployment.privacy)
         if done is not None:
             return done
         if self.catalog.answers(sql):
-            return self._catalog(state, sql, params)
+            return self._catalog(state, sql, params, watch)
         text, values = qmark(sql, params)
         explain = first_word(text) == "explain"
         body = strip(text)[len("explain"):] if explain else text
         privacy = self._privacy(state, body)
         if explain:
-            with state.account.lock:
-                plan = state.account.reader().explain(body, params=values or None,
-                                                      privacy=privacy)
-            return Result("EXPLAIN", [("QUERY PLAN", "VARCHAR")],
-                          [(line,) for line in plan.splitlines()])
-        return self._query(state, text, values, privacy)
+            return self._explain(state, body, values, privacy, watch)
+        return self._query(state, text, values, privacy, watch)
 
-    def _catalog(self, state: SessionState, sql: str, params: list) -> Result:
-        """A catalog query under the statement timeout and cancel requests, one at a time
-        per analyst (so that one analyst's sessions cannot hold every worker)."""
+    def _catalog(self, state: SessionState, sql: str, params: list, watch: Watch) -> Result:
+        """A catalog query (it reads no data: interruptible throughout)."""
         cursors: list = []
-        with state.account.catalog_lock:
-            with _watched(state, self.deployment.limits["statement_timeout_s"],
-                          lambda: [c.interrupt() for c in cursors]):
-                try:
-                    columns, rows = self.catalog.run(sql, params, user=state.user,
-                                                     cursors=cursors)
-                except errors.Error as err:
-                    raise _interrupted(state, err, None, None) from None
+        watch.engine(lambda: [c.interrupt() for c in cursors])
+        try:
+            columns, rows = self.catalog.run(sql, params, user=state.user, cursors=cursors)
+        except errors.Error as err:
+            raise _stopped(watch, err) if watch.fired else err from None
         return Result(f"SELECT {len(rows)}", list(columns), list(rows))
 
     def _privacy(self, state: SessionState, sql: str) -> Privacy:
@@ -152,59 +154,103 @@ class Runner:
                               f"per-query cap ({_describe(cap)}); {lower}", "42501")
         return privacy
 
-    def _query(self, state: SessionState, sql: str, params: list, privacy: Privacy) -> Result:
+    def _explain(self, state, sql: str, params: list, privacy: Privacy, watch: Watch) -> Result:
         account = state.account
-        timeout = self.deployment.limits["statement_timeout_s"]
         with account.lock:
-            reader = account.reader()
+            reader = self._reader(account)
+            watch.engine(_engine_stop(reader))
+            try:
+                plan = reader.explain(sql, params=params or None, privacy=privacy)
+            except StatementCancelled:
+                account.close()      # stopped anywhere in planning: start afresh
+                raise
+        return Result("EXPLAIN", [("QUERY PLAN", "VARCHAR")],
+                      [(line,) for line in plan.splitlines()])
+
+    def _query(self, state, sql: str, params: list, privacy: Privacy, watch: Watch) -> Result:
+        account = state.account
+        with account.lock:
+            reader = self._reader(account)
+            stop = _engine_stop(reader)
+            watch.engine(stop)
+            try:
+                # Planned first, interruptibly; the plan is cached for execute_df below.
+                spend = reader.plan_spend(sql, params=params or None, privacy=privacy)
+            except StatementCancelled:
+                account.close()
+                raise
+            _check_cap(spend, account.analyst, privacy)
+            watch.critical(stop)
             before = reader.accountant.spending
-            con = getattr(reader.engine, "con", None)
-            # DuckDB interrupts its connection; psycopg (PostgreSQL) sends a cancel request.
-            stop = getattr(con, "interrupt", None) or getattr(con, "cancel", None)
-            with _watched(state, timeout, lambda: stop is not None and stop()):
-                try:
-                    frame = reader.execute_df(sql, params=params or None, privacy=privacy)
-                except errors.Error as err:
-                    raise _interrupted(state, err, reader, before) from None
+            try:
+                frame = reader.execute_df(sql, params=params or None, privacy=privacy)
+            except errors.Error as err:
+                err.dpsql_cost = _cost(reader, before)
+                raise _stopped(watch, err) if watch.fired else _for_analyst(err) from None
             cost = _cost(reader, before)
         columns = [(str(name), _frame_type(frame[name])) for name in frame.columns]
         rows = list(frame.itertuples(index=False, name=None))
         return Result(f"SELECT {len(rows)}", columns, rows, cost)
 
-
-class _watched:
-    """The statement timeout and the client's cancel request, both calling ``stop``."""
-
-    def __init__(self, state: SessionState, timeout: float, stop) -> None:
-        self.state, self.stop = state, stop
-        self.timer = threading.Timer(timeout, self.fire, ("timeout",))
-
-    def fire(self, why: str) -> None:
-        self.state.cancel_reason = why
-        self.state.cancel.set()
-        self.stop()
-
-    def __enter__(self):
-        self.state.cancel.clear()
-        self.state.interrupt = lambda: self.fire("cancel")
-        self.timer.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.timer.cancel()
-        self.state.interrupt = None
+    def _reader(self, account):
+        """The analyst's session; an owner-side failure (ledger, data, metadata) is told
+        to the analyst without its detail (paths, budgets), which goes to the audit log."""
+        try:
+            return account.reader()
+        except errors.Error as err:
+            raise _for_analyst(err, opening=True) from None
 
 
-def _interrupted(state: SessionState, err: Exception, reader, before) -> Exception:
-    """A cancel or timeout becomes 57014 (the query was charged if it reached the engine)."""
-    err.dpsql_cost = _cost(reader, before) if reader is not None else None
-    if not state.cancel.is_set():
+def _engine_stop(reader):
+    con = getattr(reader.engine, "con", None)
+    # DuckDB interrupts its connection; psycopg (PostgreSQL) sends a cancel request.
+    return getattr(con, "interrupt", None) or getattr(con, "cancel", None)
+
+
+def _check_cap(spend, analyst, privacy: Privacy) -> None:
+    """The per-query cap compared with what the query will be charged, in the unit of
+    the analyst's budget, after the budget is split among its statistics: k Laplace
+    statistics under zCDP cost about sqrt(k) times their rho's epsilon."""
+    cap = analyst.per_query
+    if cap is None:
+        return
+    slack = 1 + 1e-12
+    if analyst.budget.zcdp:
+        used = {"rho": spend.rho, "delta": spend.rho_delta}
+        limit = {"rho": cap.get("rho", cap["epsilon"] ** 2 / 2 if "epsilon" in cap else None),
+                 "delta": cap.get("delta")}
+    else:
+        used = {"epsilon": spend.epsilon, "delta": spend.delta}
+        limit = {"epsilon": cap.get("epsilon", (2 * cap["rho"]) ** 0.5 if "rho" in cap else None),
+                 "delta": cap.get("delta")}
+    over = [k for k in used if limit[k] is not None and used[k] > limit[k] * slack]
+    if over:
+        charged = ", ".join(f"{k}={used[k]:.6g}" for k in used)
+        raise ServerError(f"the query would be charged {charged}, above your per-query cap "
+                          f"({_describe(cap)}), once its budget is split among its "
+                          "statistics; ask fewer statistics or lower its privacy", "42501")
+
+
+def _for_analyst(err: errors.Error, opening: bool = False) -> errors.Error:
+    """``err`` as the analyst may see it: the ledger's and the session's failures are the
+    owner's to read (they name paths and budgets)."""
+    if not (opening or isinstance(err, errors.LedgerError)):
         return err
-    why = getattr(state, "cancel_reason", "cancel")
-    text = ("canceling statement due to statement timeout" if why == "timeout"
+    out = ServerError("your account cannot be used right now (a problem on the server's "
+                      "side, not in your query); the operator has the details", "58000")
+    out.dpsql_cost = getattr(err, "dpsql_cost", None)
+    out.dpsql_detail = f"{type(err).__name__}: {err}"
+    return out
+
+
+def _stopped(watch: Watch, err: Exception | None) -> Exception:
+    """A cancel or timeout becomes 57014 (the query was charged if it reached the engine)."""
+    text = ("canceling statement due to statement timeout" if watch.reason == "timeout"
             else "canceling statement due to user request")
     out = ServerError(f"{text}; its cost was charged if it had reached the data", "57014")
-    out.dpsql_cost = err.dpsql_cost
+    out.dpsql_cost = getattr(err, "dpsql_cost", None)
+    if err is not None:
+        out.dpsql_detail = f"{type(err).__name__}: {err}"
     return out
 
 

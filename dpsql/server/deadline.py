@@ -1,0 +1,105 @@
+"""A statement's deadline and its client's cancel: stop it at whatever step it is in.
+
+Owns: stopping one statement that runs in a worker thread. A statement has two
+phases. While it is *interruptible* (parsing, planning, the dry run, a catalog
+query: nothing touches the data or the ledger), a timeout or a cancel raises
+``StatementCancelled`` inside the worker thread itself, at its next Python bytecode
+(CPython's ``PyThreadState_SetAsyncExc``), and interrupts the engine call in
+progress, if any, so that a long C call returns. Once the statement enters its
+*critical* phase (the engine reads the data, then the charge is written), nothing
+is raised into the thread any more: a timeout or cancel interrupts the engine only,
+and the query is charged as docs/deployment.md says (whether a query reached the
+data could depend on it; whether it finished in time could too).
+
+The switch between the phases is made under a lock, and an exception raised but not
+yet delivered is withdrawn, so an asynchronous exception is never delivered inside
+the critical phase or after the statement has ended (in the worker pool's own code).
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+_set_async = ctypes.pythonapi.PyThreadState_SetAsyncExc
+_set_async.argtypes = [ctypes.c_ulong, ctypes.py_object]
+_set_async.restype = ctypes.c_int
+_clear_async = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi))
+
+
+class StatementCancelled(BaseException):
+    """Raised inside a worker thread by a timeout or a cancel. A BaseException, so that
+    no ``except Exception`` of a library on the way swallows it."""
+
+
+class Watch:
+    """The deadline and cancel of one statement running in the current thread."""
+
+    def __init__(self, timeout: float) -> None:
+        self.thread = threading.get_ident()
+        self.lock = threading.Lock()
+        self.interruptible = True
+        self.injected = False
+        self.reason: str | None = None           # "timeout" or "cancel" once fired
+        self.stop_engine = None                  # interrupts the engine call in progress
+        self.timer = threading.Timer(max(timeout, 0.0), self.fire, ("timeout",))
+        self.timer.daemon = True
+
+    def start(self) -> "Watch":
+        self.timer.start()
+        return self
+
+    @property
+    def fired(self) -> bool:
+        return self.reason is not None
+
+    def fire(self, why: str) -> None:
+        """A timeout or a cancel (from another thread): stop the statement."""
+        with self.lock:
+            if self.reason is not None:
+                return
+            self.reason = why
+            if self.interruptible:
+                _set_async(self.thread, StatementCancelled)
+                self.injected = True
+            stop = self.stop_engine
+        if stop is not None:
+            try:
+                stop()
+            except Exception:   # noqa: BLE001 - an engine that cannot be interrupted now
+                pass
+
+    def engine(self, stop) -> None:
+        """Set (or clear, with None) how to interrupt the engine call in progress."""
+        with self.lock:
+            self.stop_engine = stop
+
+    def critical(self, stop) -> None:
+        """Enter the critical phase (``stop`` interrupts its engine). Raises
+        ``StatementCancelled`` if the statement was stopped before it got there: then
+        nothing of the critical phase has run."""
+        try:
+            with self.lock:
+                self.interruptible = False
+                self.stop_engine = stop
+                if self.injected:
+                    _clear_async(self.thread, None)
+                    self.injected = False
+                stopped = self.reason is not None
+        except StatementCancelled:
+            stopped = True
+        if stopped:
+            raise StatementCancelled()
+
+    def close(self) -> None:
+        """The statement is over: no exception may reach this thread any more."""
+        try:
+            self.timer.cancel()
+            with self.lock:
+                self.interruptible = False
+                self.stop_engine = None
+                if self.injected:
+                    _clear_async(self.thread, None)
+                    self.injected = False
+        except StatementCancelled:
+            pass

@@ -1,0 +1,200 @@
+"""Issue 33: the boundary against an analyst who holds only credentials, through the wire.
+
+Each test replays one finding of the hostile review against a real ``dpsql serve``:
+the per-query cap on what is charged (2), one analyst never holds every worker (4),
+size limits before any parse (5), silent unauthenticated sockets cannot lock analysts
+out (6), prepared statements and portals are bounded (7), a timeout or cancel stops a
+statement while it is planned (8), the owner's paths and budgets never reach the
+analyst (9), COPY is 0A000 (10). Every one failed on the code before the fix."""
+import json
+import os
+import socket
+import threading
+import time
+
+import psycopg
+import pytest
+import yaml
+
+from tests.server.serving import Process, Served, spent, write_deployment
+from tests.server.test_serve_attacks import SYNC, Raw, code_of, parse
+
+SLOW_PLAN = ("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age IN ("
+             + ",".join(str(i) for i in range(15000)) + ")")
+"""79,000 characters that take dpsql 4-6 s to plan (the IN list), and read no data."""
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    where = tmp_path_factory.mktemp("boundary")
+    server = Served(write_deployment(where, limits={"statement_timeout_s": 1.0, "workers": 4}))
+    yield server
+    server.stop()
+
+
+def code(con, sql, params=None):
+    try:
+        con.execute(sql, params)
+    except psycopg.Error as err:
+        return err.sqlstate, str(err)
+    return "00000", ""
+
+
+def test_the_per_query_cap_applies_to_what_is_charged_under_zcdp(served):
+    """Finding 2: rho=0.5 passes a cap of epsilon 1 (0.5 = 1^2/2), but five Laplace
+    statistics under zCDP are charged epsilon 2.42: refused, free."""
+    before = spent(served.deployment, "alice")
+    with psycopg.connect(served.dsn("alice"), autocommit=True) as con:
+        con.execute("SET dpsql.rho = 0.5")
+        state, text = code(con, "SELECT COUNT(*) AS n, SUM(age) AS a, SUM(income) AS i, "
+                                "AVG(age) AS m, VARIANCE(income) AS v FROM PUMS.PUMS "
+                                "WHERE age > 2")
+        assert state == "42501", text
+        assert "per-query cap" in text and "charged" in text
+        con.execute("SET dpsql.rho = 0.02")
+        assert code(con, "SELECT COUNT(*) AS n FROM PUMS.PUMS")[0] == "00000"
+    assert spent(served.deployment, "alice") == pytest.approx(before + 0.2)
+
+
+def test_a_statement_over_the_size_limit_is_refused_before_it_is_parsed(served):
+    """Finding 5: a 1 MB statement took 12-29 s to parse, outside every limit."""
+    huge = "SELECT COUNT(*) FROM PUMS.PUMS WHERE " + " OR ".join(["age = 1"] * 80_000)
+    with psycopg.connect(served.dsn("alice"), autocommit=True) as con:
+        start = time.monotonic()
+        state, text = code(con, huge)
+        assert state == "54000", text
+        assert time.monotonic() - start < 1.0
+        raw = Raw(served)
+        raw.login("bob", "bob-pw")
+        raw.send(parse(huge[:200_000]), SYNC)
+        assert code_of(raw.until()) == "54000"
+    alive(served)
+
+
+def alive(served, who="carol"):
+    with psycopg.connect(served.dsn(who), autocommit=True) as con:
+        assert con.execute("SELECT 1 AS one").fetchone() == (1,)
+
+
+def test_a_statement_is_stopped_by_its_timeout_while_it_is_planned(served):
+    """Finding 8: the timeout interrupted only the engine; planning ran to its end."""
+    with psycopg.connect(served.dsn("bob"), autocommit=True) as con:
+        start = time.monotonic()
+        state, text = code(con, SLOW_PLAN)
+        took = time.monotonic() - start
+        assert state == "57014", text
+        assert took < 2.0, took              # the timeout is 1 s
+        assert code(con, "SELECT COUNT(*) AS n FROM PUMS.PUMS")[0] == "00000"
+        explain = code(con, "EXPLAIN " + SLOW_PLAN)
+        assert explain[0] == "57014"
+    assert spent(served.deployment, "bob") == pytest.approx(0.5)    # the count only
+
+
+def test_one_analyst_never_holds_every_worker(served):
+    """Finding 4: statements waited for their analyst's lock inside a worker, so eight
+    sessions of one analyst held all four workers and another's select waited 24 s."""
+    cons = [psycopg.connect(served.dsn("alice"), autocommit=True) for _ in range(8)]
+    threads = [threading.Thread(target=code, args=(c, SLOW_PLAN)) for c in cons]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    try:
+        with psycopg.connect(served.dsn("carol"), autocommit=True) as con:
+            for _ in range(3):
+                start = time.monotonic()
+                assert con.execute("SELECT 1 AS one").fetchone() == (1,)
+                assert time.monotonic() - start < 0.9
+    finally:
+        for t in threads:
+            t.join()
+        for c in cons:
+            c.close()
+
+
+def test_silent_sockets_cannot_keep_analysts_out(served):
+    """Finding 6: unauthenticated connections counted toward max_sessions (64): 64
+    silent sockets kept every analyst out (53300)."""
+    path = os.path.join(served.socket_dir, f".s.PGSQL.{served.deployment.port}")
+    silent = []
+    try:
+        for _ in range(80):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(path)
+            silent.append(s)
+        time.sleep(0.2)
+        alive(served, "alice")
+    finally:
+        for s in silent:
+            s.close()
+
+
+def test_prepared_statements_and_portals_are_bounded(served):
+    """Finding 7: 1,500 Parse messages of 1 MiB on one connection added 1.8 GB."""
+    raw = Raw(served)
+    raw.login("carol", "carol pw")
+    from tests.server.test_serve_attacks import cstr, frame
+    import struct
+    body = "SELECT 1 AS one -- " + "x" * 60_000
+    for i in range(256):
+        raw.send(frame(b"P", cstr(f"s{i}") + cstr(body) + struct.pack("!h", 0)))
+    raw.send(SYNC)
+    out = raw.until()
+    assert code_of(out) == "54000"          # 8 MB in all: the 139th is refused
+    raw.send(frame(b"C", b"S" + cstr("s0")), SYNC)
+    raw.until()
+    many = [frame(b"P", cstr(f"t{i}") + cstr("SELECT 1 AS one") + struct.pack("!h", 0))
+            for i in range(300)]
+    raw.send(*many, SYNC)
+    assert code_of(raw.until()) == "54000"  # at most 256 statements
+    alive(served)
+
+
+def test_a_cancel_stops_a_statement_while_it_is_planned(tmp_path):
+    """Finding 8: a cancel request did nothing while a query was planned (10 s)."""
+    server = Process(write_deployment(tmp_path, limits={"statement_timeout_s": 30}))
+    try:
+        with psycopg.connect(server.dsn("bob"), autocommit=True) as con:
+            threading.Timer(0.5, con.cancel).start()
+            start = time.monotonic()
+            state, text = code(con, SLOW_PLAN)
+            assert state == "57014" and "user request" in text, text
+            assert time.monotonic() - start < 1.5
+            assert code(con, "SELECT COUNT(*) AS n FROM PUMS.PUMS")[0] == "00000"
+    finally:
+        server.stop()
+
+
+def test_the_owners_paths_and_budgets_never_reach_the_analyst(tmp_path):
+    """Finding 9: after the owner edited a budget, every query answered with an error
+    naming the ledger's absolute path and both budgets."""
+    path = write_deployment(tmp_path)
+    server = Served(path)
+    try:
+        with psycopg.connect(server.dsn("bob"), autocommit=True) as con:
+            con.execute("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    finally:
+        server.stop()
+    with open(path) as f:
+        config = yaml.safe_load(f)
+    config["analysts"]["bob"]["budget"] = {"epsilon": 0.75}
+    with open(path, "w") as f:
+        yaml.safe_dump(config, f)
+    server = Served(path)
+    try:
+        with psycopg.connect(server.dsn("bob"), autocommit=True) as con:
+            state, text = code(con, "SELECT COUNT(*) AS n FROM PUMS.PUMS")
+        assert state == "58000"
+        for secret in (str(tmp_path), "ledgers", "0.75", "0.5", ".jsonl"):
+            assert secret not in text, text
+        with open(server.deployment.audit_log) as f:
+            last = json.loads(f.readlines()[-1])
+        assert "0.75" in last["detail"] or "budget" in last["detail"]
+    finally:
+        server.stop()
+
+
+def test_copy_is_not_supported(served):
+    """Finding 10 (part): COPY answered 42601 where docs/deployment.md says 0A000."""
+    with psycopg.connect(served.dsn("carol"), autocommit=True) as con:
+        assert code(con, "COPY (SELECT 1) TO STDOUT")[0] == "0A000"
+        assert code(con, "copy PUMS.PUMS to '/tmp/x'")[0] == "0A000"
