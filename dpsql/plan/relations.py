@@ -305,8 +305,9 @@ def select_rows(tree: exp.Select, child: Relation, binder: Binder, name: str) ->
     where = tree.args.get("where")
     steps = list(child.steps)
     if where is not None:
-        cond = Checker(types, clause=f"WHERE of {name!r}").predicate(binder.bind(where.this.copy(), "WHERE"))
-        sql = sql.where(cond)
+        bound = binder.bind(where.this.copy(), "WHERE")
+        _not_null(bound, projections, fields)
+        sql = sql.where(Checker(types, clause=f"WHERE of {name!r}").predicate(bound))
     if tree.args.get("distinct"):
         if tree.args["distinct"].args.get("on") is not None:
             fail(f"DISTINCT ON is not supported (inside {name!r}): which row it keeps depends "
@@ -322,6 +323,24 @@ def select_rows(tree: exp.Select, child: Relation, binder: Binder, name: str) ->
     out = child.derived(fields, pid, child.k, child.bounded, sql, steps)
     out.ref = carried_ref(child.ref, fields)
     return out
+
+
+def _not_null(where: exp.Expression, projections: list, fields: dict) -> None:
+    """Mark not nullable each column selected unchanged that ``where`` (bound) keeps
+    non-NULL by a top-level ``AND``-ed ``x IS NOT NULL``: the query text says so."""
+    present, stack = set(), [where]
+    while stack:
+        node = stack.pop()
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.And):
+            stack += [node.this, node.expression]
+        elif isinstance(node, exp.Not) and isinstance(node.this, exp.Is) and isinstance(
+                node.this.expression, exp.Null) and isinstance(node.this.this, exp.Column):
+            present.add(node.this.this.name.lower())
+    for item in projections:
+        if isinstance(item.this, exp.Column) and item.this.name.lower() in present:
+            fields[item.alias.lower()].nullable = False
 
 
 def carried_ref(ref: tuple | None, fields: dict) -> tuple | None:

@@ -108,7 +108,8 @@ class Resolver:
         if not isinstance(bound, exp.Column):
             fail(f"{label}: the tested value must be a column")
         inner = self.select(sub, env, label)
-        return semi_join(relation, bound.name, inner, negated, label, self.metadata)
+        return semi_join(relation, bound.name, inner, negated, label, self.metadata,
+                         not_in=negated and isinstance(node, exp.In))
 
     def _decorrelate(self, sub: exp.Select, outer_scope: dict) -> tuple:
         """EXISTS (SELECT ... FROM t WHERE t.a = o.b AND p) as o.b IN (SELECT t.a FROM t WHERE p)."""

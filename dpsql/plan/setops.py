@@ -28,8 +28,11 @@ from .relations import (HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation
 # ------------------------------------------------------------------ semi-joins
 
 def semi_join(outer: Relation, column_name: str, inner: Relation, negated: bool,
-              label: str, metadata=None) -> Relation:
-    """``outer`` rows whose ``column_name`` is (not) among ``inner``'s one column."""
+              label: str, metadata=None, not_in: bool = False) -> Relation:
+    """``outer`` rows whose ``column_name`` is (not) among ``inner``'s one column.
+
+    ``not_in``: the query wrote ``NOT IN`` (``_absent`` says how NULLs count), not
+    ``NOT EXISTS``, where a NULL matches nothing on either side."""
     if inner.unit != "public" and (outer.local_ids or inner.local_ids):
         fail(f"{label}: " + LOCAL_IDS.format(what="tested against other private rows"))
     # HAVING's hidden columns (_dpsql_h...) are not the subquery's
@@ -48,14 +51,15 @@ def semi_join(outer: Relation, column_name: str, inner: Relation, negated: bool,
     if inner_col.kind != outer_f.kind:
         fail(f"{label}: the subquery's column is {inner_col.kind}, the tested column "
              f"{outer_f.kind}; CAST one of them")
-    values = exp.select(column(inner_col.name)).from_(inner.source("_in")).where(
-        exp.Not(this=exp.Is(this=column(inner_col.name), expression=exp.Null())))
+    values = exp.select(column(inner_col.name)).from_(inner.source("_in"))
+    if not (not_in and inner.unit == "public"):     # public NOT IN: SQL's NULLs, exactly
+        values = values.where(_not_null(column(inner_col.name)))
     if key is not None:
         values = values.where(exp.In(this=column(inner_col.name),
                                      query=exp.Subquery(this=owned_once(*key))))
     cond = exp.In(this=column(outer_f.name), query=exp.Subquery(this=values))
     if negated:
-        cond = exp.Not(this=cond)
+        cond = _absent(cond, column(outer_f.name), inner, inner_col, not_in, label)
     sql = exp.select(exp.Star()).from_(outer.source("_o")).where(cond)
     rel = outer.derived(dict(outer.fields), outer.pid, outer.k, outer.bounded, sql,
                         outer.steps + [s for s in inner.steps if s not in outer.steps])
@@ -70,6 +74,39 @@ def semi_join(outer: Relation, column_name: str, inner: Relation, negated: bool,
     rel.steps.append(f"{'anti' if negated else 'semi'}-join {label}: rows kept by their own "
                      f"person's rows only{through}; rows per person unchanged")
     return rel
+
+
+def _not_null(node: exp.Expression) -> exp.Expression:
+    return exp.Not(this=exp.Is(this=node, expression=exp.Null()))
+
+
+def _absent(cond: exp.In, outer_value: exp.Expression, inner: Relation, inner_col: Field,
+            not_in: bool, label: str) -> exp.Expression:
+    """The negation of ``cond`` (``outer_value IN (inner values, NULLs left out)``).
+
+    ``NOT EXISTS``: a NULL matches nothing, so an outer NULL is always kept. ``NOT IN``
+    over public rows: SQL's own (the values keep their NULLs; whether the set is empty is
+    public). ``NOT IN`` over private rows: a NULL among the inner values would make it
+    true for no row, so one person's NULL could empty the whole answer (no bound holds):
+    the inner column must not hold NULLs by the metadata (``nullable: false``), by the
+    query (``WHERE x IS NOT NULL``), or because a NULL there is a row without a person
+    (the person's id, or the key through which the rows reach their person: dpsql drops
+    such rows everywhere). An outer NULL is never kept: SQL keeps it only when the set is
+    empty, which other persons' rows decide (docs/sql.md)."""
+    if not not_in:
+        return exp.or_(exp.Is(this=outer_value.copy(), expression=exp.Null()), exp.Not(this=cond))
+    if inner.unit == "public":
+        return exp.Not(this=cond)
+    personal = inner_col.is_id or inner_col.id_copy or (
+        inner.unit == "reference" and inner.ref is not None
+        and inner.ref[0].lower() == inner_col.name.lower())
+    if inner_col.nullable and not personal:
+        fail(f"{label}: the subquery's {inner_col.name} may be NULL (the metadata does not "
+             "declare it nullable: false), and SQL's NOT IN is then true for no row, so one "
+             "person's NULL would empty the whole answer. Write NOT EXISTS (SELECT ... WHERE "
+             "inner.key = outer.key ...), where a NULL matches nothing, or add WHERE "
+             f"{inner_col.name} IS NOT NULL to the subquery")
+    return exp.and_(_not_null(outer_value.copy()), exp.Not(this=cond))
 
 
 def _key_of(f: Field) -> str | None:

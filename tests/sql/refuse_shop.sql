@@ -63,6 +63,8 @@ SELECT COUNT(*) FROM shop.customers WHERE region IN (SELECT channel FROM shop.or
 SELECT COUNT(*) FROM shop.customers c WHERE EXISTS (SELECT 1 FROM shop.orders o WHERE o.channel = 'web') -- QueryError: must be tied to the outer rows
 SELECT COUNT(*) FROM shop.customers WHERE customer_id IN (SELECT customer_id FROM shop.orders) OR region = 'west' -- QueryError: joined to the rest of WHERE by AND
 SELECT COUNT(*) FROM shop.orders WHERE order_id > (SELECT AVG(order_id) FROM shop.orders) -- QueryError: scalar and correlated subqueries in WHERE
+# NOT IN over private rows whose column may be NULL: SQL's NOT IN is then true for no row (docs/sql.md, NOT IN and NULLs)
+SELECT COUNT(*) AS n FROM shop.orders WHERE order_id NOT IN (SELECT order_id FROM shop.orders WHERE channel = 'web') -- QueryError: may be NULL (the metadata does not declare it nullable: false)
 # ---- correlated filters that are not within one person
 SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT * FROM shop.order_items i WHERE i.level = o.order_id) -- QueryError: order_id and level are neither, so whether a row stays could depend on other persons' rows
 SELECT COUNT(*) AS n FROM shop.orders o WHERE NOT EXISTS (SELECT * FROM shop.order_items i WHERE i.order_id = o.customer_id) -- QueryError: customer_id and order_id are neither
