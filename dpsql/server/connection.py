@@ -99,9 +99,9 @@ class Connection:
 
     def drop(self) -> None:
         """Close a connection that has not authenticated (the pool of those is full)."""
-        self.writer.close()
-        if self.task is not None:
-            self.task.cancel()
+        transport = self.writer.transport
+        if transport is not None:
+            transport.abort()          # its serve() then reads EOF and ends as usual
 
     def stop_statement(self) -> None:
         """A cancel: stop this session's statement, waiting for its turn or running."""

@@ -115,7 +115,10 @@ class Runner:
     def _run(self, state: SessionState, sql: str, params: list, watch: Watch) -> Result:
         if not strip(sql):
             return Result("EMPTY")
-        done = session_command(state, sql, self.deployment.privacy)
+        try:
+            done = session_command(state, sql, self.deployment.privacy)
+        except errors.Error as err:        # SHOW dpsql.spent opens the analyst's session
+            raise err if isinstance(err, ServerError) else _for_analyst(err, True) from None
         if done is not None:
             return done
         if self.catalog.answers(sql):
