@@ -46,3 +46,49 @@ def test_a_password_in_the_url_is_refused(tmp_path):
         load(path)
     assert "secret" not in str(err.value)
     assert os.path.exists(path)
+
+
+HOSTILE = [
+    # issue 33, finding 11: `//` on a float rendered as an unguarded FLOOR(x / c), which
+    # PostgreSQL raises on when the quotient overflows: an error only with the target.
+    "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE "
+    "(CASE WHEN age = 37 AND income > 400000 THEN income ELSE 0 END) // 1e-306 > 0",
+    "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE "
+    "income % (CASE WHEN age = 37 AND income > 400000 THEN 0 ELSE 7 END) >= 0",
+    "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE ROUND(CAST((CASE WHEN age = 37 AND "
+    "income > 400000 THEN 1.7e308 ELSE 0 END) AS DOUBLE), 30) > 0",
+    "SELECT (CASE WHEN age = 37 AND income > 400000 THEN income ELSE 1 END) // 1e-306 "
+    "AS k, COUNT(*) AS n FROM PUMS.PUMS GROUP BY k",
+]
+
+
+def test_hostile_queries_behave_the_same_with_and_without_one_person(pg, tmp_path):
+    """Issue 33, findings 11 and 13 replayed through the wire: on neighbouring PostgreSQL
+    databases (the one row with age 37 and income 420,500 removed), every hostile query
+    has the same outcome and SQLSTATE and the same charge; answers may differ by noise."""
+    from tests.servers import create_database, load_frame
+    frame = pd.read_csv(DATA / "PUMS.csv")
+    target = (frame.age == 37) & (frame.income == 420500)
+    assert target.sum() == 1
+    outcomes = {}
+    for name, rows in (("with_target", frame), ("without_target", frame[~target])):
+        con = create_database(pg, name)
+        load_frame(con, DATA / "PUMS.yaml", "PUMS.PUMS", rows)
+        con.close()
+        where = tmp_path / name
+        served = Served(write_deployment(where, tables=None, database=pg.url(name),
+                                         privacy={"epsilon": 0.01, "delta": 1e-6}))
+        try:
+            with psycopg.connect(served.dsn("alice"), autocommit=True) as con:
+                seen = []
+                for sql in HOSTILE:
+                    try:
+                        con.execute(sql).fetchall()
+                        seen.append("00000")
+                    except psycopg.Error as err:
+                        seen.append((err.sqlstate, str(err).split(";")[0]))
+                seen.append(con.execute("SHOW dpsql.spent").fetchone()[0])
+            outcomes[name] = seen
+        finally:
+            served.stop()
+    assert outcomes["with_target"] == outcomes["without_target"]
