@@ -17,6 +17,10 @@ query is validated and bounded like any other, so privacy never rests on this mo
   DISTINCT), SUM or AVG; others (VAR_POP, quantiles, FILTER) are refused: ask them in
   a query of their own. COUNT and SUM without bounds and without an AVG keep dpsql's
   row-level plan: their exact answer is the same and their sensitivity tighter.
+* **Through references**: a table that reaches its person only through ``references``
+  (shop.order_items: order_id -> shop.orders) is aggregated per that person: the
+  per-person aggregation reads it joined along the path (``dpsql.plan.paths.path_joins``,
+  reference joins the planner checks as any other) and groups by the person at its end.
 * **Per row** (``contribution_bounds_per_row``): the aggregate's argument becomes
   ``LEAST(GREATEST(x, lo), hi)``, whose derived bounds are the intersection with the
   metadata's. Not combinable with the per-unit form.
@@ -38,7 +42,7 @@ from sqlglot import exp
 from ..errors import QueryError
 from ..frontend.bigquery import Clause, bound_of, clause_of
 from ..frontend.dialect import ANALYST_DIALECT
-from .relations import referenced
+from .paths import path_joins, reaches
 
 PER_UNIT = (exp.Count, exp.Sum, exp.Avg)
 ANONYMOUS_AGGREGATES = ("var", "std", "var_samp", "variance_samp")
@@ -51,22 +55,22 @@ def rewrite(tree: exp.Select, metadata) -> exp.Select:
     clause = clause_of(tree)
     if clause is None or not isinstance(tree, exp.Select):
         return tree
+    tree = tree.copy()           # (``_unit`` finds the FROM's tables by identity in it)
     tables = _tables(tree, metadata)
     _check_unit_name(tree, clause, tables)
     clause.per_unit = False
-    tree = tree.copy()
     aggregates = _aggregates(tree)
     bounds = [bound_of(n) for n in aggregates if bound_of(n) is not None]
     group = [b for b in bounds if b.kind == "group"]
     rows = [b for b in bounds if b.kind == "row"]
     averages = [n for n in aggregates if isinstance(n, exp.Avg) and bound_of(n) is None]
-    unit = _unit(tree, clause, tables) if group or averages else None
-    if group and unit is None:
+    unit, path = _unit(tree, clause, tables) if group or averages else (None, None)
+    if group and unit is None and path is None:
         raise QueryError(
             f"{group[0].name}{group[0].where} clamps each privacy unit's value, but "
             f"{_names(tables)} has row privacy (every row is its own unit): clamp each row "
             "with LEAST(GREATEST(x, lower), upper) instead")
-    if not group and (not averages or unit is None):
+    if not group and (not averages or (unit is None and path is None)):
         for node in aggregates:
             bound = bound_of(node)
             if bound is not None:
@@ -87,7 +91,7 @@ def rewrite(tree: exp.Select, metadata) -> exp.Select:
                 "aggregated per group, and only COUNT, SUM and AVG read such rows. Ask it "
                 "in a query of its own")
     clause.per_unit = True
-    return _per_unit(tree, unit, aggregates, tables)
+    return _per_unit(tree, unit, path, aggregates, tables)
 
 
 def _aggregates(tree: exp.Select) -> list:
@@ -118,8 +122,9 @@ def _literal(value) -> exp.Expression:
 
 
 def _tables(tree: exp.Expression, metadata) -> list:
-    """(Table node, metadata Table, its person column or None) of every table the query
-    reads (CTE names excluded)."""
+    """(Table node, metadata Table, its person column or None, the hops that reach that
+    column: ``dpsql.plan.paths.reaches``) of every table the query reads (CTE names
+    excluded)."""
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     out = []
     for node in tree.find_all(exp.Table):
@@ -127,32 +132,23 @@ def _tables(tree: exp.Expression, metadata) -> list:
             continue
         found = metadata.find_table(".".join(p for p in (node.catalog, node.db, node.name) if p))
         if found is not None:
-            out.append((node, found, _person(found, metadata)))
+            out.append((node, found, *reaches(found, metadata)))
     return out
 
 
-def _person(table, metadata) -> str | None:
-    """The column naming ``table``'s privacy unit, or None (row privacy, public)."""
-    if table.row_privacy or table.public:
-        return None
-    if table.private_ids:
-        return table.private_ids[0]
-    for col in table.columns.values():
-        if col.references:
-            return col.name if referenced(metadata, col.references)[1].private_id else None
-    return None
-
-
 def _names(tables: list) -> str:
-    return ", ".join(dict.fromkeys(t.full_name for _, t, _ in tables)) or "the table"
+    return ", ".join(dict.fromkeys(t.full_name for _, t, _, _ in tables)) or "the table"
 
 
 def _units(tables: list) -> dict:
-    """Lower-case person column -> "column (of table)" over the tables the query reads."""
+    """Lower-case person column -> "column (of table)" over the tables the query reads (a
+    table that reaches its person through references: of the table that holds it)."""
     out: dict = {}
-    for _, table, person in tables:
+    for _, table, person, hops in tables:
         if person:
-            out.setdefault(person.lower(), f"{person} (of {table.full_name})")
+            where = (f"{hops[-1][1].full_name}, reached from {table.full_name} through "
+                     f"{hops[0][0]}" if hops else table.full_name)
+            out.setdefault(person.lower(), f"{person} (of {where})")
     return out
 
 
@@ -167,7 +163,8 @@ def _check_unit_name(tree: exp.Select, clause: Clause, tables: list) -> None:
                          "privacy (every row is its own unit, set by the metadata); leave "
                          "the option out")
     qualifiers = {n.alias_or_name.lower() for n in tree.find_all(exp.Table, exp.Subquery, exp.CTE)}
-    qualifiers |= {t.full_name.lower() for _, t, _ in tables} | {t.name.lower() for _, t, _ in tables}
+    held = [t for _, t, _, _ in tables] + [h[1] for *_, hops in tables for h in hops[-1:]]
+    qualifiers |= {t.full_name.lower() for t in held} | {t.name.lower() for t in held}
     qualifier = ".".join(parts[:-1]).lower()
     if parts[-1].lower() not in units or (qualifier and qualifier not in qualifiers):
         first = next(iter(units.values()))
@@ -176,39 +173,55 @@ def _check_unit_name(tree: exp.Select, clause: Clause, tables: list) -> None:
                          f"privacy_unit_column = {first.split(' ')[0]} or leave the option out")
 
 
-def _unit(tree: exp.Select, clause: Clause, tables: list) -> exp.Column | None:
-    """The column that names a person in the query's FROM, or None (row privacy)."""
+def _unit(tree: exp.Select, clause: Clause, tables: list) -> tuple:
+    """(the column that names a person in the query's FROM, None), or (None, the path to
+    reach it: (qualifier, hops, person) for ``dpsql.plan.paths.path_joins``) when the FROM
+    reaches its person through references only; (None, None) for row privacy."""
     parts = clause.options.get("privacy_unit_column")
-    if parts:
-        keys = ("this", "table", "db", "catalog")
-        return exp.Column(**{k: exp.to_identifier(n) for k, n in zip(keys, reversed(parts))})
     source = tree.args.get("from_") or tree.args.get("from")
     direct = ([source.this] if source is not None else []) + [
         j.this for j in tree.args.get("joins") or []]
-    near = [(n, p) for n, _, p in tables if p and any(n is d for d in direct)]
+    near = [(n, p) for n, _, p, hops in tables if p and not hops and any(n is d for d in direct)]
+    if parts and (near or not any(hops for *_, hops in tables)):
+        keys = ("this", "table", "db", "catalog")
+        return exp.Column(**{k: exp.to_identifier(n) for k, n in zip(keys, reversed(parts))}), None
     if near:
         node, person = near[0]
         return exp.column(person, table=node.alias_or_name if len(direct) > 1 else None,
-                          quoted=True)
+                          quoted=True), None
+    reached = [(n.alias_or_name, hops, p) for n, _, p, hops in tables
+               if hops and any(n is d for d in direct)]
+    if reached:
+        return None, reached[0]
     units = _units(tables)
+    inside = [(hops, p) for *_, p, hops in tables if hops]
+    carried = inside[0][0][0][0] if inside else next(iter(units.values()), "").split(" ")[0]
+    if units and len(direct) == 1 and inside and _exposes(tree, direct[0], carried.lower()):
+        return None, (direct[0].alias_or_name, *inside[0])
     if units and len(direct) == 1 and not _exposes(tree, direct[0], next(iter(units))):
-        raise QueryError(f"this query aggregates per privacy unit (BigQuery's COUNT, SUM and "
-                         "AVG), so its FROM must carry the privacy unit's column: select "
-                         f"{next(iter(units.values())).split(' ')[0]} in the CTE or subquery "
-                         "it reads")
+        raise QueryError("this query aggregates per privacy unit (BigQuery's COUNT, SUM and "
+                         "AVG), so its FROM must carry the privacy unit's column"
+                         + (" or the one through which its rows reach it" if inside else "")
+                         + f": select {carried} in the CTE or subquery it reads")
     if len(units) > 1:
         raise QueryError("this query aggregates per privacy unit, and its FROM reads several "
                          f"privacy units ({', '.join(units.values())}); name the one to group "
                          "by with privacy_unit_column = ...")
-    return exp.column(next(iter(units.values())).split(" ")[0], quoted=True) if units else None
+    return (exp.column(next(iter(units.values())).split(" ")[0], quoted=True) if units
+            else None), None
 
 
 # ----------------------------------------------------------------- the per-unit query
 
-def _per_unit(tree: exp.Select, unit: exp.Column, aggregates: list, tables: list) -> exp.Select:
+def _per_unit(tree: exp.Select, unit, path, aggregates: list, tables: list) -> exp.Select:
     """``tree`` (a copy) as an outer aggregation over a per-person aggregation by ``unit``
-    and the group keys (see the module docstring)."""
+    (or the person at the end of ``path``, joined along it) and the group keys (see the
+    module docstring)."""
     prefix = _prefix(tree)
+    joins = list(tree.args.get("joins") or [])
+    if path is not None:
+        unit, added = path_joins(*path, prefix)
+        joins += added
     keys = _keys(tree, tables)
     for key in keys:         # as dpsql.plan.lift says it, with the key as written
         if any(c.name.lower() == unit.name.lower() for c in key.find_all(exp.Column)):
@@ -234,7 +247,7 @@ def _per_unit(tree: exp.Select, unit: exp.Column, aggregates: list, tables: list
     source = tree.args.get("from_") or tree.args.get("from")
     inner = exp.Select(expressions=inner_items)
     inner.set("from_", source)
-    inner.set("joins", tree.args.get("joins"))
+    inner.set("joins", joins or None)
     inner.set("where", tree.args.get("where"))
     inner.set("group", exp.Group(expressions=[unit] + [k.copy() for k in keys]))
     alias = exp.TableAlias(this=exp.to_identifier(f"{prefix}u"))
@@ -324,7 +337,7 @@ def _keys(tree: exp.Select, tables: list) -> list:
                          "one query per grouping")
     items = tree.expressions
     aliases = {i.alias.lower(): i.this for i in items if isinstance(i, exp.Alias)}
-    columns = {c.lower() for _, t, _ in tables for c in t.columns}
+    columns = {c.lower() for _, t, _, _ in tables for c in t.columns}
     columns |= {output_name(i).lower() for s in tree.find_all(exp.Select) if s is not tree
                 for i in s.expressions}
     keys, seen = [], set()

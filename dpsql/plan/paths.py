@@ -17,6 +17,12 @@ i.order_id = o.order_id``) leaves nothing to add.
 Only the relation the released aggregation reads gets the joins: a subquery of
 order_items stays a referencing relation, which the outer query may still join
 with orders itself.
+
+``reaches`` and ``path_joins`` write the same path as SQL, for a rewrite that must
+name the person inside a subquery (BigQuery's per-unit aggregation,
+``dpsql.plan.contributions``): ``JOIN (SELECT order_id AS k, customer_id AS p FROM
+shop.orders) r ON i.order_id = r.k``, one join per hop, each a reference join the
+planner checks as any other.
 """
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ from sqlglot import exp
 
 from ..frontend.binding import fail
 from .joins import Join
-from .relations import HIDDEN_PID, Relation, scan
+from .relations import HIDDEN_PID, Relation, referenced, scan
 from .rewrite import column
 
 FROM = "_dpsql_from"
@@ -95,3 +101,42 @@ def _referenced(resolver, table, key: str, alias: str) -> Relation:
     out = base.derived(fields, pid, base.k, False, sql, [])
     out.ref = ref
     return out
+
+
+def reaches(table, metadata) -> tuple:
+    """(the column naming ``table``'s person, the hops to the table that holds it): ``hops``
+    is a list of (referencing column, referenced table, its key), empty when ``table``
+    holds the person itself; (None, []) for row privacy and public tables."""
+    hops, seen = [], set()
+    while not (table.row_privacy or table.public):
+        if table.private_ids:
+            return table.private_ids[0], hops
+        ref = next((c for c in table.columns.values() if c.references), None)
+        if ref is None or table.full_name in seen:
+            return None, []
+        seen.add(table.full_name)
+        target, key = referenced(metadata, ref.references)
+        if key.private_id:
+            return ref.name, hops
+        hops.append((ref.name, target, key.name))
+        table = target
+    return None, []
+
+
+def path_joins(qualifier: str, hops: list, person: str, prefix: str) -> tuple:
+    """(the person's column, the joins that reach it from ``qualifier``'s referencing
+    column along ``hops``), each referenced table read as its key (``<prefix>k``) and the
+    column that goes on (``<prefix>f``, at the end the person, ``<prefix>p``)."""
+    joins, previous = [], exp.column(hops[0][0], table=qualifier)
+    for i, (_, table, key) in enumerate(hops, 1):
+        alias = f"{prefix}r{i}"
+        onward, name = (hops[i][0], f"{prefix}f") if i < len(hops) else (person, f"{prefix}p")
+        node = exp.Table(this=exp.to_identifier(table.name),
+                         db=exp.to_identifier(table.schema) if table.schema else None)
+        sub = exp.select(exp.alias_(exp.column(key), f"{prefix}k"),
+                         exp.alias_(exp.column(onward), name)).from_(node)
+        joins.append(exp.Join(this=exp.Subquery(this=sub, alias=exp.TableAlias(
+            this=exp.to_identifier(alias))), on=exp.EQ(this=previous, expression=exp.column(
+                f"{prefix}k", table=alias))))
+        previous = exp.column(name, table=alias)
+    return previous, joins

@@ -27,6 +27,7 @@ import pytest
 
 import dpsql
 from tests.neighbours.harness import attack
+from tests.neighbours.test_join_neighbours import _l1, shop  # noqa: F401 (the shop pair)
 from tests.paths import DATA
 
 EPSILON, DELTA, RUNS = 1.0, 1e-6, 200
@@ -100,3 +101,29 @@ def test_per_group_clamped_sum(pair):
     sql = (DP.format("") + "item, SUM(quantity, contribution_bounds_per_group => (0, 50)) "
            f"AS s FROM school.requests {FILTER} GROUP BY item")
     _check(pair, sql, EXACT_SUM, bound=50, l1=300)
+
+
+# ------------------------------------------------------------------ through references
+
+def test_per_unit_sum_of_a_table_that_reaches_its_person_through_references(shop):
+    """``shop.order_items`` reaches its person only through ``order_id -> shop.orders``: the
+    per-unit SUM groups by that person (the customer), so X's 900 items of 500 (truncated
+    to order_items' max_ids, 50) add one per-person value, clamped to 1000: L1 = 1000. The
+    shop pair of tests/neighbours/test_join_neighbours.py; the bucket is the answer above
+    the exact per-customer clamped sum without X (the other customers stay within every
+    bound), in steps far beyond X's 1000 and short of the 25,000 that X's kept items give
+    unclamped (or clamped per order: about 10 orders of 2,500)."""
+    sql = (DP.format("") + "SUM(amount, contribution_bounds_per_group => (0, 1000)) AS s "
+           "FROM shop.order_items")
+    assert _l1(shop, sql) == pytest.approx([1000], rel=1e-3)
+    base = float(shop.exact("without", (
+        "SELECT SUM(LEAST(s, 1000)) AS s FROM (SELECT o.customer_id, SUM(i.amount) AS s FROM "
+        "shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id GROUP BY 1)")).s[0])
+
+    def bucket(df):
+        return sum(float(df.s[0]) - base > step for step in (4000, 12500))
+
+    a, b = attack(shop.readers, sql, bucket, runs=RUNS, buckets=5)
+    for side in (a, b):
+        assert side.epsilon == pytest.approx(EPSILON), (side.name, side.epsilon)
+        assert all(label[0] == "answer" for label in side.counts), dict(side.counts)

@@ -107,3 +107,5 @@ SELECT COUNT(*) AS n FROM (SELECT customer_id, COUNT(*) AS k FROM shop.orders GR
 SELECT x FROM (SELECT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel) t -- QueryError: unknown column x in the outer query
 SELECT channel, n FROM (SELECT DISTINCT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel) t -- QueryError: SELECT DISTINCT over aggregates inside a subquery
 SELECT n_orders FROM (SELECT customer_id, COUNT(*) AS n_orders FROM shop.orders GROUP BY customer_id) t -- QueryError: uses the privacy unit's id
+# BigQuery's per-unit aggregation of a table that reaches its person through references needs the column it reaches it by
+SELECT WITH DIFFERENTIAL_PRIVACY AVG(amount) AS a FROM (SELECT level, amount FROM shop.order_items) t -- QueryError: select order_id in the CTE or subquery it reads

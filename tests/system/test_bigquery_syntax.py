@@ -202,6 +202,78 @@ def test_max_groups_contributed_on_rows_and_with_metadata_groups():
     assert sensitivities(shop, orders.format(5)) == [("COUNT(*)", 30.0)]
 
 
+# ------------------------------------------------------------------ through references
+
+SHOP_PER_CUSTOMER = ("SELECT k, {outer} FROM (SELECT o.customer_id, {key} AS k, {inner} FROM "
+                     "shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id{more} "
+                     "{where} GROUP BY 1, 2) GROUP BY 1 ORDER BY 1")
+
+
+@pytest.fixture(scope="module")
+def star():
+    """The shop and retail star schemas, in dpsql and in plain DuckDB; every person stays
+    within the metadata's bounds, so the bounded answer is the exact one."""
+    from tests.paths import RETAIL_TABLES, SHOP_TABLES
+    con = duckdb.connect()
+    for name, path in {**SHOP_TABLES, **RETAIL_TABLES}.items():
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {name.split('.')[0]}")
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_csv_auto(?)", [str(path)])
+    readers = {"shop": dpsql.from_df(dict(SHOP_TABLES), DATA / "shop.yaml", privacy=EXACT),
+               "retail": dpsql.from_df(dict(RETAIL_TABLES), DATA / "retail.yaml", privacy=EXACT)}
+    return readers, con
+
+
+@pytest.mark.parametrize("sql, exact", [
+    # order_items reaches its customer through order_id -> shop.orders: per customer
+    (DP.format("") + "level, SUM(amount, contribution_bounds_per_group => (0, 300)) AS s, "
+     "COUNT(*, contribution_bounds_per_group => (0, 5)) AS n, AVG(amount) AS a "
+     "FROM shop.order_items GROUP BY level",
+     SHOP_PER_CUSTOMER.format(key="i.level", outer="SUM(LEAST(s, 300)), SUM(LEAST(n, 5)), "
+                              "AVG(a)", inner="SUM(i.amount) AS s, COUNT(*) AS n, "
+                              "AVG(i.amount) AS a", more="", where="")),
+    # the same through a subquery that keeps order_id, and with privacy_unit_column
+    (DP.format("privacy_unit_column = customer_id") + "level, SUM(amount, "
+     "contribution_bounds_per_group => (0, 300)) AS s FROM (SELECT order_id, level, amount "
+     "FROM shop.order_items WHERE amount > 20) t GROUP BY level",
+     SHOP_PER_CUSTOMER.format(key="i.level", outer="SUM(LEAST(s, 300))",
+                              inner="SUM(i.amount) AS s", more="", where="WHERE i.amount > 20")),
+    # joined with a public table
+    (DP.format("") + "l.name, SUM(i.amount, contribution_bounds_per_group => (0, 300)) AS s "
+     "FROM shop.order_items i JOIN shop.levels l ON i.level = l.level GROUP BY l.name",
+     SHOP_PER_CUSTOMER.format(key="l.name", outer="SUM(LEAST(s, 300))", inner="SUM(i.amount) "
+                              "AS s", more=" JOIN shop.levels l ON i.level = l.level", where="")),
+    # retail: lineitems reach their customer through order_id -> retail.orders
+    (DP.format("") + "return_flag, SUM(quantity, contribution_bounds_per_group => (0, 500)) "
+     "AS q FROM retail.lineitems GROUP BY return_flag",
+     "SELECT return_flag, SUM(LEAST(q, 500)) FROM (SELECT o.customer_id, l.return_flag, "
+     "SUM(l.quantity) AS q FROM retail.lineitems l JOIN retail.orders o ON l.order_id = "
+     "o.order_id GROUP BY 1, 2) GROUP BY 1 ORDER BY 1"),
+])
+def test_per_group_bounds_through_references_are_per_person(star, sql, exact):
+    readers, con = star
+    reader = readers["retail" if "retail." in sql else "shop"]
+    got, want = rows(reader.execute_df(sql)), rows(con.execute(exact).df())
+    assert got.keys() == want.keys(), (got, want)
+    for key in want:      # the noise of epsilon = 1e5 at L1 = 50 x 300: a few units
+        assert got[key] == pytest.approx(want[key], abs=0.5, rel=1e-4), (key, got, want)
+
+
+def test_per_group_bounds_through_references_bound_the_person():
+    from tests.paths import SHOP_TABLES
+    shop = dpsql.from_df(dict(SHOP_TABLES), DATA / "shop.yaml", privacy=EXACT)
+    sql = (DP.format("{}") + "level, SUM(amount, contribution_bounds_per_group => (0, 300)) AS s "
+           "FROM shop.order_items GROUP BY level")
+    # a customer has at most 50 items (order_items' max_ids), so at most 50 per-person rows
+    # (one per level), each clamped to 300; max_groups_contributed = 1 keeps one
+    assert sensitivities(shop, sql.format(""))[0][1] == pytest.approx(50 * 300, rel=1e-3)
+    assert sensitivities(shop, sql.format("max_groups_contributed = 1"))[0][1] == \
+        pytest.approx(300, rel=1e-3)
+    assert "per-person aggregation by" in shop.explain(sql.format(""))
+    with pytest.raises(dpsql.QueryError, match="select order_id in the CTE or subquery"):
+        shop.explain(DP.format("") + "AVG(amount) AS a FROM (SELECT amount FROM "
+                     "shop.order_items) t")
+
+
 # ------------------------------------------------------------------ privacy and cost
 
 def test_options_set_this_querys_privacy_and_are_charged_exactly(tmp_path):
