@@ -18,6 +18,7 @@ the critical phase or after the statement has ended (in the worker pool's own co
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 
 _set_async = ctypes.pythonapi.PyThreadState_SetAsyncExc
@@ -35,7 +36,7 @@ class StatementCancelled(BaseException):
 class Watch:
     """The deadline and cancel of one statement running in the current thread."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, guard: "MemoryGuard | None" = None) -> None:
         self.thread = threading.get_ident()
         self.lock = threading.Lock()
         self.interruptible = True
@@ -44,9 +45,13 @@ class Watch:
         self.stop_engine = None                  # interrupts the engine call in progress
         self.timer = threading.Timer(max(timeout, 0.0), self.fire, ("timeout",))
         self.timer.daemon = True
+        self.guard = guard
+        self.start_rss = 0
 
     def start(self) -> "Watch":
         self.timer.start()
+        if self.guard is not None:
+            self.guard.add(self)
         return self
 
     @property
@@ -79,6 +84,8 @@ class Watch:
         ``StatementCancelled`` if the statement was stopped before it got there: then
         nothing of the critical phase has run."""
         try:
+            if self.guard is not None:
+                self.guard.remove(self)
             with self.lock:
                 self.interruptible = False
                 self.stop_engine = stop
@@ -95,6 +102,8 @@ class Watch:
         """The statement is over: no exception may reach this thread any more."""
         try:
             self.timer.cancel()
+            if self.guard is not None:
+                self.guard.remove(self)
             with self.lock:
                 self.interruptible = False
                 self.stop_engine = None
@@ -103,3 +112,67 @@ class Watch:
                     self.injected = False
         except StatementCancelled:
             pass
+
+
+def rss() -> int:
+    """This process's resident memory in bytes (0 where /proc is not there)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class MemoryGuard:
+    """Stops a statement whose free phase (parsing, planning, catalog) grows the server
+    by more than ``limit`` bytes: a thread reads the resident memory every 50 ms and
+    stops every interruptible statement that started ``limit`` or more below it (a
+    statement that reads data is bounded by its engine's own memory limit instead). The
+    memory is attributed to each such statement: when several run at once, all of them
+    are stopped; they were free, and are refused with 53200."""
+
+    def __init__(self, limit: int, period: float = 0.05) -> None:
+        self.limit, self.period = limit, period
+        self.watches: set = set()
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._loop, name="dpsql-memory", daemon=True)
+        self.stopped = threading.Event()
+        if rss():
+            self.thread.start()
+
+    def add(self, watch: Watch) -> None:
+        watch.start_rss = rss()
+        with self.lock:
+            self.watches.add(watch)
+
+    def remove(self, watch: Watch) -> None:
+        with self.lock:
+            self.watches.discard(watch)
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def _loop(self) -> None:
+        while not self.stopped.wait(self.period):
+            with self.lock:
+                watches = list(self.watches)
+            if not watches:
+                continue
+            now = rss()
+            for watch in watches:
+                if now - watch.start_rss > self.limit:
+                    watch.fire("memory")
+
+
+def release_memory() -> None:
+    """Return what a stopped statement had allocated to the system (glibc keeps freed
+    memory otherwise, and the next statement's growth is measured from the total)."""
+    import gc
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass

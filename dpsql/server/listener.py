@@ -87,6 +87,7 @@ class Server:
         await asyncio.gather(*tasks, return_exceptions=True)
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.accounts.close()
+        self.runner.guard.stop()
 
     # -- connections ------------------------------------------------------------------
     async def _accept(self, reader, writer, tcp: bool) -> None:

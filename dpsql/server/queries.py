@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import errors
 from ..frontend.bigquery import sql_privacy
 from ..privacy.params import Privacy
-from .deadline import StatementCancelled, Watch
+from .deadline import MemoryGuard, StatementCancelled, Watch, release_memory
 from .statements import Result, ServerError, SessionState, first_word, session_command, \
     sqlstate, strip
 
@@ -84,13 +84,14 @@ class Runner:
 
     def __init__(self, deployment, accounts, catalog) -> None:
         self.deployment, self.accounts, self.catalog = deployment, accounts, catalog
+        self.guard = MemoryGuard(int(deployment.limits["statement_memory_mb"] * 2 ** 20))
 
     def run(self, state: SessionState, sql: str, params: list | None = None,
             timeout: float | None = None) -> Result:
         """The result of ``sql``, stopped by ``timeout`` (default: the deployment's
         statement timeout) or the client's cancel at any step; every outcome is audited."""
         limit = self.deployment.limits["statement_timeout_s"] if timeout is None else timeout
-        watch = Watch(limit)
+        watch = Watch(limit, self.guard)
         cost, outcome, code, detail = None, "ok", "00000", None
         try:
             state.interrupt = lambda: watch.fire("cancel")
@@ -102,6 +103,8 @@ class Runner:
             finally:
                 watch.close()
                 state.interrupt = None
+                if watch.reason == "memory":
+                    release_memory()
             cost = result.cost
             return result
         except BaseException as exc:   # noqa: BLE001 - audited, then re-raised
@@ -247,7 +250,12 @@ def _for_analyst(err: errors.Error, opening: bool = False) -> errors.Error:
 
 
 def _stopped(watch: Watch, err: Exception | None) -> Exception:
-    """A cancel or timeout becomes 57014 (the query was charged if it reached the engine)."""
+    """A cancel or timeout becomes 57014 (the query was charged if it reached the engine);
+    a free phase that outgrew the memory limit, 53200."""
+    if watch.reason == "memory":
+        return ServerError("out of memory: the statement needed more than this server's "
+                           "memory for one statement while it was parsed or planned; it "
+                           "cost nothing: write it shorter or split it", "53200")
     text = ("canceling statement due to statement timeout" if watch.reason == "timeout"
             else "canceling statement due to user request")
     out = ServerError(f"{text}; its cost was charged if it had reached the data", "57014")

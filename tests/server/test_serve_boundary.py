@@ -198,3 +198,22 @@ def test_copy_is_not_supported(served):
     with psycopg.connect(served.dsn("carol"), autocommit=True) as con:
         assert code(con, "COPY (SELECT 1) TO STDOUT")[0] == "0A000"
         assert code(con, "copy PUMS.PUMS to '/tmp/x'")[0] == "0A000"
+
+
+def test_a_free_statement_cannot_grow_the_server_past_its_memory_limit(tmp_path):
+    """Done-when of issue 33: no free statement can grow the server by more than the
+    configured memory. Planning the 15,000-value IN list grows it by about 100 MB: with
+    a 40 MB limit it is stopped (53200, free); a small query still runs. (A server of
+    its own: memory freed by earlier statements is reused without growing it.)"""
+    served = Process(write_deployment(tmp_path, limits={"statement_memory_mb": 40,
+                                                         "statement_timeout_s": 60}))
+    try:
+        with psycopg.connect(served.dsn("bob"), autocommit=True) as con:
+            start = time.monotonic()
+            state, text = code(con, SLOW_PLAN)
+            assert state == "53200", text
+            assert time.monotonic() - start < 5
+            assert code(con, "SELECT COUNT(*) AS n FROM PUMS.PUMS")[0] == "00000"
+        assert spent(served.deployment, "bob") == pytest.approx(0.5)
+    finally:
+        served.stop()
