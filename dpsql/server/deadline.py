@@ -47,6 +47,7 @@ class Watch:
         self.timer.daemon = True
         self.guard = guard
         self.start_rss = 0
+        self.closed = threading.Event()
 
     def start(self) -> "Watch":
         self.timer.start()
@@ -67,12 +68,16 @@ class Watch:
             if self.interruptible:
                 _set_async(self.thread, StatementCancelled)
                 self.injected = True
-            stop = self.stop_engine
-        if stop is not None:
-            try:
-                stop()
-            except Exception:   # noqa: BLE001 - an engine that cannot be interrupted now
-                pass
+            stop, repeat = self.stop_engine, not self.interruptible
+        _call(stop)
+        if repeat:
+            # An interrupt that lands between two engine calls is lost (the engine
+            # clears it when the next call starts): repeat it until the statement ends.
+            threading.Thread(target=self._keep_stopping, daemon=True).start()
+
+    def _keep_stopping(self) -> None:
+        while not self.closed.wait(0.1):
+            _call(self.stop_engine)
 
     def engine(self, stop) -> None:
         """Set (or clear, with None) how to interrupt the engine call in progress."""
@@ -101,6 +106,7 @@ class Watch:
     def close(self) -> None:
         """The statement is over: no exception may reach this thread any more."""
         try:
+            self.closed.set()
             self.timer.cancel()
             if self.guard is not None:
                 self.guard.remove(self)
@@ -111,6 +117,14 @@ class Watch:
                     _clear_async(self.thread, None)
                     self.injected = False
         except StatementCancelled:
+            pass
+
+
+def _call(stop) -> None:
+    if stop is not None:
+        try:
+            stop()
+        except Exception:   # noqa: BLE001 - an engine that cannot be interrupted now
             pass
 
 

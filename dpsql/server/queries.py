@@ -194,6 +194,8 @@ class Runner:
                 err.dpsql_cost = _cost(reader, before)
                 raise _stopped(watch, err) if watch.fired else _for_analyst(err) from None
             cost = _cost(reader, before)
+            if watch.fired:          # stopped too late to interrupt: charged, not shown
+                raise _stopped(watch, _Charged(cost))
         columns = [(str(name), _frame_type(frame[name])) for name in frame.columns]
         rows = list(frame.itertuples(index=False, name=None))
         return Result(f"SELECT {len(rows)}", columns, rows, cost)
@@ -235,6 +237,12 @@ def _check_cap(spend, analyst, privacy: Privacy) -> None:
         raise ServerError(f"the query would be charged {charged}, above your per-query cap "
                           f"({_describe(cap)}), once its budget is split among its "
                           "statistics; ask fewer statistics or lower its privacy", "42501")
+
+
+class _Charged(errors.OperationalError):
+    def __init__(self, cost) -> None:
+        super().__init__("answered after the statement was stopped; charged, not shown")
+        self.dpsql_cost = cost
 
 
 def _for_analyst(err: errors.Error, opening: bool = False) -> errors.Error:
