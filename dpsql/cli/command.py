@@ -12,9 +12,7 @@ Every failure is one line on stderr and an exit code per class (see
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
-import math
 import os
 import sys
 import warnings
@@ -23,214 +21,8 @@ from . import interrupt
 from .text import (EXIT_BUDGET, EXIT_CODES, EXIT_DATA, EXIT_INTERNAL, EXIT_METADATA,
                        EXIT_OK, EXIT_QUERY, EXIT_USAGE, UsageError, _pair, _require_file, _warn,
                        _write, format_frame, progress_line)
+from .parsers import build_parser
 from ..errors import Error, OperationalError
-from ..privacy.params import DEFAULT_DELTA
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr, never the usage block."""
-
-    def error(self, message):  # noqa: D401 - argparse API
-        raise UsageError(f"{message} (see '{self.prog} --help')")
-
-
-# ----------------------------------------------------------------- arguments
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return value
-
-
-def _level(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"a confidence level strictly between 0 and 1 (e.g. "
-                                         f"0.95), got {text!r}")
-    return value
-
-
-def _delta(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text!r}")
-    return value
-
-
-def _budget(text: str):
-    """E[,D] for an (epsilon, delta) budget; rho=R[,D] for a zCDP one."""
-    from ..privacy.params import Budget
-    eps, _, delta = text.partition(",")
-    if eps.startswith("rho="):
-        rho = _positive_float(eps[4:])
-        return Budget(rho=rho, delta=_delta(delta)) if delta else Budget(rho=rho)
-    if delta:
-        return Budget(_positive_float(eps), _delta(delta))
-    return Budget(_positive_float(eps))
-
-
-def _table(text: str) -> tuple:
-    name, sep, path = text.partition("=")
-    if not sep or not path or name.count(".") != 1 or "" in name.split("."):
-        raise argparse.ArgumentTypeError(
-            f"expected schema.table=PATH (e.g. PUMS.PUMS=PUMS.csv), got {text!r}")
-    return name, path
-
-
-def _query_table(text: str) -> tuple:
-    """``query --table``: SCHEMA.TABLE=PATH, or TABLE=PATH for a table whose metadata
-    schema name is empty (collection/''/table); the engine resolves the name."""
-    name, sep, path = text.partition("=")
-    if sep and path and name and "." not in name:
-        return name, path
-    try:
-        return _table(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"expected SCHEMA.TABLE=PATH (e.g. PUMS.PUMS=PUMS.csv), or TABLE=PATH for a "
-            f"table whose metadata schema name is empty, got {text!r}") from None
-
-
-def build_parser() -> argparse.ArgumentParser:
-    top = _Parser(prog="dpsql", description="Differentially private SQL over DuckDB.",
-                  usage="dpsql [-h] [--version] COMMAND ...",
-                  epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    top.add_argument("--version", action="version", version=f"dpsql {_version()}")
-    # The commands are listed in the epilog, sub-actions included, one line each.
-    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser,
-                             help=argparse.SUPPRESS)
-    _add_query_parser(sub)
-    _add_ledger_parser(sub)
-    _add_metadata_parser(sub)
-    from . import serve as cli_serve
-    cli_serve.add_parser(sub)
-    top.epilog = _command_list(sub) + "\n" + EXIT_CODES
-    return top
-
-
-def _command_list(sub) -> str:
-    """``commands:`` and one line per command (``ledger show``, ...), from the parsers'
-    own help, so that --help cannot leave one out."""
-    lines = []
-    for action in sub._choices_actions:
-        parser = sub.choices[action.dest]
-        nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        for choice in (nested[0]._choices_actions if nested else [action]):
-            name = action.dest + (f" {choice.dest}" if nested else "")
-            lines.append(f"  {name:<16}  {choice.help}")
-    return "commands (each has --help):\n" + "\n".join(lines) + "\n"
-
-
-def _add_query_parser(sub) -> None:
-    q = sub.add_parser(
-        "query", help="answer one SQL query with differential privacy",
-        description="Answer one SQL aggregate query with differential privacy. Tables come "
-        "from --table files (CSV or Parquet, read by DuckDB), a DuckDB database file opened "
-        "read-only, a PostgreSQL server or Spark (--engine).", epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    q.add_argument("--metadata", required=True, metavar="M.yaml",
-                   help="SmartNoise-format metadata of the tables")
-    q.add_argument("--table", action="append", type=_query_table, default=[],
-                   metavar="SCHEMA.TABLE=PATH", help="bind a table to a .csv/.parquet file "
-                   "(repeatable; TABLE=PATH if the metadata's schema name is empty)")
-    q.add_argument("--database", metavar="FILE.duckdb",
-                   help="a DuckDB database holding the tables (opened read-only)")
-    q.add_argument("--engine", metavar="URL", default=None,
-                   help="run where the data lives: a PostgreSQL server as a libpq URL "
-                   "(postgresql://user@host/db; the password comes from PGPASSWORD or "
-                   "~/.pgpass, never from the command line), or spark (its catalog's "
-                   "tables, and --table bindings to Parquet); default: embedded DuckDB")
-    q.add_argument("--spark-master", metavar="URL", default=None,
-                   help="with --engine spark: the cluster's master URL (spark://host:7077, "
-                   "yarn, k8s://...); default local[*], this machine")
-    size = q.add_mutually_exclusive_group(required=True)
-    size.add_argument("--epsilon", type=_positive_float, metavar="E",
-                      help="the most this query may cost in epsilon, all its statistics "
-                      "together")
-    size.add_argument("--rho", type=_positive_float, metavar="R",
-                      help="the query's privacy in zCDP instead of --epsilon")
-    q.add_argument("--delta", type=_delta, metavar="D",
-                   help=f"the most this query may cost in delta (default {DEFAULT_DELTA:g}; "
-                   "spent only by statistics that need it)")
-    q.add_argument("--format", choices=("table", "csv", "json"), default="table",
-                   help="output: aligned table (default), CSV with a header, or JSON objects")
-    q.add_argument("--ledger", metavar="FILE",
-                   help="a ledger file keeping this session's spending across invocations")
-    q.add_argument("--budget", type=_budget, metavar="E[,D]",
-                   help="the session's total (with --ledger; fixed when the ledger is "
-                   "created; default delta 1e-6); rho=R[,D] for a zCDP session")
-    q.add_argument("--accuracy", type=_level, metavar="LEVEL",
-                   help="after each noisy column C, add C_lo and C_hi: an interval holding "
-                   "the exact answer of the bounded plan with this probability (e.g. 0.95); "
-                   "costs nothing more")
-    q.add_argument("--fresh", action="store_true",
-                   help="a fresh release, paid for, even if the ledger holds this query's "
-                   "release (by default the same query again is replayed, free)")
-    q.add_argument("--explain", action="store_true",
-                   help="print the bounded plan and each statistic's mechanism, scale and "
-                   "95%% accuracy; runs nothing and spends nothing")
-    q.add_argument("sql", metavar="SQL", help="the query, or - to read it from stdin")
-
-
-def _add_ledger_parser(sub) -> None:
-    led = sub.add_parser("ledger", help="inspect a ledger file")
-    led_sub = led.add_subparsers(dest="ledger_command", metavar="ACTION", parser_class=_Parser)
-    show = led_sub.add_parser("show", help="print a ledger's budget, spent, remaining and "
-                              "releases")
-    show.add_argument("file", metavar="FILE")
-    show.add_argument("--format", choices=("table", "json"), default="table")
-    from . import report as cli_report
-    cli_report.add_parser(led_sub)
-
-
-def _add_metadata_parser(sub) -> None:
-    meta = sub.add_parser("metadata", help="write or check a metadata file")
-    meta_sub = meta.add_subparsers(dest="metadata_command", metavar="ACTION",
-                                   parser_class=_Parser)
-    check = meta_sub.add_parser("check", help="validate a metadata file and list every "
-                                "problem with its path")
-    check.add_argument("file", metavar="M.yaml")
-    init = meta_sub.add_parser(
-        "init", help="write a metadata skeleton from the data's schema to stdout",
-        description="Write a SmartNoise-format metadata skeleton from the schema (column "
-        "names and types) of data files. No value of the data is read into it: bounds and "
-        "the privacy unit are left for the data owner.")
-    init.add_argument("--table", action="append", type=_table, required=True,
-                      metavar="SCHEMA.TABLE=PATH", help="a .csv/.parquet file (repeatable)")
-    bounds = meta_sub.add_parser(
-        "bounds", help="estimate a column's lower and upper bounds with differential privacy",
-        description="Estimate DP lower and upper bounds of a numeric column (the 1% and 99% "
-        "quantiles over log-spaced cells, docs/sql.md); it spends EPSILON of the data's privacy "
-        "budget (record it with --ledger). With --write, store them in the metadata file.")
-    bounds.add_argument("--metadata", required=True, metavar="M.yaml")
-    bounds.add_argument("--table", action="append", type=_table, required=True,
-                        metavar="SCHEMA.TABLE=PATH", help="the data file of the table (the first "
-                        "--table is the one whose column is estimated)")
-    bounds.add_argument("--column", required=True, metavar="C")
-    bounds.add_argument("--epsilon", required=True, type=_positive_float, metavar="E")
-    bounds.add_argument("--ledger", metavar="FILE", help="record the spending in this ledger")
-    bounds.add_argument("--budget", type=_budget, metavar="E[,D]",
-                        help="the ledger's budget (only with --ledger)")
-    bounds.add_argument("--write", action="store_true",
-                        help="store the bounds as lower/upper of the column in M.yaml")
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("dpsql")
-    except Exception:  # noqa: BLE001 - not installed, e.g. run from a source tree
-        return "(source tree)"
-
 
 # ----------------------------------------------------------------- commands
 
@@ -381,11 +173,10 @@ def classify(exc: BaseException) -> tuple:
     """(exit code, label) for an exception; the CLI's one error contract."""
     from .. import errors
     from ..privacy.ledger import LedgerError
-    try:
-        import duckdb
-        duck = (duckdb.Error,)
-    except ImportError:  # pragma: no cover - duckdb is a dependency
-        duck = ()
+    # A DuckDB error can only come from a DuckDB already loaded: a failure before it was
+    # (a usage error) must not pay for importing it.
+    duckdb = sys.modules.get("duckdb")
+    duck = (duckdb.Error,) if duckdb is not None else ()
     table = [
         (UsageError, EXIT_USAGE, "usage error"),
         (errors.BudgetExceededError, EXIT_BUDGET, "budget exceeded"),

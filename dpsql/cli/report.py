@@ -10,25 +10,8 @@ import json
 import os
 import sys
 
-from ..release import report
-from ..privacy.spend import remaining
-from ..privacy.zcdp import reported
 from .text import EXIT_OK, _num, _pair, _write, render_table
 from ..privacy.ledger import Ledger
-
-
-def add_parser(led_sub) -> None:
-    rep = led_sub.add_parser(
-        "report", help="print a ledger's DP release table (markdown, HTML or JSON)",
-        description="Print the DP release table of a ledger: per release its time, query, "
-        "privacy unit and contribution bound, epsilon/delta/rho, and per statistic its "
-        "mechanism, scale, bounds and 95%% accuracy; with the totals and the budget left. "
-        "--format html writes a standalone page (no scripts, no network) with a chart of the "
-        "budget spent over the releases, numbered as the table's rows. Replays are listed, "
-        "costing 0.")
-    rep.add_argument("file", metavar="FILE", nargs="?", help="the ledger file (or --ledger)")
-    rep.add_argument("--ledger", metavar="FILE", dest="ledger_file")
-    rep.add_argument("--format", choices=("markdown", "html", "json"), default="markdown")
 
 
 def run(args, usage_error) -> int:
@@ -39,6 +22,9 @@ def run(args, usage_error) -> int:
         raise usage_error("give the ledger once: FILE or --ledger FILE")
     if not os.path.lexists(path):
         raise FileNotFoundError(f"ledger file not found: {path}")
+    from ..privacy.spend import remaining
+    from ..privacy.zcdp import reported
+    from ..release import report        # pandas: only for this command
     led = Ledger(path, create=False)      # refuses anything but a ledger, creates nothing
     records = led.records()
     spending, budget = led.spending(), led.budget

@@ -17,19 +17,6 @@ from . import interrupt
 from .text import EXIT_OK, UsageError
 
 
-def add_parser(sub) -> None:
-    serve = sub.add_parser(
-        "serve", help="serve the data owner's tables to analysts over the PostgreSQL protocol",
-        description="Serve the tables of a deployment file to its analysts over the "
-        "PostgreSQL wire protocol (psql, psycopg, JDBC, BI tools connect unchanged), each "
-        "analyst with their own budget and ledger. See docs/deployment.md.")
-    serve.add_argument("--config", metavar="FILE", help="the deployment file (YAML)")
-    serve.add_argument("--check", action="store_true",
-                       help="check the deployment file, print what would be served, and exit")
-    serve.add_argument("--hash-password", action="store_true",
-                       help="read a password and print its SCRAM-SHA-256 verifier")
-
-
 def run(args) -> int:
     if args.hash_password:
         return _hash_password()
