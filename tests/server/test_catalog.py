@@ -179,7 +179,7 @@ REFUSED = [
     "SELECT * FROM read_csv('/etc/passwd')", "SELECT * FROM '/etc/passwd'",
     "SELECT * FROM read_parquet('x.parquet')", "SELECT * FROM glob('/*')",
     "COPY (SELECT 1) TO '/tmp/x.csv'", "ATTACH '/tmp/x.db' AS x", "INSTALL httpfs",
-    "LOAD httpfs", "SET x = 1", "SELECT getenv('HOME')", "SELECT current_setting('data_directory')",
+    "LOAD httpfs", "SET x = 1", "SELECT getenv('HOME')",
     'SELECT c.relname FROM pg_catalog.pg_class c JOIN "PUMS"."PUMS" p ON true',
     'SELECT relname FROM pg_class WHERE relname IN (SELECT sex FROM "PUMS"."PUMS")',
     "SELECT 1; SELECT 2", "SELECT * FROM duckdb_settings()", "SELECT * FROM pg_catalog.foo",
@@ -197,6 +197,14 @@ def test_refused(catalog, sql):
     assert catalog.answers(sql) is False
     with pytest.raises(Error):
         catalog.run(sql)
+
+
+def test_unknown_settings_are_an_error_as_in_postgres(catalog):
+    with pytest.raises(Error) as info:
+        catalog.run("SELECT current_setting('data_directory')")
+    assert info.value.sqlstate == "42704" and "/" not in str(info.value)
+    assert catalog.run("SELECT current_setting('data_directory', true)")[1] == [(None,)]
+    assert catalog.run("SELECT current_setting('TimeZone')")[1] == [("UTC",)]
 
 
 def test_run_never_reads_a_file(catalog):
