@@ -177,44 +177,19 @@ class Reader:
         return Text(self._describe(plan))
 
     def estimate_bounds(self, table: str, column: str, epsilon: float) -> tuple:
-        """DP (lower, upper) bounds of a numeric column, charged to the session like a query.
+        """DP (lower, upper) bounds of a numeric column, charged to the session like a query
+        (epsilon, delta 0), as ``dpsql.api.bounds.Bounds``: a pair with how it was found.
 
-        The lower bound is the lower edge of the log-spaced cell that permute-and-flip
-        chooses for the 1% quantile, the upper bound the upper edge of the cell chosen for
-        the 99% quantile, each with half of ``epsilon`` (delta 0). The cells cover the
-        whole range of the column's type (int64, or doubles from 2^-64 to 2^1024, both
-        signs, and zero), four per power of two, so the bounds are within a factor
-        2^(1/4) of the chosen quantiles. Rows are truncated to max_ids per person as in
-        any query. The metadata's own bounds of the column, if any, are not used."""
-        from sqlglot import exp
-
-        from ..plan import quantiles as quantile_plan
-        if not isinstance(table, str) or not isinstance(column, str):
-            raise ProgrammingError("estimate_bounds(table, column, epsilon): table and column "
-                                   "are names (str), e.g. 'PUMS.PUMS', 'income'")
-        privacy = Privacy(epsilon=epsilon, delta=0.0)
-        if large_privacy_warning(privacy) is not None:
-            warn(large_privacy_warning(privacy))
-        found = self.metadata.find_table(table)
-        col = found.column(column) if found is not None else None
-        if col is not None and col.type not in ("int", "float"):
-            raise QueryError(f"estimate_bounds: column {column!r} of {table} is of type "
-                             f"{col.type}; bounds are estimated for int and float columns")
-        value = exp.column(col.name if col is not None else column, quoted=True)
-        tree = exp.select(*[
-            exp.alias_(exp.PercentileDisc(this=value.copy(), expression=exp.Literal.number(
-                repr(float(p)))), name) for p, name in zip(quantile_plan.BOUNDS_P,
-                                                           ("lower_bound", "upper_bound"))]
-        ).from_(exp.to_table(table))
-        with quantile_plan.bounds_mode():
-            query = validate(tree, self.metadata, self.engine.public_rows)
-            plan = build_plan(query, privacy)
-        self._compile(plan)
-        try:
-            frame = self._present(plan, self._fresh(plan))
-        finally:
-            self._forget(plan)
-        return float(frame.lower_bound[0]), float(frame.upper_bound[0])
+        A noisy histogram of the column over powers of two (zero, then [2^k, 2^(k+1)) on each
+        side, over the whole range of the type); the bounds are the edges of the lowest and
+        highest ranges whose noisy count clears a threshold that an empty range clears with
+        probability below 1e-9 (``dpsql.mechanisms.bounds``). Rows are truncated to max_ids
+        per person as in any query. The metadata's own bounds of the column are not used.
+        When no range clears it, the table is too small for this epsilon:
+        ``dpsql.api.bounds.NoBoundsError`` (an ``OperationalError``) says what it would
+        take; the estimate was charged all the same."""
+        from .bounds import estimate_bounds
+        return estimate_bounds(self, table, column, epsilon)
 
     @property
     def spent(self) -> tuple:

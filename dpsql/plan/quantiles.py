@@ -32,21 +32,20 @@ from .rewrite import bound_literal, clamp, column
 from ..frontend.binding import fail
 from ..frontend.typecheck import float_literal
 from .statistic import Statistic
+from .bounds_estimate import bounds_statistic
 from ..frontend.dialect import ANALYST_DIALECT
 
 MIN_P, MAX_P = Fraction(1, 100), Fraction(99, 100)
 """MIN(x) and MAX(x) are released as QUANTILE_DISC(x, 0.01) and QUANTILE_DISC(x, 0.99)."""
 MAX_LIST = 100
 BOUNDED_CTE = "_bounded"
-BOUNDS_P = (Fraction(1, 100), Fraction(99, 100))
-"""estimate_bounds: the lower bound is the lower edge of the cell chosen for the 1% quantile,
-the upper bound the upper edge of the cell chosen for the 99% quantile (log-spaced cells)."""
 _BOUNDS = contextvars.ContextVar("dpsql_bounds", default=False)
 
 
 @contextlib.contextmanager
 def bounds_mode():
-    """Plan QUANTILE_DISC(x, p) of an unbounded column over the log grid (estimate_bounds)."""
+    """Plan QUANTILE_DISC(x, p) of a numeric column as a bounds estimate: one noisy
+    histogram over powers of two (``dpsql.plan.bounds_estimate``), whatever p and bounds."""
     token = _BOUNDS.set(True)
     try:
         yield
@@ -199,13 +198,11 @@ def cell_expression(value: exp.Expression, grid: Grid, in_bounds: bool) -> exp.E
 def plan_quantile(node, col, value: exp.Expression, lower, upper, integer: bool, stats,
                   in_bounds: bool) -> exp.Expression:
     """Statistics for a quantile aggregate; returns its post-processing expression."""
+    if _BOUNDS.get():
+        return column(bounds_statistic(stats, col, value).name)
     ps, how = _spec(node)
     int_out = how != "cont" and col.type == "int"
-    if _BOUNDS.get():
-        grid = Grid.log(col.type == "int")
-        how, int_out = ("low" if ps[0] < Fraction(1, 2) else "high"), False
-    else:
-        grid = Grid.for_bounds(lower, upper, integer, stats.mechanisms.quantile_cells)
+    grid = Grid.for_bounds(lower, upper, integer, stats.mechanisms.quantile_cells)
     cell = cell_expression(value, grid, in_bounds)
     names = []
     for p in ps:

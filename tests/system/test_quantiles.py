@@ -2,8 +2,8 @@
 
 Answers are checked at a large epsilon against DuckDB's exact quantiles of the same
 bounded rows (a band of order statistics around p, widened by one cell); the sampler
-by a chi-square test against the exact permute-and-flip probabilities; estimate_bounds
-by its coverage, with the exact probability of a miss computed from the mechanism.
+by a chi-square test against the exact permute-and-flip probabilities (estimate_bounds:
+tests/system/test_bounds_estimate.py).
 """
 from __future__ import annotations
 
@@ -186,59 +186,6 @@ def test_score_and_calibration():
     assert m.scale == pytest.approx(1.0, rel=1e-6)     # 2 * 1/2 / 1 rank
     assert m.delta == 0 and m.rho is None
     assert math.isclose(m.accuracy(0.05), m.scale * math.log(101 / 0.05))
-
-
-# ----------------------------------------------------------------------------
-# estimate_bounds
-
-
-def _log_cell_probabilities(values: np.ndarray, p: Fraction, rate_per_unit: float,
-                            grid: Grid) -> np.ndarray:
-    """Exact PF probabilities over the log grid for these data (numpy mirror of the SQL)."""
-    side = (grid.cells - 1) // 2
-    mag = np.clip(np.floor((np.log2(np.maximum(np.abs(values), 1)) - grid.emin) * grid.per_octave),
-                  0, side - 1)
-    cell = np.where(values == 0, side, np.where(values > 0, side + 1 + mag, side - 1 - mag))
-    hist = np.bincount(cell.astype(int), minlength=grid.cells)[None, :]
-    gaps = score_gaps(hist, p.numerator, p.denominator)[0]
-    return pf_probabilities(gaps.astype(float), rate_per_unit)
-
-
-@pytest.mark.parametrize("column", ["income", "age"])
-def test_estimate_bounds_contains_the_data(pums, column):
-    reader = dpsql.from_df(pums, DATA / "PUMS.yaml", budget=dpsql.Budget(epsilon=10.0))
-    values = pums[column].to_numpy()
-    # The exact probability that one bound misses more than 2.5% of the data.
-    grid = Grid.log(True)
-    miss = 0.0
-    for p, low in ((Fraction(1, 100), True), (Fraction(99, 100), False)):
-        m = PermuteAndFlip.calibrate(grid, p, 1, 0.05, "low" if low else "high", False)
-        probs = _log_cell_probabilities(values, p, m.a / m.m, grid)
-        edges = grid.values(np.arange(grid.cells), "low" if low else "high")
-        outside = np.array([(values < e).mean() if low else (values > e).mean() for e in edges])
-        miss += probs[outside > 0.025].sum()
-    assert miss < 0.03                  # one release misses > 5% of the data w.p. < 3%
-    runs = 40
-    # A fixed threshold far in the tail: a correct mechanism exceeds it w.p. < 1e-6.
-    allowed = next(c for c in range(runs + 1) if sps.binom.sf(c, runs, miss) < 1e-6)
-    assert allowed <= 9
-    misses = 0
-    for _ in range(runs):
-        lo, hi = reader.estimate_bounds("PUMS.PUMS", column, epsilon=0.1)
-        misses += ((values >= lo) & (values <= hi)).mean() < 0.95
-    assert misses <= allowed
-    assert reader.spent[0] == pytest.approx(runs * 0.1) and reader.spent[1] == 0
-
-
-def test_estimate_bounds_are_tight_with_enough_data():
-    rng_values = (np.arange(200_000) % 997) * 37 + 1000         # 1000 .. 37,889
-    frame = pd.DataFrame({"x": rng_values.astype(np.int64)})
-    meta = {"": {"s": {"t": {"row_privacy": True, "x": {"type": "int"}}}}}
-    reader = dpsql.from_df(frame, meta)
-    lo, hi = reader.estimate_bounds("s.t", "x", epsilon=1.0)
-    assert 500 <= lo <= 1500 and 30_000 <= hi <= 80_000
-    with pytest.raises(dpsql.QueryError):
-        reader.estimate_bounds("s.t", "nope", epsilon=1.0)
 
 
 @pytest.mark.parametrize("grouped", [False, True])
