@@ -162,7 +162,8 @@ class Connection:
             await self._fatal("53300", refused)
         self.pid, self.secret = self.server.new_key(self)
         self.server.authenticated(self)
-        self.state = SessionState(account, self.server.catalog, client=self.client)
+        self.state = SessionState(account, self.server.catalog, client=self.client,
+                                  database=startup.params.get("database") or user)
         self.state.interrupt = None
         status = [p.parameter_status(k, v) for k, v in self.server.parameters(user).items()]
         await self._send(p.authentication_sasl_final(final), p.authentication_ok(), *status,

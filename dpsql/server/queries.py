@@ -139,7 +139,8 @@ class Runner:
         cursors: list = []
         watch.engine(lambda: [c.interrupt() for c in cursors])
         try:
-            columns, rows = self.catalog.run(sql, params, user=state.user, cursors=cursors)
+            columns, rows = self.catalog.run(sql, params, user=state.user,
+                                             database=state.database, cursors=cursors)
         except errors.Error as err:
             raise _stopped(watch, err) if watch.fired else err from None
         return Result(f"SELECT {len(rows)}", list(columns), list(rows))

@@ -63,6 +63,7 @@ class SessionState:
     account: object
     catalog: object
     client: str = ""
+    database: str | None = None                     # the startup message's, for the catalog
     settings: dict = field(default_factory=dict)
     in_transaction: bool = False
     saved: dict = field(default_factory=dict)       # the settings at BEGIN

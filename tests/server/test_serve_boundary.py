@@ -217,3 +217,11 @@ def test_a_free_statement_cannot_grow_the_server_past_its_memory_limit(tmp_path)
         assert spent(served.deployment, "bob") == pytest.approx(0.5)
     finally:
         served.stop()
+
+
+def test_current_database_is_the_database_connected_to(served):
+    """Finding 10 (part): current_database() was not the database the client named."""
+    with psycopg.connect(served.dsn("carol", dbname="analytics"), autocommit=True) as con:
+        assert con.execute("SELECT current_database()").fetchone() == ("analytics",)
+    with psycopg.connect(served.dsn("carol"), autocommit=True) as con:
+        assert con.execute("SELECT current_database()").fetchone() == ("dpsql",)
