@@ -22,6 +22,8 @@ with warnings.catch_warnings():
     from pyspark.sql import SparkSession
     spark = (SparkSession.builder.master(sys.argv[1] if len(sys.argv) > 1 else "local[2]")
              .appName("dpsql-example").config("spark.ui.showConsoleProgress", "false")
+             # Spark's own tables go to a temporary directory, not ./spark-warehouse
+             .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="dpsql-spark-warehouse-"))
              .getOrCreate())
 spark.sparkContext.setLogLevel("FATAL")
 with tempfile.TemporaryDirectory() as tmp:

@@ -178,6 +178,7 @@ def spark_session():
     spark = (SparkSession.builder.master("local[2]").appName("dpsql-tests")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "2g")
+             .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="dpsql-spark-warehouse-"))
              .getOrCreate())
     spark.sparkContext.setLogLevel("FATAL")
     return spark

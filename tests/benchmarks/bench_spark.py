@@ -113,7 +113,9 @@ def main() -> None:
     from pyspark.sql import SparkSession
     spark = (SparkSession.builder.master(args.master).appName("dpsql-bench")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", args.memory).getOrCreate())
+             .config("spark.driver.memory", args.memory)
+             .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="dpsql-spark-warehouse-"))
+             .getOrCreate())
     spark.sparkContext.setLogLevel("FATAL")
     where = args.dir or tempfile.mkdtemp(prefix="dpsql-bench-")
     only = set(args.only.split(",")) if args.only else None

@@ -42,7 +42,10 @@ def main() -> None:
                                 QueryBuilder, Session)
     spark = (SparkSession.builder.master("local[2]").appName("tumult-bench")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "4g").getOrCreate())
+             .config("spark.driver.memory", "4g")
+             # Tumult keeps temporary tables in the warehouse: never in the working directory
+             .config("spark.sql.warehouse.dir", os.path.join(args.dir, "spark-warehouse"))
+             .getOrCreate())
     spark.sparkContext.setLogLevel("FATAL")
     pums = spark.read.parquet(os.path.join(args.dir, f"pums_{args.rows}.parquet"))
     pums_pid = spark.read.parquet(os.path.join(args.dir, f"pums_pid_{args.rows}.parquet"))
