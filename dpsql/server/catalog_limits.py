@@ -11,7 +11,7 @@ limit. So:
   ``MAX_VALUE_BYTES``; a statement is at most ``MAX_DEPTH`` deep and has at most
   ``MAX_COLUMNS`` output columns;
 - every function that can build a value longer than its arguments (``||``, ``concat``,
-  ``concat_ws``, ``replace``, ``quote_ident``, ``array_to_string``, ``json_build_object``,
+  ``concat_ws``, ``replace``, ``array_to_string``, ``json_build_object``,
   ``ARRAY[...]``) first computes the size of its result from its arguments' sizes (each
   argument evaluated once: the check is a lambda over a struct of them) and fails past
   ``MAX_VALUE_BYTES`` instead of building it; ``generate_series`` fails past
@@ -145,8 +145,8 @@ def _depth(tree) -> int:
 # ---------------------------------------------------------------- while it runs
 
 
-_PRE = frozenset("concat concat_ws replace array_to_string quote_ident json_build_object "
-                 "json_object generate_series exploding_generate_series".split())
+_PRE = frozenset("concat concat_ws replace array_to_string json_build_object json_object "
+                 "generate_series exploding_generate_series".split())
 _POST = frozenset("array_agg group_concat string_agg listagg".split())
 
 
@@ -272,7 +272,7 @@ def _size(node, refs):
             this=_count(refs[0]), expression=exp.Literal.number(separators)))
     if name == "concat_ws":
         return exp.Mul(this=exp.Literal.number(len(refs)), expression=total)
-    if name in ("quote_ident", "json_build_object", "json_object"):   # quotes; escapes
+    if name in ("json_build_object", "json_object"):   # quotes and escapes
         return exp.Add(this=exp.Mul(this=exp.Literal.number(6), expression=total),
                        expression=exp.Literal.number(8 * len(refs)))
     return total

@@ -36,7 +36,7 @@ ALLOWED_FUNCTIONS = frozenset("""
     current_user current_version dense_rank exists explode exploding_generate_series
     generate_subscripts greatest group_concat if ilike in initcap is json_build_object
     least left length like logical_and logical_or lower ltrim max min not nullif or
-    position quote_ident rank regexp_like replace right row_number rtrim session_user
+    position rank regexp_like replace right row_number rtrim session_user
     split_part strpos substr substring sum trim try_cast unnest upper version
 """.split()) | set(MACROS)
 """Functions a catalog statement may call: catalog helpers, strings, comparisons, casts."""
