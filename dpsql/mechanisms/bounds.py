@@ -21,12 +21,14 @@ the noise, the threshold, which bins become the bounds, and what is said when no
   found is at most FAILURE = 1e-9 (a union bound over every window; exact for one bin,
   Chernoff's bound for sums; Google's ApproxBounds uses the same success probability for
   single bins). Windows let values spread over several powers of two be found together.
-  A window found is trimmed to its outermost bins whose noisy count is at least K2 (a
-  bin's noise reaches K2 with probability EXTEND = 1e-4), the windows are joined, and the
-  result extends to each adjacent bin at K2 or more: a false extension makes a bound a
-  factor of two wider than needed, never one with no data near it.
-* Bounds. The low edge of the lowest bin kept and the high edge of the highest: every
-  value in a kept bin is inside; values in sparser bins beyond are clamped by later
+  A window found stands for the run of adjacent bins around its fullest bin whose noisy
+  counts are at least K2 (an empty bin's noise reaches K2 with probability EXTEND = 1e-4),
+  or for itself when no bin of it reaches K2 (values spread thin). An empty bin next to
+  data thus makes a bound a factor of two wider than needed with probability 1e-4, never
+  one with no data near it; data separated from the rest by a gap counts only when a
+  window of its own clears a threshold.
+* Bounds. The low edge of the lowest bin found and the high edge of the highest: every
+  value in these bins is inside; values in sparser bins beyond are clamped by later
   queries. No window found: no bounds (the table is too small for this epsilon).
 """
 from __future__ import annotations
@@ -151,6 +153,12 @@ def needed_for(k: int, width: int, t: int, s: int) -> int:
     return k + math.ceil(math.log(1 / (1 - FOUND)) * math.sqrt(width) * t / s)
 
 
+def _runs(kept: np.ndarray) -> list:
+    """(first, last) of each maximal run of True in ``kept``."""
+    edges = np.diff(np.concatenate([[0], kept.astype(np.int8), [0]]))
+    return list(zip(np.flatnonzero(edges == 1).tolist(), (np.flatnonzero(edges == -1) - 1).tolist()))
+
+
 WINDOWS = (1, 2, 4, 8)
 """Widths of the windows of adjacent bins tested: values spread over several powers of two
 are found together where no single bin holds enough of them."""
@@ -218,33 +226,28 @@ class OctaveBounds(NoiseMechanism):
         return out
 
     def _choose(self, noisy: np.ndarray) -> Estimate:
-        """Post-processing of the noisy histogram: the windows that clear their threshold,
-        each trimmed to its outermost bins at K2 or more, joined, then extended to the
-        adjacent bins at K2 or more."""
+        """Post-processing of the noisy histogram: each window that clears its threshold
+        stands for the run of adjacent bins at K2 or more around its fullest bin (or for
+        itself, when its values are spread too thin for any bin to reach K2); the bounds
+        span all of them."""
         sums = np.concatenate([[0], np.cumsum(noisy)])
-        core = None
+        kept = noisy >= self.extend
+        run_of = np.full(noisy.size, -1)
+        runs = _runs(kept)
+        for i, (low, high) in enumerate(runs):
+            run_of[low:high + 1] = i
+        found = []
         for width, k in zip(WINDOWS, self.thresholds):
-            for start in np.flatnonzero(sums[width:] - sums[:-width] >= k):
-                low, high = self._trim(noisy, int(start), int(start) + width - 1)
-                core = (low, high) if core is None else (min(core[0], low), max(core[1], high))
-        if core is None:
+            for start in np.flatnonzero(sums[width:] - sums[:-width] >= k).tolist():
+                anchor = start + int(np.argmax(noisy[start:start + width]))
+                found.append(runs[run_of[anchor]] if kept[anchor] else (start, start + width - 1))
+        if not found:
             return Estimate(None, None, self.min_count, needed_for(self.min_count, 1, self.t,
                                                                     self.s), self._factor(sums))
-        low, high = core
-        while low > 0 and noisy[low - 1] >= self.extend:
-            low -= 1
-        while high < noisy.size - 1 and noisy[high + 1] >= self.extend:
-            high += 1
+        low, high = min(f[0] for f in found), max(f[1] for f in found)
         return Estimate(self.bins.edges(low)[0], self.bins.edges(high)[1], self.min_count,
                         needed_for(self.min_count, 1, self.t, self.s), None,
                         (int(noisy[low]), int(noisy[high])))
-
-    def _trim(self, noisy: np.ndarray, low: int, high: int) -> tuple:
-        """A window found: to its outermost bins at K2 or more, if any (else all of it)."""
-        inside = np.flatnonzero(noisy[low:high + 1] >= self.extend)
-        if inside.size == 0:
-            return low, high
-        return low + int(inside[0]), low + int(inside[-1])
 
     def _factor(self, sums: np.ndarray) -> float | None:
         """No window cleared its threshold: about how many times as many rows (with the
