@@ -85,8 +85,8 @@ ATTACKS = {
     "four hundred wide columns": (columns(400, KB), "54000"),
     "a result over its bytes": (columns(15, KB), "54000"),
     "many builders": (chain("pipe", 40), "54000"),
-    "the most builders, row after row": (chain("pipe", 15), "57014"),
-    "lower after lower, row after row": (chain("lower", 30), "57014"),
+    "the most builders, row after row": (chain("pipe", 19), "57014"),
+    "lower after lower, row after row": (chain("lower", 38), "57014"),
 }
 
 RUNNER = r"""
