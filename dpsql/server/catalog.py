@@ -52,7 +52,8 @@ _SHOW_ALIASES = {"transaction isolation level": "transaction_isolation",
                  "time zone": "TimeZone", "session authorization": "session_authorization"}
 _SHOW = re.compile(r"^\s*show\s+([a-z_ ]+?)\s*;?\s*$", re.I)
 _NOT_OURS = "not a catalog query dpsql answers from the metadata"
-_CACHE_SIZE = 16
+_CACHE_SIZE, _CACHE_MAX_SQL = 8, 32 << 10
+"""Checked trees kept (a 32 KiB statement's tree holds about 4 MB)."""
 
 
 class Catalog:
@@ -101,10 +102,11 @@ class Catalog:
         if tree is not None and not (catalog_scope.shape_ok(tree) and catalog_scope.resolve(
                 tree, self.relations) is not None):
             tree = None
-        with self._checked_lock:
-            if len(self._checked) >= _CACHE_SIZE:
-                self._checked.pop(next(iter(self._checked)))
-            self._checked[sql] = tree
+        if len(sql) <= _CACHE_MAX_SQL:
+            with self._checked_lock:
+                if len(self._checked) >= _CACHE_SIZE:
+                    self._checked.pop(next(iter(self._checked)))
+                self._checked[sql] = tree
         return None if tree is None else tree.copy()
 
     # ------------------------------------------------------------ the answer
