@@ -208,9 +208,10 @@ def _add_metadata_parser(sub) -> None:
                       metavar="SCHEMA.TABLE=PATH", help="a .csv/.parquet file (repeatable)")
     bounds = meta_sub.add_parser(
         "bounds", help="estimate a column's lower and upper bounds with differential privacy",
-        description="Estimate DP lower and upper bounds of a numeric column (the 1% and 99% "
-        "quantiles over log-spaced cells, docs/sql.md); it spends EPSILON of the data's privacy "
-        "budget (record it with --ledger). With --write, store them in the metadata file.")
+        description="Estimate DP lower and upper bounds of a numeric column (the edges of the "
+        "powers of two whose noisy counts clear a threshold, docs/cli.md); it spends EPSILON of "
+        "the data's privacy budget (record it with --ledger), and says so when the table is too "
+        "small for it. With --write, store them in the metadata file.")
     bounds.add_argument("--metadata", required=True, metavar="M.yaml")
     bounds.add_argument("--table", action="append", type=_table, required=True,
                         metavar="SCHEMA.TABLE=PATH", help="the data file of the table (the first "
