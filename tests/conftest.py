@@ -110,8 +110,55 @@ def plain():
 SLOW_FAMILIES = ("engines", "server", "neighbours", "properties")
 
 SLOW_FILES = {
-    # measured: files outside the slow families whose tests take seconds each
+    # Outside the slow families, files of real processes (the CLI, scripts, examples),
+    # seconds per test.
+    "system/test_cli.py", "system/test_cli_signals.py", "system/test_cli_startup.py",
+    "system/test_examples.py", "system/test_doc_console.py", "system/test_person_threshold.py",
 }
+
+SLOW_TESTS = {
+    # Single tests (all their parameters) of 2.5 s or more, measured in a serial run at load
+    # 5-8 on 2 cores (about a third of that on an idle machine). The quick subset's summary
+    # names any other test over QUICK_LIMIT, to be added here.
+    "safety/test_parse_safety.py::test_3000_term_or_chain_is_answered",                   # 38 s
+    "safety/test_parse_safety.py::test_or_chain_beyond_the_node_limit_is_query_error_suggesting_in",
+    "safety/test_hostile_dates_decimals.py::"
+    "test_extremes_are_null_or_a_free_refusal_that_does_not_depend_on_the_data",            # 31 s
+    "unit/test_allowed.py::test_entry_never_fails_on_extreme_values",                      # 14 s
+    "safety/test_crash_inputs.py::test_long_cte_chains_are_refused_quickly",               # 10 s
+    "safety/test_crash_inputs.py::test_text_copied_more_than_the_limit_is_refused_for_free",
+    "safety/test_crash_inputs.py::test_deeply_nested_expressions_are_query_errors",
+    "system/test_engine.py::test_truncation_is_random_not_first_rows",
+    "system/test_column_lists.py::test_answers_match_duckdb",
+    "unit/test_mechanisms.py::test_threshold",
+    "system/test_report.py::test_cli_invocations_replay_through_the_ledger_and_fresh_pays",
+    "system/test_report.py::test_html_report_stands_alone_and_escapes_what_the_analyst_wrote",
+    "system/test_joins.py::test_refused_for_free",
+    "system/test_joins.py::test_more_joins_answer_within_noise",
+    "system/test_bigquery_syntax.py::test_dbapi_and_cli_read_the_options",
+    "system/test_bigquery_syntax.py::test_refusals_are_free_and_say_what_to_do",
+    "system/test_bigquery_syntax.py::test_bigquerys_documented_answers_without_noise",
+    "system/test_bigquery_syntax.py::test_row_level_forms_need_no_privacy_unit_column",
+    "safety/test_ledger_safety.py::test_hard_links_to_one_ledger_share_its_lock_and_never_overspend",
+    "safety/test_ledger_safety.py::test_the_cli_refuses_an_empty_file_and_a_fifo_as_ledger",
+    "system/test_quantiles.py::test_each_function_matches_duckdb_at_large_epsilon",
+    "system/test_relational.py::test_answers_match_duckdb_at_large_epsilon",
+    "unit/test_noise.py::test_discrete_gaussian_goodness_of_fit",
+    "unit/test_noise.py::test_discrete_gaussian_every_centre_is_exact",
+    "unit/test_intervals.py::test_every_interval_kind_covers_the_exact_answer",
+    "unit/test_intervals.py::test_cli_accuracy_adds_interval_columns_and_validates_the_level",
+    "system/test_star_joins.py::test_retail_comma_joins_plan_as_the_inner_joins",
+    "system/test_dbapi.py::test_dbapi_pandas_and_cursor_share_one_ledger_across_processes",
+    "safety/test_hostile_cases.py::test_case4_var_of_narrow_integer_storage_never_overflows",
+    "unit/test_bounds.py::test_integer_arithmetic_never_raises_on_any_bigint",
+    "safety/test_column_lists.py::"
+    "test_order_items_reach_their_person_through_the_real_order_id_only",
+    "unit/test_architecture.py::test_no_import_circle",
+}
+
+QUICK_LIMIT = 2.0
+"""Seconds: a test of the quick subset (-m "not slow") slower than this is named at the end
+of the run, to be marked slow here (SLOW_TESTS) or made faster."""
 
 PARALLEL_ORDER = ("engines", "properties", "neighbours", "server")
 SERIAL_ORDER = ("unit", "safety", "system", "server", "neighbours", "properties", "engines")
@@ -154,7 +201,8 @@ def pytest_collection_modifyitems(config, items):
         if family in SLOW_FAMILIES:
             item.add_marker(getattr(pytest.mark, family))
             item.add_marker(pytest.mark.slow)
-        elif "/".join(parts) in SLOW_FILES:
+        elif "/".join(parts) in SLOW_FILES or \
+                "/".join(parts) + "::" + getattr(item, "originalname", item.name) in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
         group = _group(item, parts)
         if group is not None:
@@ -167,3 +215,24 @@ def pytest_collection_modifyitems(config, items):
     rank = {id(item): order.get(_relative(item)[0] if len(_relative(item)) > 1 else "",
                                 len(order)) for item in items}
     items.sort(key=lambda item: rank[id(item)])          # stable: collection order within
+
+
+_slow_unmarked: dict = {}
+
+
+def pytest_runtest_logreport(report):
+    """Collect the quick subset's tests that took over QUICK_LIMIT (setup, call and teardown;
+    under xdist the reports reach the controller, which prints the summary)."""
+    if "slow" not in report.keywords:
+        _slow_unmarked[report.nodeid] = _slow_unmarked.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if "not slow" not in (config.getoption("markexpr") or ""):
+        return
+    over = sorted(((t, n) for n, t in _slow_unmarked.items() if t > QUICK_LIMIT), reverse=True)
+    if over:
+        terminalreporter.section("quick subset: tests over %.0f s (mark them slow in "
+                                 "tests/conftest.py, SLOW_TESTS)" % QUICK_LIMIT)
+        for seconds, nodeid in over:
+            terminalreporter.write_line(f"{seconds:6.2f}s {nodeid}")
