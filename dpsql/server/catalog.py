@@ -52,6 +52,8 @@ _SHOW_ALIASES = {"transaction isolation level": "transaction_isolation",
                  "time zone": "TimeZone", "session authorization": "session_authorization"}
 _SHOW = re.compile(r"^\s*show\s+([a-z_ ]+?)\s*;?\s*$", re.I)
 _NOT_OURS = "not a catalog query dpsql answers from the metadata"
+_NOT_CATALOG = ("the query names a relation that is not in the catalog (pg_catalog's and "
+                "information_schema's relations, and CTEs in their scope)")
 _CACHE_SIZE, _CACHE_MAX_SQL = 8, 32 << 10
 """Checked trees kept (a 32 KiB statement's tree holds about 4 MB)."""
 
@@ -79,7 +81,7 @@ class Catalog:
         """True iff ``sql`` is one catalog statement (or a SHOW of a known parameter) that
         ``run`` answers; never raises."""
         try:
-            return self._show_name(sql) is not None or self._check(sql) is not None
+            return self._show_name(sql) is not None or not isinstance(self._check(sql), str)
         except Exception:  # noqa: BLE001 - any failure to understand means "not ours"
             return False
 
@@ -92,22 +94,24 @@ class Catalog:
         return next((k for k in PARAMETERS if k.lower() == name), None)
 
     def _check(self, sql: str):
-        """The checked tree of a catalog statement (a copy to rewrite), or None; the last
-        few are kept, as ``answers`` and ``run`` check the same text one after the other."""
+        """The checked tree of a catalog statement (a copy to rewrite), or the refusal's
+        SQLSTATE: 42601 for a statement of another shape, 42P01 for one that names a
+        relation outside the catalog. The last few are kept, as ``answers`` and ``run``
+        check the same text one after the other."""
         with self._checked_lock:
-            if sql in self._checked:
-                tree = self._checked[sql]
-                return None if tree is None else tree.copy()
-        tree = catalog_scope.parse(sql)
-        if tree is not None and not (catalog_scope.shape_ok(tree) and catalog_scope.resolve(
-                tree, self.relations) is not None):
-            tree = None
-        if len(sql) <= _CACHE_MAX_SQL:
-            with self._checked_lock:
-                if len(self._checked) >= _CACHE_SIZE:
-                    self._checked.pop(next(iter(self._checked)))
-                self._checked[sql] = tree
-        return None if tree is None else tree.copy()
+            found = self._checked.get(sql)
+        if found is None:
+            found = "42601"
+            tree = catalog_scope.parse(sql)
+            if tree is not None and catalog_scope.shape_ok(tree):
+                resolved = catalog_scope.resolve(tree, self.relations)
+                found = tree if resolved is not None else "42P01"
+            if len(sql) <= _CACHE_MAX_SQL:
+                with self._checked_lock:
+                    if len(self._checked) >= _CACHE_SIZE:
+                        self._checked.pop(next(iter(self._checked)))
+                    self._checked[sql] = found
+        return found if isinstance(found, str) else found.copy()
 
     # ------------------------------------------------------------ the answer
 
@@ -125,9 +129,9 @@ class Catalog:
         try:
             tree = self._check(sql)
         except Exception:  # noqa: BLE001 - a statement we cannot parse is not ours
-            tree = None
-        if tree is None:
-            raise CatalogError(_NOT_OURS, "42601")
+            tree = "42601"
+        if isinstance(tree, str):
+            raise CatalogError(_NOT_OURS if tree == "42601" else _NOT_CATALOG, tree)
         database = _truncated(self.database if database is None else database)
         try:
             text = self._compile(tree, params, user, database)
@@ -146,7 +150,7 @@ class Catalog:
         tree = pgcompat.resolve(tree, self._relation_oid)
         resolved = catalog_scope.resolve(tree, self.relations)
         if resolved is None:            # inlining changed nothing a scope sees; kept safe
-            raise CatalogError(_NOT_OURS, "42601")
+            raise CatalogError(_NOT_CATALOG, "42P01")
         catalog_scope.rewrite(tree, resolved)
         session = catalog_rewrite.Session(VERSION, user, database, self.current_schema,
                                           self.schemas)
