@@ -32,12 +32,14 @@ from ..release.noise import add_noise, drowned_counts, empty_noisy
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
 from .display import HTMLPage, Text, session_html, session_summary
+from .smartnoise import SmartNoiseMethods
 
 _PLAN_CACHE_SIZE = 256
 
 
-class Reader:
-    """A private session over the tables described by ``metadata``."""
+class Reader(SmartNoiseMethods):
+    """A private session over the tables described by ``metadata`` (SmartNoise's reader API
+    too: ``dpsql.api.smartnoise``)."""
 
     def __init__(self, engine, metadata: Metadata, privacy: Privacy | None = None,
                  budget: Budget | None = None, ledger=None) -> None:
@@ -364,8 +366,12 @@ class Reader:
         return result
 
     def execute(self, sql: str, params=None, privacy: Privacy | None = None,
-                replay: bool = True) -> list:
-        """SmartNoise's shape: a header tuple, then one tuple per row."""
+                replay: bool = True, **smartnoise) -> list:
+        """SmartNoise's shape: a header tuple, then one tuple per row. SmartNoise's options:
+        ``accuracy=True`` is ``execute_with_accuracy``; ``postprocess=False`` and
+        ``pre_aggregated=`` are refused (``dpsql.NotSupportedError``, docs/smartnoise.md)."""
+        if smartnoise:
+            return self._smartnoise_execute(sql, params, privacy, replay, **smartnoise)
         df = self.execute_df(sql, params, privacy, replay)
         rows = [tuple(_native(v) for v in row) for row in df.itertuples(index=False, name=None)]
         return [tuple(df.columns)] + rows

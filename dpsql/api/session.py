@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..engines.duckdb.engine import Engine, own_connection
-from ..errors import DataError, OperationalError, ProgrammingError
+from ..errors import DataError, NotSupportedError, OperationalError, ProgrammingError
 from ..metadata.model import Metadata
 from ..privacy.params import Budget, Privacy
 from .reader import Reader
@@ -115,6 +115,8 @@ def _engine_over_connection(connection, meta: Metadata, engine: str | None,
     if spark_tables is not None:
         raise ProgrammingError("tables= with a connection binds Spark DataFrames or Parquet "
                                "paths, and needs a SparkSession")
+    if type(connection).__module__.startswith("psycopg2"):
+        raise NotSupportedError(_PSYCOPG2)
     if _is_postgres(connection):
         if named not in (None, "postgres", "postgresql"):
             raise ProgrammingError(f"engine={engine!r} but the connection is PostgreSQL's")
@@ -130,6 +132,14 @@ def _engine_over_connection(connection, meta: Metadata, engine: str | None,
     if named not in (None, "duckdb"):
         raise ProgrammingError(f"engine={engine!r} but the connection is DuckDB's")
     return Engine.from_connection(connection, meta)
+
+
+_PSYCOPG2 = (
+    "a psycopg2 connection is not supported: dpsql's PostgreSQL engine runs on psycopg 3 "
+    "(pip install 'psycopg[binary]'). Open the same server with it, e.g. from the psycopg2 "
+    "connection conn: psycopg.connect(**conn.get_dsn_parameters(), "
+    "password=conn.info.password); or give dpsql.connect the server's URL, "
+    "'postgresql://user@host/db' (the password from PGPASSWORD or ~/.pgpass)")
 
 
 def is_connection(obj) -> bool:

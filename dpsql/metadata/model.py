@@ -158,6 +158,27 @@ class Metadata:
             raise err
         return _build(doc)
 
+    @classmethod
+    def from_file(cls, file) -> "Metadata":
+        """SmartNoise's ``Metadata.from_file``: a YAML path or an open text file."""
+        if not isinstance(file, (str, os.PathLike)) and not hasattr(file, "read"):
+            raise MetadataError(f"Metadata.from_file takes a YAML path or an open file, not "
+                                f"{type(file).__name__}")
+        return cls.load(file)
+
+    @classmethod
+    def from_dict(cls, schema_dict: dict) -> "Metadata":
+        """SmartNoise's ``Metadata.from_dict``: a dict of the YAML's shape."""
+        if not isinstance(schema_dict, dict):
+            raise MetadataError(f"Metadata.from_dict takes a dict, not "
+                                f"{type(schema_dict).__name__}")
+        return cls.load(schema_dict)
+
+    @classmethod
+    def from_(cls, value) -> "Metadata":
+        """SmartNoise's ``Metadata.from_``: a Metadata, a path, an open file or a dict."""
+        return cls.load(value)
+
     def matching_tables(self, name: str) -> list[Table]:
         """Every table ``name`` may refer to (see find_table)."""
         parts = name.lower().split(".")

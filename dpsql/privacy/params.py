@@ -172,6 +172,11 @@ class Privacy:
     mechanisms: Mechanisms = field(default_factory=Mechanisms)
     rho: float | None = None
     split: str = "error"
+    alphas: tuple = ()
+    """SmartNoise's: the levels (1 - alpha) of ``reader.execute_with_accuracy``'s
+    accuracies, e.g. ``[0.05, 0.01]``; they change nothing else."""
+    neighboring: str = "addremove"
+    """SmartNoise's: "addremove" (a person added or removed) is what dpsql protects."""
 
     def __post_init__(self) -> None:
         if self.epsilon is None and self.rho is None:
@@ -211,7 +216,25 @@ class Privacy:
         if self.split not in SPLITS:
             raise ProgrammingError(f"Privacy: split must be one of {', '.join(SPLITS)}, "
                                    f"got {self.split!r}")
+        _check_smartnoise(self.alphas, self.neighboring)
         self.mechanisms.__post_init__()
+
+
+def _check_smartnoise(alphas, neighboring) -> None:
+    """SmartNoise's ``alphas`` and ``neighboring``, as dpsql can honour them."""
+    from ..errors import NotSupportedError
+    if isinstance(alphas, (str, bytes)) or not hasattr(alphas, "__iter__") or not all(
+            isinstance(a, (int, float)) and not isinstance(a, bool) and 0 < a < 1
+            for a in alphas):
+        raise ProgrammingError(f"Privacy: alphas must be a list of numbers in (0, 1), e.g. "
+                               f"[0.05, 0.01] for 95% and 99% accuracies, got {alphas!r}")
+    if neighboring == "substitute":
+        raise NotSupportedError(
+            "Privacy: neighboring='substitute' is not supported: dpsql's epsilon is for a "
+            "person added or removed (neighboring='addremove'); replacing one person is at most "
+            "an addition and a removal, so ask with half the epsilon for the same guarantee")
+    if neighboring != "addremove":
+        raise ProgrammingError(f"Privacy: neighboring must be 'addremove', got {neighboring!r}")
 
 
 def _check_rho(rho, what: str) -> None:
