@@ -64,6 +64,64 @@ def _register_sqlalchemy_dialect() -> None:
 
 _register_sqlalchemy_dialect()
 
+
+MOVED = {
+    "dpsql.accounting": "dpsql.privacy.accounting", "dpsql.accuracy": "dpsql.release.intervals",
+    "dpsql.cli_bounds": "dpsql.cli.bounds", "dpsql.cli_metadata": "dpsql.cli.metadata",
+    "dpsql.cli_report": "dpsql.cli.report", "dpsql.cli_text": "dpsql.cli.text",
+    "dpsql.dbapi": "dpsql.api.dbapi", "dpsql.execute": "dpsql.engines.duckdb.engine",
+    "dpsql.explain": "dpsql.release.explain", "dpsql.ledger": "dpsql.privacy.ledger",
+    "dpsql.metadata_reading": "dpsql.metadata.reading", "dpsql.noise": "dpsql.mechanisms.samplers",
+    "dpsql.params": "dpsql.frontend.params", "dpsql.parse": "dpsql.frontend.parse",
+    "dpsql.quantile_mechanism": "dpsql.mechanisms.quantile",
+    "dpsql.quantile_plan": "dpsql.plan.quantiles", "dpsql.reader": "dpsql.api.reader",
+    "dpsql.report": "dpsql.release.report", "dpsql.rewrite": "dpsql.plan.rewrite",
+    "dpsql.sql": "dpsql.frontend", "dpsql.sql.allowed": "dpsql.frontend.allowed",
+    "dpsql.sql.binding": "dpsql.frontend.binding", "dpsql.sql.ranges": "dpsql.frontend.ranges",
+    "dpsql.sql.typecheck": "dpsql.frontend.typecheck", "dpsql.statistic": "dpsql.plan.statistic",
+    "dpsql.statistics": "dpsql.plan.statistics", "dpsql.validate": "dpsql.plan.validate",
+    "dpsql.zcdp": "dpsql.privacy.zcdp",
+}
+"""Module paths of the layout before the modules moved into the pipeline's folders (commit
+3c22ea1) -> where each module is now. An old path still imports, as the very module at its
+new place, with a FutureWarning once (the module is then cached under the old name)."""
+
+
+class _MovedModules:
+    """The import finder and loader of the old module paths in ``MOVED`` (and nothing else)."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name not in MOVED:
+            return None
+        from importlib.machinery import ModuleSpec
+        return ModuleSpec(name, _MovedModules, is_package=name == "dpsql.sql")
+
+    @staticmethod
+    def create_module(spec):
+        return None
+
+    @staticmethod
+    def exec_module(module) -> None:
+        import sys
+        from importlib import import_module
+        old, new = module.__name__, MOVED[module.__name__]
+        import warnings
+        # stacklevel 2: the importing line (warnings skips importlib's own frames).
+        warnings.warn(f"{old} has moved to {new}: import it from there ({old} is an alias "
+                      "kept for scripts written before dpsql's modules moved into folders, "
+                      "and will be removed)", FutureWarning, stacklevel=2)
+        sys.modules[old] = import_module(new)
+
+
+def _install_moved_modules() -> None:
+    import sys
+    if not any(finder is _MovedModules for finder in sys.meta_path):
+        sys.meta_path.insert(0, _MovedModules)
+
+
+_install_moved_modules()
+
 __all__ = ["Budget", "BudgetExceededError", "DataError", "DatabaseError", "DEFAULT_DELTA", "Error",
            "IntegrityError", "InterfaceError", "InternalError", "LedgerError", "Mechanism", "Mechanisms",
            "Metadata", "MetadataError", "NotSupportedError", "OperationalError", "Privacy",

@@ -5,14 +5,16 @@ block, not as an escaped string), ``HTMLPage`` (``reader.report(format="html")``
 ``str`` that a notebook renders, sandboxed) and the summary of a session shown by the
 ``repr`` of a ``Reader`` and of a DB-API ``Connection``: its tables, the privacy of one
 query, the budget, what was spent and the ledger's path. Metadata and accounting only:
-never a data value.
+never a data value. And the progress bar of ``reader.progress = True``: tqdm's
+notebook-aware bar (a widget in Jupyter, a line on stderr in a terminal).
 """
 from __future__ import annotations
 
 import html
 import re
 
-__all__ = ["HTMLPage", "Text", "session_fields", "session_html", "session_summary"]
+__all__ = ["HTMLPage", "Text", "progress_bar", "progress_callback", "session_fields",
+           "session_html", "session_summary"]
 
 
 class Text(str):
@@ -84,3 +86,46 @@ def session_html(title: str, reader) -> str:
                    f"<td style=\"text-align:left\">{html.escape(text)}</td></tr>"
                    for label, text in session_fields(reader))
     return f"<div><strong>{html.escape(title)}</strong><table>{rows}</table></div>"
+
+
+PROGRESS_LABEL = "dpsql: reading the data"
+
+
+def progress_bar(label: str = PROGRESS_LABEL):
+    """A ``reader.progress`` callback that draws tqdm's bar (``tqdm.auto``: a widget in a
+    Jupyter notebook, a line on stderr in a terminal), from 0 to 100%, removed when the
+    query is done (``None``). tqdm is imported at the first percentage, that is, only once
+    a query has read data for a second."""
+    state: dict = {}
+
+    def show(percent) -> None:
+        bar = state.get("bar")
+        if percent is None:
+            if bar is not None:
+                bar.close()
+                state.clear()
+            return
+        if bar is None:
+            from tqdm.auto import tqdm
+            bar = state["bar"] = tqdm(total=100, desc=label, leave=False, unit="%",
+                                      bar_format="{desc}: {percentage:3.0f}%|{bar}| "
+                                                 "[{elapsed}<{remaining}]")
+            if isinstance(getattr(bar, "nrows", None), int) and bar.nrows <= 0:
+                bar.ncols, bar.nrows = 80, 24    # a terminal that reports no size: tqdm
+                                                 # would draw nothing
+        bar.n = min(max(float(percent), 0.0), 100.0)
+        bar.refresh()
+    return show
+
+
+def progress_callback(progress):
+    """What ``reader.progress`` asks for, as a callback or None: True is tqdm's bar
+    (``progress_bar``), a callable is called with the percentage, None/False is nothing."""
+    if progress is True:
+        return progress_bar()
+    if progress is None or progress is False or callable(progress):
+        return progress or None
+    from ..errors import ProgrammingError
+    raise ProgrammingError(f"reader.progress takes True (a progress bar: a widget in a "
+                           f"notebook, stderr in a terminal), a callable or None, not "
+                           f"{type(progress).__name__}")

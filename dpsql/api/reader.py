@@ -31,7 +31,7 @@ from ..privacy.params import Budget, Privacy, large_privacy_warning
 from ..release.noise import add_noise, drowned_counts, empty_noisy
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
-from .display import HTMLPage, Text, session_html, session_summary
+from .display import HTMLPage, Text, progress_callback, session_html, session_summary
 from .smartnoise import SmartNoiseMethods
 
 _PLAN_CACHE_SIZE = 256
@@ -45,8 +45,8 @@ class Reader(SmartNoiseMethods):
                  budget: Budget | None = None, ledger=None) -> None:
         self.engine = engine
         self.metadata = metadata
-        self.privacy = privacy if privacy is not None else Privacy()
-        self.accountant = Accountant(budget, ledger)
+        self.privacy = session_privacy(privacy)
+        self.accountant = Accountant(session_budget(budget), ledger)
         self._plans: OrderedDict = OrderedDict()
         self._history: list = []     # this session's releases, for report()
         self._releases: dict = {}    # (canonical SQL, privacy) -> released DataFrame
@@ -55,8 +55,9 @@ class Reader(SmartNoiseMethods):
         self.post = PostProcessor()
         self._lock = threading.Lock()
         self.progress = None
-        """A callable told a running query's progress (percent) while it reads the data
-        for more than a second, and None when it is done (the CLI's stderr line uses it)."""
+        """Progress of a query that reads the data for more than a second: True draws
+        tqdm's bar (a widget in a notebook, stderr in a terminal; the CLI's, on a
+        terminal); a callable is told the percentage, then None when it is done."""
 
     def __repr__(self) -> str:
         """Tables, privacy per query, budget, spent and ledger: never a data value."""
@@ -199,6 +200,17 @@ class Reader(SmartNoiseMethods):
         return self.accountant.spent
 
     @property
+    def remaining(self) -> tuple | None:
+        """What this session may still spend: (epsilon, delta) left, or with a zCDP budget
+        (rho, delta left for thresholds); None without a budget. With both a Budget object
+        and a ledger, the tighter of the two. A remainder too small for any query is 0."""
+        left = [remaining(spent, budget) for spent, budget in self.accountant._pools()]
+        if not left:
+            return None
+        kinds = {budget.zcdp for _, budget in self.accountant._pools()}
+        return tuple(map(min, zip(*left))) if len(kinds) == 1 else left[0]
+
+    @property
     def spent_rho(self) -> float:
         """rho (zCDP) spent by this session: Gaussian statistics' rho plus epsilon^2 / 2 for
         each pure-epsilon one."""
@@ -323,7 +335,7 @@ class Reader(SmartNoiseMethods):
         details = report.details(plan)
         exacts = []
         try:
-            with Progress(self.engine, self.progress):
+            with Progress(self.engine, progress_callback(self.progress)):
                 for part in parts:
                     exacts.append(self.engine.run(self._sql(part)[0]))
         except OperationalError as err:
@@ -375,6 +387,33 @@ class Reader(SmartNoiseMethods):
         df = self.execute_df(sql, params, privacy, replay)
         rows = [tuple(_native(v) for v in row) for row in df.itertuples(index=False, name=None)]
         return [tuple(df.columns)] + rows
+
+
+def session_privacy(privacy) -> Privacy:
+    """``privacy=`` of a session as a Privacy: None is the default (epsilon 1 per query), a
+    number is epsilon per query; anything else is refused here, when the session is made."""
+    if privacy is None:
+        return Privacy()
+    if isinstance(privacy, Privacy):
+        privacy.check()
+        return privacy
+    if isinstance(privacy, (int, float)) and not isinstance(privacy, bool):
+        return Privacy(epsilon=privacy)
+    raise ProgrammingError(f"privacy= takes a dpsql.Privacy (e.g. dpsql.Privacy(epsilon=1.0)) "
+                           f"or a number, the epsilon of each query; got "
+                           f"{type(privacy).__name__} {privacy!r}")
+
+
+def session_budget(budget) -> Budget | None:
+    """``budget=`` of a session as a Budget: a number is the session's total epsilon (at
+    Budget's default delta); None is no budget."""
+    if budget is None or isinstance(budget, Budget):
+        return budget
+    if isinstance(budget, (int, float)) and not isinstance(budget, bool):
+        return Budget(epsilon=budget)
+    raise ProgrammingError(f"budget= takes a dpsql.Budget (e.g. dpsql.Budget(epsilon=3.0)) or a "
+                           f"number, the session's total epsilon; got {type(budget).__name__} "
+                           f"{budget!r}")
 
 
 class UnionPlan:

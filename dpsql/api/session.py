@@ -18,7 +18,7 @@ from ..engines.duckdb.engine import Engine, own_connection
 from ..errors import DataError, NotSupportedError, OperationalError, ProgrammingError
 from ..metadata.model import Metadata
 from ..privacy.params import Budget, Privacy
-from .reader import Reader
+from .reader import Reader, session_budget, session_privacy
 
 
 def open_session(metadata, *, tables=None, connection=None, database=None,
@@ -27,7 +27,10 @@ def open_session(metadata, *, tables=None, connection=None, database=None,
     """(reader, connection the session opened itself or None) over exactly one of
     ``tables`` (as ``from_df``), ``connection`` (an open DuckDB or psycopg connection, or a
     SparkSession, which also takes ``tables``: DataFrames or Parquet paths) or ``database``
-    (the path of a DuckDB file, opened read-only, or a postgresql:// URL)."""
+    (the path of a DuckDB file, opened read-only, or a postgresql:// URL). ``privacy`` and
+    ``budget`` may be numbers (epsilon per query, the session's total epsilon); they are
+    checked first, before the metadata or data are read."""
+    privacy, budget = session_privacy(privacy), session_budget(budget)
     meta = Metadata.load(metadata)
     if tables is not None and connection is None:
         return _reader(_engine_over_tables(tables, meta), meta, privacy, budget, ledger), None

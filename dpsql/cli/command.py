@@ -19,10 +19,10 @@ import warnings
 
 from . import interrupt
 from .text import (EXIT_BUDGET, EXIT_CODES, EXIT_DATA, EXIT_INTERNAL, EXIT_METADATA,
-                       EXIT_OK, EXIT_QUERY, EXIT_USAGE, UsageError, _pair, _require_file, _warn,
-                       _write, format_frame, progress_line)
+                   EXIT_OK, EXIT_QUERY, EXIT_USAGE, BindingError, ConfigurationError,
+                   UsageError, _pair, _require_file, _warn, _write, format_frame)
 from .parsers import build_parser
-from ..errors import Error, OperationalError
+from ..errors import Error, MetadataError, OperationalError, ProgrammingError, QueryError
 
 # ----------------------------------------------------------------- commands
 
@@ -34,7 +34,6 @@ def _read_sql(text: str) -> str:
 
 
 def cmd_query(args) -> int:
-    from ..api.session import open_session
     from ..privacy.params import Privacy
 
     _check_query_args(args)
@@ -60,22 +59,22 @@ def cmd_query(args) -> int:
         else:
             source = ({"database": args.engine} if args.engine and args.engine.lower() != "duckdb"
                       else {"database": args.database} if args.database else {"tables": tables})
-        reader, owned = open_session(args.metadata, privacy=privacy, ledger=ledger, **source)
+        reader, owned = _open(args.metadata, privacy=privacy, ledger=ledger, **source)
         con = con or owned
-        reader.progress = progress_line()      # stderr on a terminal only
+        reader.progress = sys.stderr.isatty()   # tqdm's bar, on a terminal only
         if args.explain:
             note = _ledger_note(args.ledger, ledger, reader, sql)
             _write(reader.explain(sql).rstrip("\n") + "\n" + note)
             return EXIT_OK
-        if args.accuracy is not None:    # charged (and fsynced) before it returns
-            frame = reader.execute_with_accuracy_df(sql, alpha=1 - args.accuracy,
-                                                    replay=not args.fresh)
-        else:
-            frame = reader.execute_df(sql, replay=not args.fresh)
+        frame, replayed = _execute(reader, ledger, sql, args)
     finally:
         if con is not None:
             (con.stop if hasattr(con, "stop") else con.close)()
     _write(format_frame(frame, args.format))
+    if replayed:
+        sys.stderr.write(f"dpsql: replayed: cost 0; ledger {args.ledger} holds this query's "
+                         "release (the same SQL, privacy and plan), shown again without "
+                         "reading the data; --fresh makes a new release, paid for\n")
     if ledger is None:
         _warn("without --ledger this release is not recorded and nothing limits what "
               "repeated queries spend; use --ledger FILE --budget E")
@@ -83,6 +82,31 @@ def cmd_query(args) -> int:
         _warn(f"ledger {args.ledger} has no budget: spending is recorded but nothing is "
               "enforced; give --budget E to set one")
     return EXIT_OK
+
+
+def _execute(reader, ledger, sql: str, args) -> tuple:
+    """(the result, whether it was a replay: the ledger's new records are replays only)."""
+    before = len(ledger.records()) if ledger is not None else 0
+    if args.accuracy is not None:    # charged (and fsynced) before it returns
+        frame = reader.execute_with_accuracy_df(sql, alpha=1 - args.accuracy,
+                                                replay=not args.fresh)
+    else:
+        frame = reader.execute_df(sql, replay=not args.fresh)
+    added = ledger.records()[before:] if ledger is not None else []
+    return frame, bool(added) and all(r.replay for r in added)
+
+
+def _open(metadata: str, **session) -> tuple:
+    """``open_session``, with data that does not bind to the metadata (a --table it lacks)
+    told as such rather than as a refused query."""
+    from ..api.session import open_session
+    try:
+        return open_session(metadata, **session)
+    except ProgrammingError as err:
+        if isinstance(err, (QueryError, MetadataError)):
+            raise
+        raise BindingError(f"{err}; bind the tables of {metadata} (--table SCHEMA.TABLE=PATH "
+                           "with a table it describes, --database or --engine)") from None
 
 
 def _spark_session(master: str | None):
@@ -97,12 +121,25 @@ def _spark_session(master: str | None):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             spark = (SparkSession.builder.master(master or "local[*]").appName("dpsql")
-                     .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+                     .config("spark.ui.showConsoleProgress", "false")
+                     .config("spark.sql.warehouse.dir", _temporary_warehouse())
+                     .getOrCreate())
     except Exception as err:  # noqa: BLE001 - Java missing, a master unreachable: one line
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise OperationalError(f"cannot start Spark: {first}") from None
     spark.sparkContext.setLogLevel("FATAL")
     return spark
+
+
+def _temporary_warehouse() -> str:
+    """Where Spark may keep tables of its own: a temporary directory removed at exit, never
+    ./spark-warehouse in the user's working directory."""
+    import atexit
+    import shutil
+    import tempfile
+    path = tempfile.mkdtemp(prefix="dpsql-spark-warehouse-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def _check_query_args(args) -> None:
@@ -179,6 +216,8 @@ def classify(exc: BaseException) -> tuple:
     duck = (duckdb.Error,) if duckdb is not None else ()
     table = [
         (UsageError, EXIT_USAGE, "usage error"),
+        (BindingError, EXIT_QUERY, "data binding error"),
+        (ConfigurationError, EXIT_QUERY, "configuration error"),
         (errors.BudgetExceededError, EXIT_BUDGET, "budget exceeded"),
         (errors.MetadataError, EXIT_METADATA, "metadata error"),
         (errors.QueryError, EXIT_QUERY, "query refused"),

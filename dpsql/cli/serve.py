@@ -14,7 +14,8 @@ import signal
 import sys
 
 from . import interrupt
-from .text import EXIT_OK, UsageError
+from .text import EXIT_OK, ConfigurationError, UsageError
+from ..errors import ProgrammingError, QueryError
 
 
 def run(args) -> int:
@@ -22,8 +23,11 @@ def run(args) -> int:
         return _hash_password()
     if not args.config:
         raise UsageError("dpsql serve needs --config deployment.yaml (or --hash-password)")
-    from ..server.config import load
-    deployment = load(args.config)
+    from ..server.config import ConfigError, load
+    try:
+        deployment = load(args.config)
+    except ConfigError as err:
+        raise ConfigurationError(str(err)) from None
     if args.check:
         return _check(deployment)
     return asyncio.run(_serve(deployment))
@@ -52,8 +56,13 @@ def _check(deployment) -> int:
     from ..privacy.ledger import Ledger
     from ..server.accounts import Account
     metadata = Metadata.load(deployment.metadata)
-    reader, owned = open_session(metadata, tables=deployment.tables,
-                                 database=deployment.database)
+    try:
+        reader, owned = open_session(metadata, tables=deployment.tables,
+                                     database=deployment.database)
+    except ProgrammingError as err:       # tables: naming a table the metadata lacks
+        if isinstance(err, QueryError):
+            raise
+        raise ConfigurationError(f"{deployment.path}: {err}") from None
     if owned is not None:
         owned.close()
     for analyst in deployment.analysts.values():

@@ -12,6 +12,8 @@ import math
 import os
 import sys
 
+from ..errors import ProgrammingError
+
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 EXIT_QUERY, EXIT_METADATA, EXIT_BUDGET, EXIT_DATA = 3, 4, 5, 6
 
@@ -20,7 +22,8 @@ exit codes:
   {EXIT_OK}  success
   {EXIT_INTERNAL}  internal error (a bug in dpsql: please report it)
   {EXIT_USAGE}  usage error (bad or missing arguments)
-  {EXIT_QUERY}  query refused (QueryError: not parseable, not supported, or not private)
+  {EXIT_QUERY}  query refused (QueryError: not parseable, not supported, or not private);
+     also data that does not bind to the metadata, a deployment file with an error
   {EXIT_METADATA}  metadata invalid (MetadataError; `metadata check` found problems)
   {EXIT_BUDGET}  budget or ledger (BudgetExceededError: the query would pass the
      budget, nothing was run or spent; or the ledger refused the session)
@@ -32,6 +35,16 @@ exit codes:
 
 class UsageError(Exception):
     """Bad command-line arguments (exit code 2)."""
+
+
+class BindingError(ProgrammingError):
+    """The data given does not bind to the metadata: a --table the metadata lacks, a
+    connection of another kind (exit code 3, as the ProgrammingError it is)."""
+
+
+class ConfigurationError(ProgrammingError):
+    """``dpsql serve``'s deployment file is wrong, or what it names does not load
+    (exit code 3)."""
 
 
 def _require_file(path: str, what: str) -> None:
@@ -126,19 +139,3 @@ def _json_value(value):
 def _write(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
-
-
-def progress_line():
-    """A progress callback for a query that reads data for over a second: one line on
-    stderr, rewritten in place and erased at the end; None (nothing) unless stderr is a
-    terminal, so pipes, files and logs never see it."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(percent) -> None:
-        if percent is None:
-            sys.stderr.write("\r\x1b[K")
-        else:
-            sys.stderr.write(f"\rdpsql: reading the data, {percent:3.0f}% ")
-        sys.stderr.flush()
-    return show

@@ -62,6 +62,7 @@ from ..errors import QueryError
 from . import bigquery
 from .dialect import ANALYST_DIALECT
 from .params import bind_params, literal, typed_params  # noqa: F401 - re-exported
+from .parse_errors import parse_error
 
 
 
@@ -77,12 +78,6 @@ MAX_RELATION_DEPTH = 24
 
 
 # ----------------------------------------------------------------- parsing
-
-def _where(err: ParseError) -> str:
-    info = (err.errors or [{}])[0]
-    line, col = info.get("line"), info.get("col")
-    return f" at line {line}, column {col}" if line else ""
-
 
 _OPEN = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE})
 _CLOSE = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END})
@@ -194,9 +189,7 @@ def _parse_all(sql: str) -> tuple:
         for i, tok in enumerate(tokens):
             if tok.token_type == TokenType.MOD and _pyformat_at(tokens, i):
                 raise QueryError(_pyformat_message(tokens, i)) from None
-        msg = str((first.errors or [{}])[0].get("description") or "invalid SQL")
-        raise QueryError(f"cannot parse the query{_where(first)}: {msg}. "
-                         "Write one SELECT statement in DuckDB/ANSI SQL.") from None
+        raise QueryError(parse_error((first.errors or [{}])[0], sql)) from None
     except RecursionError:
         raise _too_deep_to_parse() from None
     except MemoryError:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 
 from . import zcdp
 from .pools import pool_of
@@ -84,7 +84,7 @@ def _default_map() -> dict:
     })
 
 
-@dataclass
+@dataclass(repr=False)
 class Mechanisms:
     """SmartNoise-style ``privacy.mechanisms.map[Stat.count] = Mechanism.gaussian``."""
 
@@ -108,10 +108,30 @@ class Mechanisms:
     def for_stat(self, stat: Stat) -> Mechanism:
         return self.map.get(stat) or _default_map()[stat]
 
+    def __repr__(self) -> str:
+        """Only what differs from the defaults, by name: ``Mechanisms(map={'count':
+        'gaussian'})``, ``Mechanisms()``; it evaluates back to an equal object."""
+        defaults = _default_map()
+        changed = {s.value: m.value for s, m in self.map.items() if defaults.get(s) is not m}
+        shown = ([f"map={changed!r}"] if changed else []) + [
+            f"{name}={value!r}" for name, value in _changed(self) if name != "map"]
+        return f"Mechanisms({', '.join(shown)})"
+
     def key(self) -> tuple:
         """A hashable summary, for caching plans."""
         return tuple((s.value, self.for_stat(s).value) for s in Stat if s is not Stat.quantile) + (
             self.large, self.quantile_cells)
+
+
+def _changed(params) -> list:
+    """[(field, value)] of a dataclass's fields whose value is not their default."""
+    out = []
+    for each in fields(params):
+        default = each.default_factory() if each.default is MISSING else each.default
+        value = getattr(params, each.name)
+        if value != default:
+            out.append((each.name, value))
+    return out
 
 
 def _number(value) -> float | None:
@@ -158,7 +178,7 @@ def large_privacy_warning(privacy) -> str | None:
             f"{usual}). It is answered; lower it unless that is intended")
 
 
-@dataclass
+@dataclass(repr=False)
 class Privacy:
     """The most one query may cost, all its noisy statistics together.
 
@@ -182,6 +202,14 @@ class Privacy:
         if self.epsilon is None and self.rho is None:
             self.epsilon = 1.0
         self.check()
+
+    def __repr__(self) -> str:
+        """``Privacy(epsilon=1, delta=1e-10)``: the size, delta, and the mechanisms and split
+        only where they differ from the defaults."""
+        size = f"rho={self.rho!r}" if self.rho is not None else f"epsilon={self.epsilon!r}"
+        rest = [f"{name}={value!r}" for name, value in _changed(self)
+                if name not in ("epsilon", "rho", "delta")]
+        return f"Privacy({', '.join([size, f'delta={self.delta!r}'] + rest)})"
 
     def check(self) -> None:
         """Validate (again: the fields can be changed after construction)."""
@@ -243,7 +271,7 @@ def _check_rho(rho, what: str) -> None:
         raise ProgrammingError(f"{what}: rho must be a finite number > 0, got {rho!r}")
 
 
-@dataclass
+@dataclass(repr=False)
 class Budget:
     """One pool of privacy: every reader and DB-API connection given this object spends
     from it (safely under threads); queries beyond it are refused before running. A ledger
@@ -271,6 +299,10 @@ class Budget:
                                        "delta) is reported at that delta)")
         else:
             _check_eps_delta(self.epsilon, self.delta, "Budget")
+
+    def __repr__(self) -> str:
+        size = f"rho={self.rho!r}" if self.rho is not None else f"epsilon={self.epsilon!r}"
+        return f"Budget({size}, delta={self.delta!r})"
 
     @property
     def zcdp(self) -> bool:

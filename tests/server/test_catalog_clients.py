@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 
-import psycopg
 import pytest
 import sqlalchemy
 
@@ -237,7 +236,8 @@ public class Meta {
         while (r.next()) {
             n++;
             StringBuilder b = new StringBuilder(what + " row");
-            for (int i = 1; i <= r.getMetaData().getColumnCount(); i++) b.append("|").append(r.getString(i));
+            for (int i = 1; i <= r.getMetaData().getColumnCount(); i++)
+                b.append("|").append(r.getString(i));
             System.out.println(b);
         }
         System.out.println(what + " rows " + n);

@@ -2,6 +2,7 @@
 command list, warnings at the caller's line, an epsilon that protects no one. Real
 processes (`python -m dpsql`, a script run by the interpreter)."""
 import os
+import re
 import select
 import signal
 import subprocess
