@@ -24,6 +24,7 @@ import dpsql
 from dpsql.api.bounds import NoBoundsError
 from dpsql.cli import command as cli
 from dpsql.mechanisms.bounds import OctaveBins, OctaveBounds
+from dpsql.metadata.edit import yaml_number
 from tests.paths import DATA
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
@@ -189,3 +190,12 @@ def test_bounds_are_not_written_when_the_estimate_cannot_support_them(tmp_path, 
     captured = capsys.readouterr()
     assert f"upper {MAX_DOUBLE!r}" in captured.out and "not written" in captured.err
     assert meta.read_text("utf-8") == before
+
+
+def test_bounds_are_written_as_numbers_pyyaml_reads_back():
+    # PyYAML (YAML 1.1) reads 1e-06 and 1.0e6 as strings: a float needs a dot and a sign.
+    for value in (0.0, -0.0, 1e-06, 5.5e-07, 1e16, 524288.0, -(2.0 ** 1022), 2.0 ** -1021, 0.1,
+                  -3, 0, 2 ** 63 - 1, -(2 ** 63)):
+        text = yaml_number(value)
+        assert yaml.safe_load(f"x: {text}")["x"] == value and type(yaml.safe_load(
+            f"x: {text}")["x"]) is type(value), text
