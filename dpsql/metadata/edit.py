@@ -141,7 +141,11 @@ def set_bounds(text: str, schema: str | None, table: str, column: str, lower, up
                                   key=lambda e: (e[0], e[1]), reverse=True):
         out = out[:start] + new + out[end:]
     expected = _with_bounds(before, schema, table, column, lower, upper)
-    if yaml.safe_load(out) != expected:
+    try:
+        after = yaml.safe_load(out)
+    except yaml.YAMLError:
+        after = None
+    if after != expected:
         raise MetadataError("the edited text does not read back as the same metadata with "
                             "these bounds")
     return out
@@ -149,7 +153,7 @@ def set_bounds(text: str, schema: str | None, table: str, column: str, lower, up
 
 def _with_bounds(doc, schema: str | None, table: str, column: str, lower, upper):
     """The loaded document ``doc`` with the column's bounds set (what the edit must read as)."""
-    for key, schemas in doc.items():
+    for key, schemas in (doc.items() if isinstance(doc, dict) else ()):
         if key == "engine" or not isinstance(schemas, dict):
             continue
         for s_name, tables in schemas.items():
