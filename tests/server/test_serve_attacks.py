@@ -145,10 +145,10 @@ CATALOG_ESCAPES = {
     "SELECT * FROM read_text('/etc/passwd')": "42601", "SELECT * FROM glob('/*')": "42601",
     "COPY (SELECT 1) TO '/tmp/x.csv'": "0A000", "ATTACH '/tmp/x.db'": "42601",
     "INSTALL httpfs": "42601", "LOAD httpfs": "42601", "PRAGMA version": "42601",
-    "SELECT current_setting('memory_limit')": "42601", "SELECT * FROM duckdb_settings()": "42601",
+    "SELECT current_setting('memory_limit')": "42704", "SELECT * FROM duckdb_settings()": "42601",
     "SELECT getenv('HOME')": "42601", "WITH t AS (SELECT getenv('HOME') AS h) SELECT h FROM t":
     "42601", "SELECT (SELECT getenv('HOME'))": "42601",
-    "SELECT pg_catalog.getenv('HOME')": "42601", "SELECT * FROM pg_catalog.pg_proc": "42P01",
+    "SELECT pg_catalog.getenv('HOME')": "42601", "SELECT * FROM pg_catalog.pg_proc": "00000",
     "SELECT * FROM pg_class, LATERAL (SELECT getenv('HOME'))": "42P01",
     "SELECT * FROM information_schema.tables, read_csv('/etc/passwd')": "42P01",
     "SELECT relname FROM pg_class UNION ALL SELECT CAST(COUNT(*) AS VARCHAR) FROM PUMS.PUMS":
