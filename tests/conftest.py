@@ -3,6 +3,7 @@
 The data frames are session-scoped and shared by every test: a test that changes one
 works on a copy (``frame.copy()``, ``dict(frames)``).
 """
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -117,9 +118,9 @@ SLOW_FILES = {
 }
 
 SLOW_TESTS = {
-    # Single tests (all their parameters) of 2.5 s or more, measured in a serial run at load
-    # 5-8 on 2 cores (about a third of that on an idle machine). The quick subset's summary
-    # names any other test over QUICK_LIMIT, to be added here.
+    # Single tests (all their parameters together) of 2.5 s or more in a serial run at load
+    # 5-8 on 2 cores, or about 1 s of CPU or more, or waiting on a subprocess. The quick
+    # subset's run names any other test over QUICK_LIMIT of CPU, to be added here.
     "safety/test_parse_safety.py::test_3000_term_or_chain_is_answered",                   # 38 s
     "safety/test_parse_safety.py::test_or_chain_beyond_the_node_limit_is_query_error_suggesting_in",
     "safety/test_hostile_dates_decimals.py::"
@@ -154,11 +155,28 @@ SLOW_TESTS = {
     "safety/test_column_lists.py::"
     "test_order_items_reach_their_person_through_the_real_order_id_only",
     "unit/test_architecture.py::test_no_import_circle",
+    # CPU seconds (process and its subprocesses), measured under -n 2
+    "system/test_sqlalchemy.py::test_importing_dpsql_needs_no_sqlalchemy",          # subprocess
+    "system/test_report.py::test_replays_are_the_same_rows_with_a_ledger_as_without",  # CLI
+    "system/test_dates_decimals.py::test_count_matches_plain_duckdb",                 # 2.2
+    "system/test_bounds_estimate.py::test_pums_income_and_age_get_tight_bounds",      # 1.5
+    "system/test_bounds_estimate.py::test_values_at_the_edges_of_bins_and_types_are_inside",
+    "system/test_relational.py::test_refused_for_free",                               # 1.3
+    "system/test_column_lists.py::test_an_outer_select_of_an_aggregating_cte_is_its_release",
+    "system/test_joins.py::test_the_issue_queries_answer_within_noise",               # 1.3
+    "unit/test_bounds.py::test_guaranteed_intervals_contain_engine_values",           # 1.3
+    "unit/test_noise.py::test_tail_frequencies",                                      # 1.3
+    "system/test_star_joins.py::test_shop_comma_joins_plan_as_the_inner_joins",       # 1.1
+    "system/test_correlated.py::test_retail_matches_plain_duckdb",                    # 1.1
+    "system/test_correlated.py::test_shop_matches_plain_duckdb",                      # 1.0
+    "unit/test_mechanisms.py::test_release_noise_distribution_end_to_end",            # 1.0
+    "unit/test_noise.py::test_low_bits_uniform_at_large_scale",                       # 0.9
 }
 
-QUICK_LIMIT = 2.0
-"""Seconds: a test of the quick subset (-m "not slow") slower than this is named at the end
-of the run, to be marked slow here (SLOW_TESTS) or made faster."""
+QUICK_LIMIT = 1.0
+"""CPU seconds (the test's process and the subprocesses it waited for; wall time on a shared
+machine says more about the load): a test of the quick subset (-m "not slow") that takes
+more is named at the end of the run, to be marked slow here (SLOW_TESTS) or made faster."""
 
 PARALLEL_ORDER = ("engines", "properties", "neighbours", "server")
 SERIAL_ORDER = ("unit", "safety", "system", "server", "neighbours", "properties", "engines")
@@ -217,22 +235,41 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank[id(item)])          # stable: collection order within
 
 
+_cpu_start = pytest.StashKey[float]()
 _slow_unmarked: dict = {}
 
 
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.stash[_cpu_start] = _cpu()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if call.when == "teardown" and _cpu_start in item.stash:
+        outcome.get_result().user_properties.append(("cpu", _cpu() - item.stash[_cpu_start]))
+
+
 def pytest_runtest_logreport(report):
-    """Collect the quick subset's tests that took over QUICK_LIMIT (setup, call and teardown;
-    under xdist the reports reach the controller, which prints the summary)."""
-    if "slow" not in report.keywords:
-        _slow_unmarked[report.nodeid] = _slow_unmarked.get(report.nodeid, 0.0) + report.duration
+    """The quick subset's tests over QUICK_LIMIT (under xdist the reports, with their
+    user_properties, reach the controller, which prints the summary)."""
+    cpu = dict(report.user_properties).get("cpu")
+    if report.when == "teardown" and cpu is not None and cpu > QUICK_LIMIT \
+            and "slow" not in report.keywords:
+        _slow_unmarked[report.nodeid] = cpu
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    if "not slow" not in (config.getoption("markexpr") or ""):
+    if "not slow" not in (config.getoption("markexpr") or "") or not _slow_unmarked:
         return
-    over = sorted(((t, n) for n, t in _slow_unmarked.items() if t > QUICK_LIMIT), reverse=True)
-    if over:
-        terminalreporter.section("quick subset: tests over %.0f s (mark them slow in "
-                                 "tests/conftest.py, SLOW_TESTS)" % QUICK_LIMIT)
-        for seconds, nodeid in over:
-            terminalreporter.write_line(f"{seconds:6.2f}s {nodeid}")
+    terminalreporter.section(f"quick subset: tests over {QUICK_LIMIT:g} s of CPU (mark them "
+                             "slow in tests/conftest.py, SLOW_TESTS)")
+    for nodeid, cpu in sorted(_slow_unmarked.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{cpu:6.2f}s {nodeid}")
