@@ -8,12 +8,15 @@ truncated rows of the plan, so one person has at most ``l1_rows`` rows in it.
 The bin of x > 0 is k = floor(log2 x), computed as floor(ln x / ln 2) and then corrected
 by exact comparisons with 2^k and 2^(k+1), so that rounding in the logarithm never puts a
 value in a bin whose edges do not hold it. An infinite or NaN double has no logarithm: it
-goes to the last bin of its sign. NULL has no bin.
+goes to the last bin of its sign, without one being computed (an engine that casts strictly
+would fail on it, and a failure that depends on one person's value would tell). NULL has no
+bin.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
 from sqlglot import exp
 
 from ..frontend.typecheck import float_literal
@@ -34,9 +37,12 @@ def _case(condition, true, default=None) -> exp.Expression:
 def _exponent(y: exp.Expression, bins: OctaveBins) -> exp.Expression:
     """floor(log2 y) for y > 0, within [emin, emax - 1] (NULL logarithm: emax - 1)."""
     big = exp.DataType.build("BIGINT")
-    guess = exp.TryCast(this=exp.Floor(this=exp.Div(
+    log2 = exp.TryCast(this=exp.Floor(this=exp.Div(
         this=exp.Ln(this=y.copy()), expression=float_literal(math.log(2.0)))), to=big)
-    # GREATEST and LEAST skip NULL: an infinite or NaN y lands at emax - 1.
+    # An infinite or NaN y (NaN sorts above every number) has no logarithm to cast to an
+    # integer: it goes to the last bin without one, on every engine.
+    finite = exp.LTE(this=y.copy(), expression=float_literal(float(np.finfo(np.float64).max)))
+    guess = _case(finite, log2, _num(bins.emax - 1))
     k = exp.Anonymous(this="GREATEST", expressions=[exp.Anonymous(
         this="LEAST", expressions=[guess, _num(bins.emax - 1)]), _num(bins.emin)])
     two = float_literal(2.0)
