@@ -32,6 +32,7 @@ from ..release.noise import add_noise, drowned_counts, empty_noisy
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
 from .display import HTMLPage, Text, progress_callback, session_html, session_summary
+from .options import session_budget, session_privacy
 from .smartnoise import SmartNoiseMethods
 
 _PLAN_CACHE_SIZE = 256
@@ -387,33 +388,6 @@ class Reader(SmartNoiseMethods):
         df = self.execute_df(sql, params, privacy, replay)
         rows = [tuple(_native(v) for v in row) for row in df.itertuples(index=False, name=None)]
         return [tuple(df.columns)] + rows
-
-
-def session_privacy(privacy) -> Privacy:
-    """``privacy=`` of a session as a Privacy: None is the default (epsilon 1 per query), a
-    number is epsilon per query; anything else is refused here, when the session is made."""
-    if privacy is None:
-        return Privacy()
-    if isinstance(privacy, Privacy):
-        privacy.check()
-        return privacy
-    if isinstance(privacy, (int, float)) and not isinstance(privacy, bool):
-        return Privacy(epsilon=privacy)
-    raise ProgrammingError(f"privacy= takes a dpsql.Privacy (e.g. dpsql.Privacy(epsilon=1.0)) "
-                           f"or a number, the epsilon of each query; got "
-                           f"{type(privacy).__name__} {privacy!r}")
-
-
-def session_budget(budget) -> Budget | None:
-    """``budget=`` of a session as a Budget: a number is the session's total epsilon (at
-    Budget's default delta); None is no budget."""
-    if budget is None or isinstance(budget, Budget):
-        return budget
-    if isinstance(budget, (int, float)) and not isinstance(budget, bool):
-        return Budget(epsilon=budget)
-    raise ProgrammingError(f"budget= takes a dpsql.Budget (e.g. dpsql.Budget(epsilon=3.0)) or a "
-                           f"number, the session's total epsilon; got {type(budget).__name__} "
-                           f"{budget!r}")
 
 
 class UnionPlan:

@@ -18,7 +18,8 @@ from ..engines.duckdb.engine import Engine, own_connection
 from ..errors import DataError, NotSupportedError, OperationalError, ProgrammingError
 from ..metadata.model import Metadata
 from ..privacy.params import Budget, Privacy
-from .reader import Reader, session_budget, session_privacy
+from .options import session_budget, session_privacy
+from .reader import Reader
 
 
 def open_session(metadata, *, tables=None, connection=None, database=None,
