@@ -16,6 +16,7 @@ import logging
 from sqlglot import exp
 
 from ..errors import InternalError, MetadataError, OperationalError, QueryError
+from ..frontend.allowed import ENGINE_TYPES
 from ..metadata.model import Metadata, Table
 from ..plan.aggregate import check_rows_independent
 from ..plan.rewrite import capped_text, null_relation, typed_name, with_source
@@ -58,7 +59,7 @@ class ServerEngine:
         return exp.Cast(this=node, to=target)
 
     def _dry_relation(self, table: Table) -> exp.Select:
-        return null_relation(table)
+        return dry_rows(table)
 
     # -- binding -------------------------------------------------------------------
     def table_node(self, table: Table) -> exp.Table:
@@ -140,6 +141,27 @@ class ServerEngine:
                 "because it could depend on private values") from None
         return {name: self._column([row[i] for row in rows], kind)
                 for i, (name, kind) in enumerate(zip(names, kinds))}
+
+
+PLACEHOLDERS = {"int": "0", "float": "0.0", "string": "''", "boolean": "FALSE",
+                "datetime": "'1970-01-01 00:00:00'"}
+"""The ordinary values of the dry run's second row, per metadata type."""
+
+
+def dry_rows(table: Table) -> exp.Select:
+    """The rows a plan is first run on, for free: one of NULLs (``null_relation``) and one of
+    ordinary values (``PLACEHOLDERS``), behind ``OFFSET 0`` so that the engine computes the
+    plan over them as over stored rows, not folded into constants (on NULLs alone, a
+    function PostgreSQL rejects only when it computes it, e.g. an unknown EXTRACT field,
+    passed the dry run and failed on every data set, charged). A failure here depends on
+    the query alone; the rules (``dpsql.plan.dialect.apply_rules``) are what make the rest
+    total."""
+    values = exp.select(*[exp.alias_(exp.Cast(this=exp.maybe_parse(PLACEHOLDERS[col.type]),
+                                              to=exp.DataType.build(ENGINE_TYPES[col.type])),
+                                     col.name, quoted=True) for col in table.columns.values()])
+    both = exp.union(null_relation(table), values, distinct=False)
+    return exp.select(exp.Star()).from_(exp.Subquery(
+        this=both, alias=exp.TableAlias(this=exp.to_identifier("_dry")))).offset(0)
 
 
 def first_line(err: Exception) -> str:

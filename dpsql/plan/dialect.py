@@ -12,8 +12,12 @@ that sqlglot renders ``exp.Try`` (NULL where evaluation would raise),
 """
 from __future__ import annotations
 
+import math
+import struct
+
 from sqlglot import exp
 
+from ..errors import QueryError
 from .nodes import Truncated, TruncatedGroups
 
 
@@ -43,26 +47,161 @@ class Dialect:
         return self.lower(tree).sql(self.name, pretty=pretty)
 
 
-def apply_rules(tree: exp.Expression, rule_for, without_rule) -> exp.Expression:
-    """``tree`` with each node replaced by its rule's result (``rule_for(node)``: a function
-    of the node, or None, in which case ``without_rule(node)`` is called, e.g. to refuse
-    it), deepest first (reversed breadth-first order), so that a rule sees its operands
-    compiled; every node is visited once. How the guarded dialects compile the analyst's
-    expressions (``dpsql.engines.postgres.dialect``, ``dpsql.engines.spark.dialect``)."""
+def total(node: exp.Expression) -> exp.Expression:
+    """The rule of a node that cannot raise on any value of its operands' types: the node."""
+    return node
+
+
+OPAQUE = (exp.Identifier, exp.Var, exp.DataType, exp.DataTypeParam)
+"""Parts of a node that are not values (names, date parts, type names): never compiled."""
+SEALED = (exp.Interval, exp.AggFunc, exp.Window, exp.Query, exp.Subquery)
+"""Nodes whose parts are not in their expression: an INTERVAL literal's (the plan checked
+its count and unit), and the plan's aggregates and subqueries (a part of them is the
+analyst's if typed itself)."""
+
+
+def type_name(node: exp.Expression) -> str | None:
+    """The engine-neutral type of a typed node (BIGINT, DOUBLE, VARCHAR, BOOLEAN, TIMESTAMP,
+    DATE, INTERVAL), or None."""
+    kind = node.type
+    if kind is None or kind.is_type("unknown"):
+        return None
+    return kind.sql("duckdb").upper().split("(")[0]
+
+
+MAX_COMPILED_NODES = 20_000
+"""Most nodes the rules of ``apply_rules`` may add to a plan, beyond 4 per node of the plan.
+A guard reads its operands more than once (a CASE that tests a value, then computes with
+it), so nested guards grow exponentially with the depth of an expression; past this, the
+query is refused (for free: it depends on the query alone) rather than compiled and
+rendered at a size that would take the server minutes."""
+
+
+def apply_rules(tree: exp.Expression, rules: dict, refusal, plan_rules: dict | None = None
+                ) -> exp.Expression:
+    """``tree`` with each node compiled by its rule, deepest first (reversed breadth-first
+    order), so that a rule sees its operands compiled (and typed); every node is visited
+    once. How the engines without ``TRY`` make the analyst's expressions total
+    (``dpsql.engines.postgres.dialect``, ``dpsql.engines.spark.dialect``).
+
+    A node of an analyst's expression (``analyst_nodes``: typed by the typecheck, or inside
+    such a node, typed here by what it computes) is compiled by its entry in ``rules``: a
+    function of the node (``total`` for a node that cannot raise), or a dict from its
+    type (``type_name``) to such a function. A node without an entry, or of a type its
+    entry does not name, is refused: ``refusal(node)`` is the QueryError raised, before
+    anything runs. Other nodes are the plan's own (clamps, fixed point, truncation, which
+    work on values the plan bounded): ``plan_rules`` may compile them, else they are
+    rendered as they are."""
+    analyst = analyst_nodes(tree)
+    known = {id(node): node for node in tree.walk()}     # (kept alive: ids stay unique)
+    added, limit = 0, MAX_COMPILED_NODES + 4 * len(known)
     for node in reversed(list(tree.walk(bfs=True))):
-        rule = rule_for(node)
-        if rule is None:
-            without_rule(node)
-            continue
+        if id(node) in analyst:
+            rule = rule_of(rules, node)
+            if rule is None:
+                raise refusal(node)
+        else:
+            rule = (plan_rules or {}).get(type(node))
+            if rule is None:
+                continue
         parent, key, index = node.parent, node.arg_key, node.index
         new = rule(node)
         if new is node:
             continue
+        added += _new_nodes(new, known)
+        if added > limit:
+            raise QueryError("the query's expressions are too large once every operation in "
+                             "them is guarded on this engine; nest fewer operations")
+        if new.type is None and node.type is not None:
+            new.type = node.type.copy()       # the parent's rule reads its operands' types
         if parent is None:
             tree = new
         else:
             parent.set(key, new, index=index)
     return tree
+
+
+def _new_nodes(new: exp.Expression, known: dict) -> int:
+    """The nodes of ``new`` not counted before (a rule's copies and constructs; the operands
+    it reuses are known), added to ``known``."""
+    fresh = [node for node in new.walk(prune=lambda n: id(n) in known) if id(node) not in known]
+    known.update((id(node), node) for node in fresh)
+    return len(fresh)
+
+
+def rule_of(rules: dict, node: exp.Expression):
+    """The rule of an analyst's node in ``rules`` (by its class, then by its type), or None."""
+    entry = rules.get(type(node))
+    if isinstance(entry, dict):
+        return entry.get(type_name(node))
+    return entry
+
+
+def analyst_nodes(tree: exp.Expression) -> set:
+    """The ids of the nodes of the analyst's expressions in ``tree``: those the typecheck typed
+    (``dpsql.frontend.typecheck`` records the type of every expression it returns) and every
+    value inside one. Those it left untyped (an operand it built, a literal, the division
+    inside a float ``//``) are typed here by what they compute (``inferred_type``), so that
+    no analyst's node reaches an engine without the rule of its type."""
+    inside: set = set()
+    for node in tree.walk(bfs=True):              # parents first
+        if isinstance(node, OPAQUE) or isinstance(node, SEALED[1:]):
+            continue
+        parent = node.parent
+        if _recorded(node) or (parent is not None and id(parent) in inside
+                               and not isinstance(parent, SEALED)):
+            inside.add(id(node))
+    for node in reversed(list(tree.walk(bfs=True))):   # operands first
+        if id(node) in inside and type_name(node) is None:
+            kind = inferred_type(node)
+            if kind is not None:
+                node.type = exp.DataType.build(kind)
+    return inside
+
+
+def _recorded(node: exp.Expression) -> bool:
+    """Whether the typecheck recorded a type on ``node`` (a CAST's ``.type`` is its target
+    whoever wrote it: the plan's own casts are not the analyst's)."""
+    kind = getattr(node, "_type", None)
+    return kind is not None and not kind.is_type("unknown")
+
+
+_TEMPORAL = {"TIMESTAMP", "DATE", "INTERVAL"}
+_BOOLEAN = (exp.Predicate, exp.Connector, exp.Not, exp.Escape, exp.Boolean, exp.IsNan,
+            exp.IsInf, exp.StartsWith, exp.Contains)
+_SAME = (exp.Paren, exp.Try, exp.Neg, exp.Abs, exp.Floor, exp.Ceil, exp.Round, exp.Trunc)
+_CHOICE = (exp.Case, exp.If, exp.Coalesce, exp.Greatest, exp.Least, exp.Nullif)
+
+
+def inferred_type(node: exp.Expression) -> str | None:
+    """The type an untyped node of an analyst's expression computes, from its operands'
+    (DuckDB's rules for the constructs the typecheck builds), or None if not known."""
+    if isinstance(node, exp.Literal):
+        return "VARCHAR" if node.is_string else "BIGINT" if node.is_int else "DOUBLE"
+    if isinstance(node, _BOOLEAN):
+        return "BOOLEAN"
+    if isinstance(node, exp.Cast):                 # and TryCast
+        return node.to.sql("duckdb").upper().split("(")[0]
+    if isinstance(node, exp.Interval):
+        return "INTERVAL"
+    if isinstance(node, exp.Div):
+        return "DOUBLE"
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.IntDiv)):
+        kinds = {type_name(node.this), type_name(node.expression)}
+        if kinds & _TEMPORAL:
+            return "TIMESTAMP"
+        return "DOUBLE" if "DOUBLE" in kinds else "BIGINT" if kinds == {"BIGINT"} else None
+    if isinstance(node, _SAME):
+        return type_name(node.this)
+    if isinstance(node, _CHOICE):
+        values = [node.this] if not isinstance(node, (exp.Case, exp.If)) else []
+        values += [i.args.get("true") for i in node.args.get("ifs") or []]
+        values += [node.args.get(k) for k in ("true", "false", "default")] + node.expressions
+        kinds = {type_name(v) for v in values if v is not None} - {None}
+        if kinds == {"DOUBLE", "BIGINT"}:
+            return "DOUBLE"
+        return kinds.pop() if len(kinds) == 1 else None
+    return None
 
 
 def int_constant(node: exp.Expression) -> int | None:
@@ -99,3 +238,25 @@ def date_diff_tree(part: str, days: exp.Expression, field_diff) -> exp.Expressio
         if part == name.lower():
             break
     return value
+
+
+DOUBLE_MAX = 1.7976931348623157e308
+
+
+def away(y: float) -> float:
+    """C's round of a double (half away from zero), in Python's IEEE doubles (DuckDB's ROUND;
+    the guarded dialects find their bounds with it)."""
+    whole = float(math.trunc(y))
+    return whole + math.copysign(1.0, y) if abs(y - whole) >= 0.5 else whole
+
+
+def largest_finite(f) -> float:
+    """The largest DOUBLE x >= 0 with f(x) finite, for f non-decreasing on [0, max]."""
+    low, high = 0, struct.unpack("<q", struct.pack("<d", DOUBLE_MAX))[0]
+    while low < high:               # doubles >= 0 are ordered as their bit patterns
+        mid = (low + high + 1) // 2
+        if math.isinf(f(struct.unpack("<d", struct.pack("<q", mid))[0])):
+            high = mid - 1
+        else:
+            low = mid
+    return struct.unpack("<d", struct.pack("<q", low))[0]

@@ -277,8 +277,8 @@ def test_the_dry_run_generates_every_stage_so_compile_errors_are_free_refusals(
     from sqlglot import exp
 
     from dpsql.engines.spark import dialect
-    monkeypatch.delitem(dialect.RULES, exp.Escape)
-    monkeypatch.setattr(dialect, "TOTAL", dialect.TOTAL + (exp.Escape,))
+    from dpsql.plan.dialect import total
+    monkeypatch.setitem(dialect.RULES, exp.Escape, total)
     for reader in _with_and_without_the_target(spark, tmp_path):
         with pytest.raises(dpsql.QueryError, match="ESC_IN_THE_MIDDLE"):
             reader.execute_df(LIKE_ATTACK)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import QueryError
-from .guards import _case, _float_fits, _fn, _num, _type, _within_int64
+from .guards import _and, _case, _float_fits, _fn, _not, _num, _type, _within_int64
 
 _FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "TINYINT": "int",
            "DOUBLE PRECISION": "float", "DOUBLE": "float", "FLOAT": "float", "REAL": "float",
@@ -38,7 +38,7 @@ def try_cast(node):
         return _case(exp.Between(this=node.this.copy(), low=_num(-9.2e18), high=_num(9.2e18)),
                      exp.Cast(this=_fn("ROUND", node.this), to=to))
     if (source, target) == ("int", "boolean"):
-        return _case(exp.not_(exp.Is(this=node.this.copy(), expression=exp.Null())),
+        return _case(_not(exp.Is(this=node.this.copy(), expression=exp.Null())),
                      exp.NEQ(this=node.this, expression=_num(0)))
     if (source, target) == ("boolean", "int"):
         return exp.Cast(this=exp.Cast(this=node.this, to=exp.DataType.build("INT")), to=to)
@@ -59,16 +59,16 @@ def _string_to_number(text: exp.Expression, target: str) -> exp.Expression:
     exact = exp.Cast(this=_fn("TRIM", text.copy()), to=exp.DataType.build("DECIMAL"))
     if target == "int":
         rounded = _fn("ROUND", exact)
-        return _case(exp.and_(matches, _within_int64(rounded.copy())),
+        return _case(_and(matches, _within_int64(rounded.copy())),
                      exp.Cast(this=rounded, to=exp.DataType.build("BIGINT")))
     special = exp.RegexpILike(this=text.copy(), expression=exp.Literal.string(_SPECIAL))
     double = exp.DataType.build("DOUBLE")
     return exp.Case(ifs=[
         exp.If(this=special, true=exp.Cast(this=_fn("TRIM", text.copy()), to=double)),
-        exp.If(this=exp.and_(matches, _float_fits(exact.copy())),
+        exp.If(this=_and(matches, _float_fits(exact.copy())),
                true=exp.Cast(this=exact, to=double.copy()))])
 
 
 def _case_bool_text(node):
     return exp.Case(ifs=[exp.If(this=node.copy(), true=exp.Literal.string("true")),
-                         exp.If(this=exp.not_(node.copy()), true=exp.Literal.string("false"))])
+                         exp.If(this=_not(node.copy()), true=exp.Literal.string("false"))])

@@ -20,11 +20,12 @@ from sqlglot import exp
 
 from ...errors import QueryError
 from ...frontend.allowed import ENTRIES
-from ...plan.dialect import Dialect, apply_rules, date_diff_tree, int_constant
+from ...plan.dialect import (Dialect, apply_rules, date_diff_tree, int_constant, total,
+                             type_name)
 from ...plan.nodes import Truncated, TruncatedGroups
+from . import numbers as n
 from .casts import try_cast as _try_cast
-from .guards import (EXP_LIMIT, INT64, _case, _cases, _col, _finite,
-                     _float_fits, _fn, _num, _numeric, _type, _within_int64)
+from .guards import _and, _case, _col, _fn, _num, _within_int64
 
 NAME = "postgres"
 
@@ -38,7 +39,7 @@ class Postgres(Dialect):
     def truncated(self, node: Truncated) -> exp.Select:
         pid, k = node.args["pid"], node.args["k"]
         fields = list(node.args["fields"]) or ["_one"]
-        rows = self.lower(node.this)
+        rows = self._truncations(node.this)
         rank = exp.Window(this=exp.RowNumber(), partition_by=[_col(pid)],
                           order=exp.Order(expressions=[exp.Ordered(this=exp.Rand())]))
         numbered = exp.select(exp.Star(), exp.alias_(rank, "_dpsql_rn", quoted=True)).from_(
@@ -50,7 +51,7 @@ class Postgres(Dialect):
             exp.LTE(this=_col("_dpsql_rn"), expression=_num(k)))
 
     def truncated_groups(self, node: TruncatedGroups) -> exp.Select:
-        pid, keys = node.args["pid"], [self.lower(k) for k in node.args["keys"]]
+        pid, keys = node.args["pid"], [self._truncations(k) for k in node.args["keys"]]
         # The seed is an uncorrelated scalar subquery: PostgreSQL evaluates it once per run
         # (an InitPlan), so every row of a group gets the same hash.
         seed = exp.Subquery(this=exp.select(exp.Cast(this=exp.Mul(
@@ -63,7 +64,7 @@ class Postgres(Dialect):
                                     exp.Ordered(this=k.copy(), nulls_first=False) for k in keys]))
         ranked = exp.select(exp.Star(), exp.alias_(group_rank, "_dpsql_g", quoted=True),
                             exp.alias_(exp.Rand(), "_dpsql_u", quoted=True)).from_(
-            exp.Subquery(this=self.lower(node.this), alias=exp.TableAlias(
+            exp.Subquery(this=self._truncations(node.this), alias=exp.TableAlias(
                 this=exp.to_identifier("_gr"))))
         row_rank = exp.Window(this=exp.RowNumber(), partition_by=[_col(pid), _col("_dpsql_g")],
                               order=exp.Order(expressions=[exp.Ordered(this=_col("_dpsql_u"))]))
@@ -76,207 +77,56 @@ class Postgres(Dialect):
 
     # -- every other node ------------------------------------------------------------
     def lower(self, tree: exp.Expression) -> exp.Expression:
-        return apply_rules(super().lower(tree), lambda node: RULES.get(type(node)), _check_total)
+        """The rules, once over the whole plan (truncations' rows and keys included), then
+        the truncations (whose own SQL needs no rule)."""
+        return self._truncations(apply_rules(tree.copy(), RULES, _refusal, PLAN_RULES))
+
+    def _truncations(self, tree: exp.Expression) -> exp.Expression:
+        return super().lower(tree)
 
 
-def _check_total(node: exp.Expression) -> None:
-    """Refuse an analyst-written (typed) function or operator with no rule and not total."""
-    if node.type is None or isinstance(node, TOTAL) or not isinstance(
-            node, (exp.Func, exp.Binary, exp.Unary)):
-        return
-    raise QueryError(f"{node.key.upper()} is not supported on PostgreSQL (it could fail on "
-                     "some values there); use the DuckDB engine")
+def _refusal(node: exp.Expression) -> QueryError:
+    """An analyst's node with no rule (for its type): refused before anything runs."""
+    kind = type_name(node)
+    what = node.key.upper() + (f" of {kind}" if kind and isinstance(RULES.get(type(node)), dict)
+                               else "")
+    return QueryError(f"{what} is not supported on PostgreSQL (it could fail on some values "
+                      "there); use the DuckDB engine")
 
 
 # ----------------------------------------------------------------------------------
 # Rules: node -> a node that cannot raise on any value of its operands' types
 
 
-def _arith(node):
-    """+ - * of analyst expressions: NULL where the engine type would overflow (and, for
-    floats of finite operands, underflow), decided on the exact (NUMERIC) result. An
-    infinite or NaN operand cannot raise and is left as PostgreSQL computes it."""
-    kind = _type(node)
-    if kind is None:
-        return node
-    if kind == "BIGINT":
-        node = _in_int64(node)
-        if not _guarded(node):
-            return node
-    if kind == "BIGINT" and isinstance(node, (exp.Add, exp.Sub)):
-        return _int_add(node)
-    exact = type(node)(this=_numeric(node.this), expression=_numeric(node.expression))
-    if kind == "BIGINT":
-        return _case(_within_int64(exact), node)
-    a, b = node.this, node.expression
-    return _case(exp.or_(exp.not_(exp.and_(_finite(a), _finite(b))), _float_fits(exact)), node)
-
-
-def _int_add(node):
-    """a + b or a - b of BIGINTs, NULL on overflow, by comparisons alone (no NUMERIC per
-    row): a + b overflows iff b > 0 and a > max - b, or b < 0 and a < min - b; each bound
-    is computed only in the branch where it cannot overflow itself."""
-    a, b = node.this, node.expression
-    constant = int_constant(b)
-    if constant is not None:           # one comparison with a bound computed here
-        step = constant if isinstance(node, exp.Add) else -constant
-        if step == 0:
-            return node
-        if step > 0:
-            return _cases((exp.GT(this=a.copy(), expression=_num(INT64[1] - step)), exp.Null()),
-                          (exp.true(), node))
-        return _cases((exp.LT(this=a.copy(), expression=_num(INT64[0] - step)), exp.Null()),
-                      (exp.true(), node))
-    top, bottom = _num(INT64[1]), _num(INT64[0])
-    if isinstance(node, exp.Sub):      # a - b overflows iff b < 0 and a > max + b, or b > 0 and a < min + b
-        high = exp.GT(this=a.copy(), expression=exp.Add(this=top, expression=b.copy()))
-        low = exp.LT(this=a.copy(), expression=exp.Add(this=bottom, expression=b.copy()))
-        positive, negative = low, high
-    else:
-        positive = exp.GT(this=a.copy(), expression=exp.Sub(this=top, expression=b.copy()))
-        negative = exp.LT(this=a.copy(), expression=exp.Sub(this=bottom, expression=b.copy()))
-    return _cases((exp.GT(this=b.copy(), expression=_num(0)),
-                   _cases((positive, exp.Null()), (exp.true(), node.copy()))),
-                  (exp.LT(this=b.copy(), expression=_num(0)),
-                   _cases((negative, exp.Null()), (exp.true(), node.copy()))),
-                  (exp.true(), node))
-
-
-def _in_int64(node):
-    """``node`` computed in BIGINT: PostgreSQL computes INTEGER operands (literals, LENGTH,
-    STRPOS) in 32 bits, where DuckDB's 64-bit result would overflow."""
-    for key in ("this", "expression"):
-        operand = node.args.get(key)
-        if operand is not None and not (isinstance(operand, exp.Cast)
-                                        and operand.to.is_type("bigint")):
-            operand.replace(exp.Cast(this=operand.copy(), to=exp.DataType.build("BIGINT")))
-    return node
-
-
-def _guarded(node) -> bool:
-    """Whether the typecheck wrapped ``node`` in TRY: an integer operation it did not wrap
-    cannot overflow or divide by zero on any 64-bit operands (``dpsql.frontend.ranges``),
-    on PostgreSQL as on DuckDB, so it needs no guard (and runs at full speed)."""
-    return isinstance(node.parent, exp.Try)
-
-
-def _div(node):
-    """/: a float division (as in DuckDB, whatever the operands), NULL for a zero divisor
-    or a result a DOUBLE cannot hold."""
-    if _type(node) is None:
-        return node
-    a, b = node.this, node.expression
-    double = exp.DataType.build("DOUBLE")
-    quotient = exp.Div(this=exp.Cast(this=a.copy(), to=double),
-                       expression=exp.Cast(this=b.copy(), to=double.copy()))
-    exact = exp.Div(this=_numeric(a), expression=_numeric(b))
-    finite = exp.and_(_finite(a), _finite(b))
-    return _cases((exp.EQ(this=b.copy(), expression=_num(0)), exp.Null()),
-                  (exp.or_(exp.not_(finite), _float_fits(exact)), quotient))
-
-
-def _int_div(node):
-    """// of integers: truncated toward zero (as DuckDB), NULL for a zero divisor."""
-    if _type(node) != "BIGINT":
-        raise QueryError("// of non-integers is not supported on PostgreSQL; use FLOOR(a / b)")
-    a, b = node.this, node.expression
-    if not _guarded(node):      # both BIGINT: PostgreSQL's / truncates toward zero as well
-        return _in_int64(exp.Div(this=a, expression=b, typed=True))
-    exact = _fn("TRUNC", exp.Div(this=_numeric(a), expression=_numeric(b)))
-    return _cases((exp.EQ(this=b.copy(), expression=_num(0)), exp.Null()),
-                  (_within_int64(exact.copy()), exp.Cast(this=exact, to=exp.DataType.build(
-                      "BIGINT"))))
-
-
-def _mod(node):
-    a, b = node.this, node.expression
-    remainder = exp.Mod(this=a, expression=b)
-    if _type(node) == "BIGINT":
-        remainder = _in_int64(remainder)
-    return _case(exp.NEQ(this=b.copy(), expression=_num(0)), remainder)
-
-
-def _neg(node):
-    if _type(node) == "BIGINT":
-        node = _in_int64(node)
-    if _type(node) == "BIGINT" and _guarded(node):
-        return _case(exp.NEQ(this=node.this.copy(), expression=_num(INT64[0])), node)
-    return node
-
-
-def _abs(node):
-    return _neg(node)
-
-
-def _ln(node):
-    return _case(exp.GT(this=node.this.copy(), expression=_num(0)), node)
-
-
-def _sqrt(node):
-    return _case(exp.GTE(this=node.this.copy(), expression=_num(0)), node)
-
-
-def _exp(node):
-    return _case(exp.Between(this=node.this.copy(), low=_num(-EXP_LIMIT), high=_num(EXP_LIMIT)),
-                 node)
-
-
-def _pow(node):
-    """power(a, b): NULL for 0 to a negative power, a negative base to a fraction, and
-    results beyond a DOUBLE (|b ln|a|| > 700, computed exactly)."""
-    double = exp.DataType.build("DOUBLE")
-    a = exp.Cast(this=node.this, to=double)
-    b = exp.Cast(this=node.expression, to=double.copy())
-    size = exp.Abs(this=exp.Mul(this=_numeric(b), expression=_numeric(exp.Ln(this=exp.Abs(
-        this=a.copy())))))
-    power = exp.Pow(this=a.copy(), expression=b.copy())
-    safe = _cases(
-        (exp.not_(exp.and_(_finite(a), _finite(b))), exp.false()),
-        (exp.EQ(this=a.copy(), expression=_num(0)), exp.GTE(this=b.copy(), expression=_num(0))),
-        (exp.and_(exp.LT(this=a.copy(), expression=_num(0)),
-                  exp.NEQ(this=b.copy(), expression=_fn("FLOOR", b.copy()))), exp.false()),
-        (exp.true(), exp.LTE(this=size, expression=_num(EXP_LIMIT))))
-    if _type(node) == "BIGINT":
-        return _cases((exp.not_(safe), exp.Null()),
-                      (_within_int64(_numeric(power)), exp.Cast(this=power.copy(),
-                                                                to=exp.DataType.build("BIGINT"))))
-    return _case(safe, power)
-
-
-def _round(node):
-    """ROUND(x[, n]): PostgreSQL rounds a DOUBLE to places only as NUMERIC."""
-    places = node.args.get("decimals")
-    if places is None or _type(node) == "BIGINT":
-        return node
-    rounded = exp.Round(this=_numeric(node.this), decimals=places)
-    return _case(_finite(node.this), exp.Cast(this=rounded, to=exp.DataType.build("DOUBLE")))
-
-
-def _integral(node):
-    """FLOOR/CEIL/SIGN: the type the analyst's expression has (PostgreSQL returns DOUBLE or
-    NUMERIC); of an integer, FLOOR and CEIL are the integer itself."""
-    if _type(node) != "BIGINT":
-        return node
-    if _type(node.this) == "BIGINT" and not isinstance(node, exp.Sign):
-        return node.this
-    return exp.Cast(this=node, to=exp.DataType.build("BIGINT")) if isinstance(
-        node, exp.Sign) else _case(_within_int64(_numeric(node)), exp.Cast(
-            this=node, to=exp.DataType.build("BIGINT")))
-
-
-_PARTS = {exp.Year: "YEAR", exp.Month: "MONTH", exp.Day: "DAY", exp.Quarter: "QUARTER",
-          exp.Hour: "HOUR", exp.Minute: "MINUTE", exp.Second: "SECOND", exp.DayOfWeek: "DOW",
-          exp.DayOfYear: "DOY"}
+_PARTS = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.Quarter: "quarter",
+          exp.Hour: "hour", exp.Minute: "minute", exp.Second: "second", exp.DayOfWeek: "dow",
+          exp.DayOfYear: "doy"}
+FIELDS = {"year": "YEAR", "quarter": "QUARTER", "month": "MONTH", "week": "WEEK", "day": "DAY",
+          "dayofweek": "DOW", "dow": "DOW", "dayofyear": "DOY", "doy": "DOY", "hour": "HOUR",
+          "minute": "MINUTE", "second": "SECOND", "isodow": "ISODOW", "isoyear": "ISOYEAR"}
+"""DuckDB's date parts (``dpsql.frontend.allowed.DATE_PARTS``) -> PostgreSQL's field of the
+same meaning (day of week 0 = Sunday, ISO weeks and years); a part not here is refused when
+the query is compiled, never left for PostgreSQL to reject on the first row it reads."""
 
 
 def _date_part(node):
-    """YEAR(x) ... DAYOFYEAR(x), EXTRACT: a whole number (seconds truncated, as DuckDB),
-    NULL for an infinite timestamp."""
+    """YEAR(x) ... DAYOFYEAR(x), EXTRACT, DATE_PART: a whole number (seconds truncated, as
+    DuckDB), NULL for an infinite timestamp; of a DATE, as of its midnight (PostgreSQL has
+    no hour of a date)."""
     if isinstance(node, exp.Extract):
-        value, part = node.expression, node.this
+        value, part = node.expression, node.this.name
+    elif isinstance(node, exp.Anonymous):
+        part, value = node.expressions[0].name, node.expressions[1]
     else:
-        value, part = node.this, exp.var(_PARTS[type(node)])
-    extract = exp.Extract(this=part.copy(), expression=value.copy())
+        value, part = node.this, _PARTS[type(node)]
+    part = part.lower()
+    field = FIELDS.get(part)
+    if field is None:
+        raise QueryError(f"the date part {part!r} is not supported on PostgreSQL; use one of "
+                         f"{', '.join(sorted(FIELDS))}")
+    if type_name(value) == "DATE":
+        value = exp.Cast(this=value, to=exp.DataType.build("TIMESTAMP"))
+    extract = exp.Extract(this=exp.var(field), expression=value.copy())
     return _case(_fn("ISFINITE", value.copy()), exp.Cast(this=_fn("TRUNC", extract),
                                                          to=exp.DataType.build("BIGINT")))
 
@@ -297,44 +147,33 @@ def _date_diff(node):
         expression=exp.Cast(this=a.copy(), to=exp.DataType.build("DATE")))), to=bigint)
     value = date_diff_tree(node.unit.name.lower(), days, lambda name: exp.Paren(
         this=exp.Sub(this=field(name, b), expression=field(name, a))))
-    finite = exp.and_(_fn("ISFINITE", a.copy()), _fn("ISFINITE", b.copy()))
+    finite = _and(_fn("ISFINITE", a.copy()), _fn("ISFINITE", b.copy()))
     return _case(finite, exp.Cast(this=value, to=bigint.copy()))
 
 
-def _log(node):
-    """LOG(x) (base 10, as DuckDB and PostgreSQL), LOG(b, x), LOG2, LOG10: NULL where x <= 0,
-    and where the base is not above 0 or is 1 (ln(1) = 0 would divide by zero)."""
-    base, value = (node.this, node.expression) if node.expression is not None else (None, node.this)
-    double = exp.DataType.build("DOUBLE")
-    x = exp.Cast(this=value.copy(), to=double)
-    if base is None:
-        return _case(exp.GT(this=x, expression=_num(0)), exp.Log(this=x.copy()))
-    b = exp.Cast(this=base.copy(), to=double.copy())
-    computed = exp.Div(this=exp.Ln(this=x.copy()), expression=exp.Ln(this=b.copy()))
-    return _cases((exp.or_(exp.LTE(this=b.copy(), expression=_num(0)),
-                           exp.EQ(this=b.copy(), expression=_num(1))), exp.Null()),
-                  (exp.GT(this=x, expression=_num(0)), computed))
-
-
-def _is_inf(node):
-    if _type(node.this) == "BIGINT":
-        return _case(exp.not_(exp.Is(this=node.this.copy(), expression=exp.Null())), exp.false())
-    return exp.EQ(this=exp.Abs(this=node.this), expression=exp.Cast(
-        this=exp.Literal.string("Infinity"), to=exp.DataType.build("DOUBLE")))
+INT32_MAX = 2 ** 31 - 1
 
 
 def _literal_positions(node):
     """SUBSTRING, LEFT, RIGHT: positions and lengths must be literals (a start >= 1, a length
-    >= 0): PostgreSQL counts a negative start from before the string, DuckDB from its end."""
-    args = [node.args.get(k) for k in ("start", "length", "expression") if node.args.get(k)]
-    for arg in args:
-        value = arg.this if isinstance(arg, exp.Neg) else arg
-        if not (isinstance(value, exp.Literal) and not isinstance(arg, exp.Neg)):
+    >= 0): PostgreSQL counts a negative start from before the string, DuckDB from its end.
+    PostgreSQL's positions are 32-bit: a literal past 2^31 - 1 is 2^31 - 1 (past any text:
+    a cell holds at most MAX_TEXT_CELL characters), and from 2^32 on, where DuckDB's TRY
+    gives NULL, SUBSTRING and LEFT are NULL."""
+    for key in ("start", "length", "expression"):
+        arg = node.args.get(key)
+        if arg is None:
+            continue
+        value = int_constant(arg)
+        if value is None or value < 0:
             raise QueryError(f"{node.key.upper()} with a position or length that is not a "
-                             "literal is not supported on PostgreSQL (it counts negative "
-                             "positions differently); use the DuckDB engine")
+                             "literal of at least 0 is not supported on PostgreSQL (it counts "
+                             "other positions differently); use the DuckDB engine")
+        if value >= 2 ** 32 and not isinstance(node, exp.Right):
+            return exp.Cast(this=exp.Null(), to=exp.DataType.build("TEXT"))
+        node.set(key, _num(min(value, INT32_MAX)))
     start = node.args.get("start")
-    if start is not None and int(float(start.name)) < 1:
+    if start is not None and int(start.name) < 1:
         raise QueryError(f"{node.key.upper()} from position {start.name} is not supported on "
                          "PostgreSQL; start at 1 or later")
     return node
@@ -346,17 +185,8 @@ def _epoch_us(node):
     value = node.this
     micros = _fn("TRUNC", exp.Mul(this=exp.Extract(this=exp.var("EPOCH"), expression=value.copy()),
                                   expression=_num(1_000_000)))
-    return _case(exp.and_(_fn("ISFINITE", value.copy()), _within_int64(micros.copy())),
+    return _case(_and(_fn("ISFINITE", value.copy()), _within_int64(micros.copy())),
                  exp.Cast(this=micros, to=exp.DataType.build("BIGINT")))
-
-
-def _substring(node):
-    return _literal_positions(node)
-
-
-def _is_nan(node):
-    return exp.EQ(this=node.this, expression=exp.Cast(this=exp.Literal.string("NaN"),
-                                                      to=exp.DataType.build("DOUBLE")))
 
 
 def _contains(node):
@@ -371,41 +201,81 @@ def _like(node):
 
 
 def _try(node):
-    return node.this          # every rule above is total already
+    return node.this          # every rule is total already
+
+
+def _cast(node):
+    """A CAST the typecheck wrote: of a literal (converted and checked when the query was
+    planned), else as TRY_CAST."""
+    value = node.this
+    while isinstance(value, (exp.Paren, exp.Neg)):
+        value = value.this
+    if isinstance(value, (exp.Literal, exp.Null, exp.Boolean)):
+        return node
+    return _try_cast(node)
 
 
 def _list(node):
     if node.name.upper() == "LIST":
         return exp.Anonymous(this="ARRAY_AGG", expressions=node.expressions)
-    if node.name.upper() == "DATE_PART" and _type(node) == "BIGINT":
-        part, value = node.expressions
-        return _case(_fn("ISFINITE", value.copy()), exp.Cast(
-            this=_fn("TRUNC", _fn("DATE_PART", part, value)), to=exp.DataType.build("BIGINT")))
     return node
 
 
-def _trunc(node):
-    return node.this if _type(node.this) == "BIGINT" else node
+_NAMED = {"COALESCE", "GREATEST", "LEAST", "CONCAT"}
 
 
-RULES = {
-    exp.Add: _arith, exp.Sub: _arith, exp.Mul: _arith, exp.Div: _div, exp.IntDiv: _int_div,
-    exp.Mod: _mod, exp.Neg: _neg, exp.Abs: _abs, exp.Ln: _ln, exp.Sqrt: _sqrt, exp.Exp: _exp,
-    exp.Pow: _pow, exp.Round: _round, exp.Floor: _integral, exp.Ceil: _integral,
-    exp.Sign: _integral, exp.Extract: _date_part, **{t: _date_part for t in _PARTS},
-    exp.Log: _log, exp.IsInf: _is_inf, exp.Left: _literal_positions,
-    exp.Right: _literal_positions, exp.Trunc: _trunc, exp.UnixMicros: _epoch_us, exp.Substring: _substring,
-    exp.IsNan: _is_nan, exp.Contains: _contains, exp.Like: _like, exp.ILike: _like,
-    exp.Try: _try, exp.TryCast: _try_cast, exp.Anonymous: _list, exp.DateDiff: _date_diff,
+def _anonymous(node):
+    """The functions the typecheck spells by name (so that sqlglot keeps their NULL rules):
+    COALESCE, GREATEST, LEAST, CONCAT, which cannot raise; DATE_PART('part', t)."""
+    name = node.name.upper()
+    if name == "DATE_PART" and len(node.expressions) == 2:
+        return _date_part(node)
+    if name not in _NAMED:
+        raise _refusal(node)
+    return node
+
+
+RULES: dict = {
+    # values
+    exp.Column: total, exp.Literal: n.literal, exp.Boolean: total, exp.Null: total,
+    exp.Paren: total, exp.Try: _try, exp.Interval: total,
+    # logic and comparison (operands of one type, as the typecheck unified them)
+    **{t: total for t in (exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT,
+                          exp.LTE, exp.Is, exp.In, exp.Between, exp.NullSafeEQ,
+                          exp.NullSafeNEQ)},
+    # conditionals
+    **{t: total for t in (exp.Case, exp.If, exp.Coalesce, exp.Greatest, exp.Least, exp.Nullif)},
+    exp.Cast: _cast, exp.TryCast: _try_cast,
+    # arithmetic
+    exp.Add: {"BIGINT": n.int_arith, "DOUBLE": n.float_arith, "TIMESTAMP": total},
+    exp.Sub: {"BIGINT": n.int_arith, "DOUBLE": n.float_arith, "TIMESTAMP": total},
+    exp.Mul: {"BIGINT": n.int_arith, "DOUBLE": n.float_arith},
+    exp.Div: {"DOUBLE": n.div}, exp.IntDiv: {"BIGINT": n.int_div},
+    exp.Mod: {"BIGINT": n.int_mod, "DOUBLE": n.float_mod},
+    exp.Neg: {"BIGINT": n.int_neg, "DOUBLE": total}, exp.Abs: {"BIGINT": n.int_neg, "DOUBLE": total},
+    exp.Sign: {"BIGINT": n.integral},
+    exp.Round: {"BIGINT": n.int_round, "DOUBLE": n.float_round},
+    exp.Floor: {"BIGINT": n.integral, "DOUBLE": total}, exp.Ceil: {"BIGINT": n.integral, "DOUBLE": total},
+    exp.Trunc: {"BIGINT": n.trunc, "DOUBLE": total},
+    exp.Ln: {"DOUBLE": n.ln}, exp.Sqrt: {"DOUBLE": n.sqrt}, exp.Exp: {"DOUBLE": n.exp_},
+    exp.Pow: {"DOUBLE": n.power, "BIGINT": n.power}, exp.Log: {"DOUBLE": n.log},
+    exp.Cbrt: {"DOUBLE": total}, exp.IsNan: n.is_nan, exp.IsInf: n.is_inf,
+    # text (no function here makes a text longer than the sum of its operands)
+    **{t: total for t in (exp.Lower, exp.Upper, exp.Trim, exp.Reverse, exp.Length,
+                          exp.StrPosition, exp.StartsWith, exp.DPipe, exp.Concat, exp.Escape)},
+    exp.Substring: _literal_positions, exp.Left: _literal_positions,
+    exp.Right: _literal_positions, exp.Contains: _contains, exp.Like: _like, exp.ILike: _like,
+    # dates and times (an INTERVAL is added only within the range the plan computed)
+    exp.Extract: _date_part, **{t: _date_part for t in _PARTS}, exp.Anonymous: _anonymous,
+    exp.TimestampTrunc: total, exp.DateDiff: _date_diff,
 }
+"""The analyst's nodes PostgreSQL runs: class (and, where it matters, type) -> its rule
+(``dpsql.plan.dialect.apply_rules``). Anything else is refused, for free, before anything
+runs; ``tests/engines/test_totality.py`` checks every allow-list construct has an entry."""
 
-TOTAL = (exp.Column, exp.Literal, exp.Paren, exp.Case, exp.If, exp.Coalesce, exp.Cast,
-         exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.And, exp.Or, exp.Not,
-         exp.Is, exp.In, exp.Between, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DPipe, exp.Upper,
-         exp.Lower, exp.Length, exp.StartsWith, exp.TimestampTrunc, exp.Escape,
-         exp.Concat, exp.Greatest, exp.Least, exp.Trim, exp.Nullif, exp.Cbrt, exp.Reverse,
-         exp.StrPosition, exp.Like, exp.ILike)
-"""Analyst-writable nodes that cannot raise in PostgreSQL on any value of their types."""
+PLAN_RULES: dict = {exp.Try: _try, exp.TryCast: _try_cast, exp.UnixMicros: _epoch_us,
+                    exp.Anonymous: _list, exp.IsNan: n.is_nan}
+"""The plan's own nodes that PostgreSQL spells otherwise (no TRY, TRY_CAST, isnan, LIST)."""
 
 SUPPORT: dict = {
     "CAST, TRY_CAST, ::": "yes, except text to DATE or TIMESTAMP",

@@ -55,13 +55,27 @@ def _float_fits(exact: exp.Expression) -> exp.Expression:
     """A NUMERIC result (exact, or from DOUBLEs rounded to 15 digits) that a DOUBLE holds
     without overflow or underflow, with the margins above."""
     magnitude = exp.Abs(this=exact)
-    return exp.or_(exp.EQ(this=exact.copy(), expression=_num(0)),
+    return _or(exp.EQ(this=exact.copy(), expression=_num(0)),
                    exp.Between(this=magnitude, low=_num(FITS_TINY), high=_num(FITS_MAX)))
 
 
 def _finite(node: exp.Expression) -> exp.Expression:
     """A float that is neither infinite nor NaN (NaN is the greatest float in PostgreSQL)."""
     return exp.Between(this=node.copy(), low=exp.Neg(this=_num(FLOAT_MAX)), high=_num(FLOAT_MAX))
+
+
+def _and(*conditions) -> exp.Expression:
+    """AND of fresh conditions (sqlglot's ``and_`` would copy each: a guard's operands are
+    large)."""
+    return exp.and_(*conditions, copy=False)
+
+
+def _or(*conditions) -> exp.Expression:
+    return exp.or_(*conditions, copy=False)
+
+
+def _not(condition) -> exp.Expression:
+    return exp.not_(condition, copy=False)
 
 
 def _cases(*branches) -> exp.Expression:

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from ...errors import QueryError
 from ...frontend.allowed import ENTRIES
-from ...plan.dialect import Dialect, apply_rules, int_constant
+from ...plan.dialect import Dialect, apply_rules, int_constant, total, type_name
 from ...plan.nodes import Truncated, TruncatedGroups
 from . import rules as r
 from . import text as t
@@ -82,15 +82,9 @@ class Spark(Dialect):
 
 
 def _apply_rules(tree: exp.Expression) -> exp.Expression:
-    tree = apply_rules(tree, _rule_for, _check_total)
+    tree = apply_rules(tree, RULES, _refusal, PLAN_RULES)
     _drop_materialized(tree)
     return tree
-
-
-def _rule_for(node: exp.Expression):
-    if node.type is None and type(node) in ANALYSTS:
-        return lambda same: same       # plan arithmetic on clamped values: as sqlglot renders it
-    return RULES.get(type(node))
 
 
 def _drop_materialized(tree: exp.Expression) -> None:
@@ -102,13 +96,13 @@ def _drop_materialized(tree: exp.Expression) -> None:
             cte.set("materialized", None)
 
 
-def _check_total(node: exp.Expression) -> None:
-    """Refuse an analyst-written (typed) function or operator with no rule and not total."""
-    if node.type is None or isinstance(node, TOTAL) or not isinstance(
-            node, (exp.Func, exp.Binary, exp.Unary)):
-        return
-    raise QueryError(f"{node.key.upper()} is not supported on Spark (it means something else "
-                     "there); use the DuckDB engine")
+def _refusal(node: exp.Expression) -> QueryError:
+    """An analyst's node with no rule (for its type): refused before anything runs."""
+    kind = type_name(node)
+    what = node.key.upper() + (f" of {kind}" if kind and isinstance(RULES.get(type(node)), dict)
+                               else "")
+    return QueryError(f"{what} is not supported on Spark (it means something else there); "
+                      "use the DuckDB engine")
 
 
 def _sum(node):
@@ -199,31 +193,72 @@ def _try(node):
     return node.this          # every rule is total already
 
 
-RULES = {
-    exp.Add: r._arith, exp.Sub: r._arith, exp.Mul: r._arith, exp.Div: r._div,
-    exp.IntDiv: r._int_div, exp.Mod: r._mod, exp.Neg: r._neg, exp.Abs: r._neg, exp.Ln: r._ln,
-    exp.Log: r._log, exp.Pow: r._pow, exp.Round: r._round, exp.Floor: r._integral,
-    exp.Ceil: r._integral, exp.Trunc: r._integral, exp.Sign: r._sign, exp.IsInf: r._is_inf,
-    exp.Extract: t.date_part, **{node: t.date_part for node in t._PARTS},
+def _cast(node):
+    """A CAST the typecheck wrote: of a literal (converted and checked when the query was
+    planned), else as TRY_CAST."""
+    value = node.this
+    while isinstance(value, (exp.Paren, exp.Neg)):
+        value = value.this
+    if isinstance(value, (exp.Literal, exp.Null, exp.Boolean)):
+        return node
+    return _try_cast(node)
+
+
+_NAMED = {"COALESCE", "GREATEST", "LEAST", "CONCAT", "DATE_PART"}
+
+
+def _anonymous(node):
+    """The functions the typecheck spells by name (so that sqlglot keeps their NULL rules)."""
+    if node.name.upper() not in _NAMED:
+        raise _refusal(node)
+    return t.anonymous(node)
+
+
+RULES: dict = {
+    # values
+    exp.Column: total, exp.Literal: total, exp.Boolean: total, exp.Null: total,
+    exp.Paren: total, exp.Try: _try, exp.Interval: total,
+    # logic and comparison (operands of one type, as the typecheck unified them)
+    **{k: total for k in (exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT,
+                          exp.LTE, exp.Is, exp.In, exp.Between, exp.NullSafeEQ,
+                          exp.NullSafeNEQ)},
+    # conditionals
+    **{k: total for k in (exp.Case, exp.If, exp.Coalesce, exp.Greatest, exp.Least, exp.Nullif)},
+    exp.Cast: _cast, exp.TryCast: _try_cast,
+    # arithmetic
+    exp.Add: {"BIGINT": r._arith, "DOUBLE": total, "TIMESTAMP": total},
+    exp.Sub: {"BIGINT": r._arith, "DOUBLE": total, "TIMESTAMP": total},
+    exp.Mul: {"BIGINT": r._arith, "DOUBLE": total},
+    exp.Div: {"DOUBLE": r._div}, exp.IntDiv: {"BIGINT": r._int_div},
+    exp.Mod: {"BIGINT": r._int_mod, "DOUBLE": r._mod},
+    exp.Neg: {"BIGINT": r._neg, "DOUBLE": total}, exp.Abs: {"BIGINT": r._neg, "DOUBLE": total},
+    exp.Sign: {"BIGINT": r._sign, "DOUBLE": r._sign},
+    exp.Round: {"BIGINT": r._round, "DOUBLE": r._round},
+    **{k: {"BIGINT": r._integral, "DOUBLE": r._integral} for k in (exp.Floor, exp.Ceil,
+                                                                     exp.Trunc)},
+    exp.Ln: {"DOUBLE": r._ln}, exp.Log: {"DOUBLE": r._log},
+    exp.Pow: {"DOUBLE": r._pow, "BIGINT": r._pow},
+    exp.Sqrt: {"DOUBLE": total}, exp.Exp: {"DOUBLE": total}, exp.Cbrt: {"DOUBLE": total},
+    exp.IsInf: r._is_inf, exp.IsNan: t.is_nan,
+    # text (no function here makes a text longer than the sum of its operands)
+    **{k: total for k in (exp.Upper, exp.Lower, exp.Length, exp.Trim, exp.Reverse,
+                          exp.StrPosition, exp.DPipe, exp.Concat)},
     exp.Left: t.literal_positions, exp.Right: t.literal_positions,
-    exp.Substring: t.literal_positions, exp.UnixMicros: t.epoch_us, exp.IsNan: t.is_nan,
-    exp.Contains: t.contains, exp.StartsWith: t.starts_with, exp.Like: t.like,
-    exp.ILike: t.like, exp.Anonymous: t.anonymous, exp.TryCast: _try_cast, exp.Try: _try,
-    exp.Sum: _sum, exp.TimestampTrunc: t.timestamp_trunc, exp.Escape: t.escape,
-    exp.DateDiff: t.date_diff,
+    exp.Substring: t.literal_positions, exp.Contains: t.contains,
+    exp.StartsWith: t.starts_with, exp.Like: t.like, exp.ILike: t.like, exp.Escape: t.escape,
+    # dates and times (an INTERVAL is added only within the range the plan computed)
+    exp.Extract: t.date_part, **{k: t.date_part for k in t._PARTS},
+    exp.TimestampTrunc: t.timestamp_trunc, exp.DateDiff: t.date_diff,
+    exp.Anonymous: _anonymous,
 }
+"""The analyst's nodes Spark runs: class (and, where it matters, type) -> its rule
+(``dpsql.plan.dialect.apply_rules``). Anything else is refused, for free, before anything
+runs; ``tests/engines/test_totality.py`` checks every allow-list construct has an entry."""
 
-ANALYSTS = {exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Neg, exp.Abs, exp.Ln, exp.Log,
-            exp.Pow, exp.Round, exp.Floor, exp.Ceil, exp.Trunc, exp.Sign}
-"""Nodes whose rule applies to analyst-written (typed) nodes only."""
-
-TOTAL = (exp.Column, exp.Literal, exp.Paren, exp.Case, exp.If, exp.Coalesce, exp.Cast,
-         exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.And, exp.Or, exp.Not,
-         exp.Is, exp.In, exp.Between, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DPipe, exp.Upper,
-         exp.Lower, exp.Length, exp.Sqrt, exp.Exp,
-         exp.Concat, exp.Greatest, exp.Least, exp.Trim, exp.Nullif, exp.Cbrt, exp.Reverse,
-         exp.StrPosition)
-"""Analyst-writable nodes that mean on Spark (ANSI off) what they mean on DuckDB."""
+PLAN_RULES: dict = {exp.Sum: _sum, exp.TryCast: _try_cast, exp.Try: _try,
+                    exp.UnixMicros: t.epoch_us, exp.Anonymous: t.anonymous, exp.IsNan: t.is_nan}
+"""The plan's own nodes that Spark spells or computes otherwise (no TRY, TRY_CAST, LIST;
+a BIGINT sum that wraps)."""
 
 SUPPORT: dict = {
     "CAST, TRY_CAST, ::": "yes, except text to DATE or TIMESTAMP, and floats to text",

@@ -127,15 +127,22 @@ class SparkEngine(ServerEngine):
 
 
 def _dry_relation(table: Table) -> exp.Select:
-    """One row of NULLs that Spark's optimizer cannot fold (each is a CASE on rand()), so
-    that the dry run runs, and generates the code of, every stage of the plan."""
-    items = []
-    for col in table.columns.values():
-        kind = exp.DataType.build(_TARGET[col.type], dialect="spark")
-        unknown = exp.Case(ifs=[exp.If(this=exp.LT(this=exp.Rand(), expression=exp.Literal.number(
-            2)), true=exp.Null())], default=exp.maybe_parse(_PLACEHOLDER[col.type], dialect="spark"))
-        items.append(exp.alias_(exp.Cast(this=unknown, to=kind), col.name, quoted=True))
-    return exp.select(*items)
+    """A row of NULLs and a row of ordinary values (``dpsql.engines.server.PLACEHOLDERS``),
+    that Spark's optimizer cannot fold (each is a CASE on rand()), so that the dry run runs,
+    and generates the code of, every stage of the plan, and computes its functions on a
+    value as well as on NULL."""
+    rows = []
+    for placeholder in (False, True):
+        items = []
+        for col in table.columns.values():
+            kind = exp.DataType.build(_TARGET[col.type], dialect="spark")
+            value = exp.maybe_parse(_PLACEHOLDER[col.type], dialect="spark")
+            fixed = exp.Case(ifs=[exp.If(this=exp.LT(this=exp.Rand(), expression=exp.Literal.number(
+                2)), true=value if placeholder else exp.Null())],
+                default=exp.Null() if placeholder else value.copy())
+            items.append(exp.alias_(exp.Cast(this=fixed, to=kind), col.name, quoted=True))
+        rows.append(exp.select(*items))
+    return exp.union(rows[0], rows[1], distinct=False)
 
 
 def _frame(spark, table: Table, source):

@@ -6,16 +6,18 @@ several things silently mean something else: 64-bit arithmetic wraps around, a d
 by zero is NULL, ``ln(0)`` is NULL, a double cast to BIGINT saturates and truncates, ``log(x)``
 is natural, ``floor`` returns BIGINT, ``concat`` is NULL if any part is. Each rule below
 gives the DuckDB result (as ``TRY``: NULL where DuckDB would raise), using ``try_*``
-functions where Spark has them. A typed node with no rule and not in ``TOTAL`` is refused
-(for free, before anything runs) with a message naming it. Plan-generated arithmetic carries
-no type and is rendered as it is.
+functions where Spark has them. ``dpsql.engines.spark.dialect.RULES`` says which rule each
+node of an analyst's expression gets, by its type; a node without one is refused (for free,
+before anything runs) with a message naming it. The rules do not rely on ANSI mode being
+off to be total: a guarded division, remainder or cast reaches Spark's operator only where
+ANSI mode would not raise either.
 """
 from __future__ import annotations
 
 from sqlglot import exp
 
 from ...errors import QueryError
-from ...plan.dialect import int_constant
+from ...plan.dialect import away, int_constant, largest_finite
 
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
 EXACT_DOUBLE = 2 ** 52
@@ -33,6 +35,19 @@ def _fn(name: str, *args) -> exp.Expression:
 def _type(node: exp.Expression) -> str | None:
     t = node.type
     return t.sql("duckdb").upper() if t is not None and not t.is_type("unknown") else None
+
+
+def _and(*conditions) -> exp.Expression:
+    """AND of fresh conditions (sqlglot's ``and_`` would copy each)."""
+    return exp.and_(*conditions, copy=False)
+
+
+def _or(*conditions) -> exp.Expression:
+    return exp.or_(*conditions, copy=False)
+
+
+def _not(condition) -> exp.Expression:
+    return exp.not_(condition, copy=False)
 
 
 def _cases(*branches, default=None) -> exp.Expression:
@@ -86,13 +101,10 @@ def _div(node):
 
 
 def ieee_div(a: exp.Expression, b: exp.Expression) -> exp.Expression:
-    """a / b of DOUBLEs as IEEE 754 divides (Spark's / is NULL for a zero divisor)."""
-    by_zero = _cases((exp.or_(exp.EQ(this=a.copy(), expression=_num(0)), _fn("isnan", a.copy())),
-                      _double("NaN")),
-                     (exp.GT(this=a.copy(), expression=_num(0)), _double("Infinity")),
-                     default=_double("-Infinity"))
-    return _cases((exp.Is(this=a.copy(), expression=exp.Null()), exp.Null()),
-                  (exp.EQ(this=b.copy(), expression=_num(0)), by_zero),
+    """a / b of DOUBLEs as DuckDB divides (Spark's / is NULL for a zero divisor): by zero, a
+    times infinity (+-Infinity by a's sign, NaN for 0 or NaN, NULL for NULL)."""
+    return _cases((exp.EQ(this=b.copy(), expression=_num(0)),
+                   exp.Mul(this=a.copy(), expression=_double("Infinity"))),
                   default=exp.Div(this=a, expression=b))
 
 
@@ -100,9 +112,16 @@ def _mod(node):
     """% of DOUBLEs: NaN for a zero divisor, as DuckDB's fmod (Spark: NULL)."""
     if _type(node) != "DOUBLE":
         return node
-    return _cases((exp.or_(exp.Is(this=node.this.copy(), expression=exp.Null()),
+    return _cases((_or(exp.Is(this=node.this.copy(), expression=exp.Null()),
                            exp.Is(this=node.expression.copy(), expression=exp.Null())), exp.Null()),
                   (exp.EQ(this=node.expression.copy(), expression=_num(0)), _double("NaN")),
+                  default=node)
+
+
+def _int_mod(node):
+    """% of BIGINTs: NULL for a zero divisor (Spark's, without ANSI mode; with it, an error),
+    and Java's remainder otherwise (the dividend's sign, -2^63 % -1 = 0, as DuckDB)."""
+    return _cases((exp.EQ(this=node.expression.copy(), expression=_num(0)), exp.Null()),
                   default=node)
 
 
@@ -115,7 +134,7 @@ def _int_div(node):
     quotient = exp.IntDiv(this=a, expression=b)
     if not _guarded(node):
         return quotient
-    return _cases((exp.and_(exp.EQ(this=a.copy(), expression=_num(INT64[0])),
+    return _cases((_and(exp.EQ(this=a.copy(), expression=_num(INT64[0])),
                             exp.EQ(this=b.copy(), expression=_num(-1))), exp.Null()),
                   default=quotient)
 
@@ -165,7 +184,7 @@ def _pow(node):
 def _to_bigint(double: exp.Expression) -> exp.Expression:
     """A DOUBLE rounded half to even to BIGINT (DuckDB's cast), NULL beyond int64 (Spark
     saturates)."""
-    return _cases((exp.and_(exp.GTE(this=double.copy(), expression=_double("-9.223372036854775808E18")),
+    return _cases((_and(exp.GTE(this=double.copy(), expression=_double("-9.223372036854775808E18")),
                             exp.LT(this=double.copy(), expression=_double("9.223372036854775808E18"))),
                    exp.Cast(this=_fn("bround", double.copy()), to=exp.DataType.build("BIGINT"))))
 
@@ -188,9 +207,8 @@ def _integral(node):
 
 
 def _round(node):
-    """ROUND(x[, n]): half away from zero (Spark's ROUND is HALF_UP, as DuckDB); of a
-    DOUBLE to no places beyond its precision, the DOUBLE itself; of a BIGINT to negative
-    places, computed in DECIMAL and NULL beyond int64 (Spark's would wrap)."""
+    """ROUND(x[, n]): half away from zero, as DuckDB; of a BIGINT to negative places,
+    computed in DECIMAL and NULL beyond int64 (Spark's would wrap)."""
     places = node.args.get("decimals")
     value = node.this
     if _type(node) == "BIGINT":
@@ -201,9 +219,34 @@ def _round(node):
         return _cases((exp.Between(this=wide.copy(), low=_num(INT64[0]), high=_num(INT64[1])),
                        exp.Cast(this=wide, to=exp.DataType.build("BIGINT"))))
     if places is None:
-        return _cases((exp.LT(this=exp.Abs(this=value.copy()), expression=_num(EXACT_DOUBLE)),
-                       exp.Round(this=value.copy())), default=value)
-    return node
+        return _whole(value)
+    return _double_round(value, int_constant(places))
+
+
+def _whole(value) -> exp.Expression:
+    """A DOUBLE rounded half away from zero (Spark's ROUND of a DOUBLE rounds its shortest
+    decimal form HALF_UP, which is the same), itself where it has no fraction."""
+    return _cases((exp.LT(this=exp.Abs(this=value.copy()), expression=_num(EXACT_DOUBLE)),
+                   exp.Round(this=value.copy())), default=value.copy())
+
+
+def _double_round(value, places: int) -> exp.Expression:
+    """ROUND(x, n) of a DOUBLE as DuckDB computes it (Spark rounds x's shortest decimal form,
+    which differs: 0.285 is 0.28 in DuckDB, 0.29 in Spark): round(x * 10^n) / 10^n, or
+    round(x / 10^-n) * 10^-n, half away from zero (Spark's ROUND of a DOUBLE to no places),
+    and x itself where that is not finite (beyond the largest x found here)."""
+    m = 10.0 ** abs(places)
+    factor = _double(repr(m))
+    if places >= 0:
+        rounded = exp.Div(this=exp.Round(this=exp.Mul(this=value.copy(), expression=factor)),
+                          expression=factor.copy())
+        top = largest_finite(lambda v: v * m)
+    else:
+        rounded = exp.Mul(this=exp.Round(this=exp.Div(this=value.copy(), expression=factor)),
+                          expression=factor.copy())
+        top = largest_finite(lambda v: away(v / m) * m)
+    return _cases((exp.LTE(this=exp.Abs(this=value.copy()), expression=_double(repr(top))),
+                   rounded), default=value.copy())
 
 
 def _sign(node):
@@ -213,5 +256,5 @@ def _sign(node):
 
 def _is_inf(node):
     if _type(node.this) == "BIGINT":
-        return _cases((exp.not_(exp.Is(this=node.this.copy(), expression=exp.Null())), exp.false()))
+        return _cases((_not(exp.Is(this=node.this.copy(), expression=exp.Null())), exp.false()))
     return exp.EQ(this=exp.Abs(this=node.this), expression=_double("Infinity"))

@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from ...errors import QueryError
 from ...plan.dialect import date_diff_tree
-from .rules import _cases, _fn, _num, _to_bigint, _type
+from .rules import _and, _cases, _fn, _num, _or, _to_bigint, _type
 
 _FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "TINYINT": "int",
            "DOUBLE": "float", "FLOAT": "float", "REAL": "float", "TEXT": "string",
@@ -67,7 +67,7 @@ def _to_int(value, source: str, bits: int) -> exp.Expression:
     else:
         exact = exp.Cast(this=_fn("trim", value.copy()), to=exp.DataType.build("DECIMAL(38, 0)"))
         matches = exp.RegexpLike(this=value.copy(), expression=exp.Literal.string(_NUMBER))
-        whole = _cases((exp.and_(matches, exp.Between(this=exact.copy(), low=_num(-(2 ** 63)),
+        whole = _cases((_and(matches, exp.Between(this=exact.copy(), low=_num(-(2 ** 63)),
                                                       high=_num(2 ** 63 - 1))),
                         exp.Cast(this=exact, to=exp.DataType.build("BIGINT"))))
     if bits == 63:
@@ -79,7 +79,7 @@ def _string_to_float(text):
     special = exp.RegexpLike(this=_fn("lower", text.copy()), expression=exp.Literal.string(_SPECIAL))
     matches = exp.RegexpLike(this=text.copy(), expression=exp.Literal.string(_NUMBER))
     double = exp.Cast(this=_fn("trim", text.copy()), to=exp.DataType.build("DOUBLE"))
-    return _cases((exp.or_(special, matches), double))
+    return _cases((_or(special, matches), double))
 
 
 def concat(node):
@@ -184,8 +184,10 @@ def date_part(node):
                                    expression=_num(7)), expression=_num(1))
     elif part == "isoyear":
         out = exp.Extract(this=exp.var("YEAROFWEEK"), expression=value)
-    else:
+    elif part in _SPARK_PART:
         out = _fn(_SPARK_PART[part], value)
+    else:
+        raise QueryError(f"the date part {part!r} is not supported on Spark")
     return exp.Cast(this=out, to=exp.DataType.build("BIGINT"))
 
 
