@@ -112,6 +112,8 @@ def apply_rules(tree: exp.Expression, rules: dict, refusal, plan_rules: dict | N
         if added > limit:
             raise QueryError("the query's expressions are too large once every operation in "
                              "them is guarded on this engine; nest fewer operations")
+        if not isinstance(node, exp.Binary):  # a function compiled to an operator: parenthesized
+            new = grouped(new)
         if new.type is None and node.type is not None:
             new.type = node.type.copy()       # the parent's rule reads its operands' types
         if parent is None:
@@ -202,6 +204,15 @@ def inferred_type(node: exp.Expression) -> str | None:
             return "DOUBLE"
         return kinds.pop() if len(kinds) == 1 else None
     return None
+
+
+def grouped(node: exp.Expression) -> exp.Expression:
+    """``node`` as an operand of an operator a rule builds: sqlglot renders a tree as it is,
+    without the parentheses its shape needs (``Mul(Add(a, b), c)`` renders ``a + b * c``)."""
+    if isinstance(node, (exp.Column, exp.Literal, exp.Paren, exp.Null, exp.Boolean)) or (
+            isinstance(node, exp.Func) and not isinstance(node, exp.Binary)):
+        return node
+    return exp.Paren(this=node)
 
 
 def int_constant(node: exp.Expression) -> int | None:

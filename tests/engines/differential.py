@@ -88,9 +88,10 @@ class HazardGen(QueryGen):
     """The property grammar with hostile literals and hazard templates, each behind the
     target's predicate."""
 
-    def __init__(self, draw):
+    def __init__(self, draw, width: int = 4):
         super().__init__(draw, scenario())
         self.bad = 0.0              # constructs dpsql refuses are refused alike: not drawn
+        self.width = width          # hazards in one query of the first shape
 
     def literal(self, kind) -> str:
         if kind in HOSTILE and self.flag(0.4):
@@ -123,7 +124,8 @@ class HazardGen(QueryGen):
         shape = self.pick(("counts", "where", "key", "sum"))
         kinds = ("int", "float", "string", "datetime", "boolean")
         if shape == "counts":
-            items = [f"COUNT({self.behind_target(self.pick(kinds))}) AS c{n}" for n in range(4)]
+            items = [f"COUNT({self.behind_target(self.pick(kinds))}) AS c{n}"
+                     for n in range(self.width)]
             sql = f"SELECT {', '.join(items)} FROM d.t"
         elif shape == "where":
             kind = self.pick(kinds)
@@ -170,7 +172,8 @@ def check(neighbours, sql: str, params) -> tuple:
     return present
 
 
-def differential_test(examples: int):
+def differential_test(examples: int, width: int = 4):
+    """The test: ``examples`` queries, the first of whose shapes counts ``width`` hazards."""
     @settings(max_examples=examples, deadline=None, database=None,
               derandomize=os.environ.get("DPSQL_HYPOTHESIS_DERANDOMIZE", "1") != "0",
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -178,6 +181,6 @@ def differential_test(examples: int):
                                      HealthCheck.function_scoped_fixture])
     @given(st.data())
     def test(neighbours, data):
-        sql, params = HazardGen(data.draw).query()
+        sql, params = HazardGen(data.draw, width).query()
         check(neighbours, sql, params)
     return test

@@ -7,11 +7,19 @@ from __future__ import annotations
 
 import os
 
+import duckdb
+import pandas as pd
 import pytest
+import sqlglot
+from sqlglot import exp
 
 import dpsql
-from tests.engines.differential import COLUMNS, META, ROWS, differential_test
-from tests.servers import PG_TYPES, create_database
+from dpsql.engines.duckdb.dialect import DuckDB
+from dpsql.engines.postgres import dialect as postgres_dialect
+from dpsql.frontend.typecheck import check as typecheck
+from tests.engines.differential import COLUMNS, META, ROWS, check, differential_test
+from tests.paths import DATA
+from tests.servers import PG_TYPES, create_database, load_frame
 
 EXAMPLES = int(os.environ.get("DPSQL_PG_DIFFERENTIAL", "300"))
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
@@ -40,3 +48,117 @@ def neighbours(postgres):
 
 test_hostile_queries_have_one_outcome_on_neighbouring_databases_on_postgres = \
     differential_test(EXAMPLES)
+
+
+# -- the findings of the attack review (issue 33, items 11 to 13) ---------------------------
+
+CLINIC = DATA / "clinic.yaml"
+FINDING_11 = ("SELECT COUNT(*) AS n FROM clinic.visits WHERE "
+              "(CASE WHEN pid = 4242 AND cost > 700 THEN cost ELSE 0 END) // 1e-306 > 0")
+
+
+@pytest.fixture(scope="module")
+def clinic(postgres):
+    """visits.csv with and without person 4242, one visit of cost 730 (within [0, 1000])."""
+    frame = pd.read_csv(DATA / "visits.csv")
+    target = frame.iloc[:1].assign(pid=4242, cost=730.0)
+    cons = {}
+    for name, rows in (("with", pd.concat([frame, target])), ("without", frame)):
+        cons[name] = create_database(postgres, f"clinic_{name}")
+        load_frame(cons[name], CLINIC, "clinic.visits", rows)
+    yield {name: dpsql.from_connection(con, CLINIC, privacy=dpsql.Privacy(epsilon=1.0))
+           for name, con in cons.items()}
+    for con in cons.values():
+        con.close()
+
+
+def test_finding_11_a_float_floor_division_is_no_error_oracle(clinic, postgres):
+    """``//`` of a float was an unguarded FLOOR(x / c): PostgreSQL raised on the overflow
+    of the target's 730 / 1e-306 and answered without them (10/10 each way). Through the
+    reader and the DB-API, with the target and without: answered, and charged alike."""
+    for sql in (FINDING_11, "SELECT (cost // 1e-306 > 0) AS k, COUNT(*) AS n FROM "
+                "clinic.visits GROUP BY k"):
+        assert check(clinic, sql, None)[0] == ("answered",)
+    for name in ("with", "without"):
+        with dpsql.connect(database=postgres.url(f"clinic_{name}"), metadata=CLINIC) as con:
+            cursor = con.cursor()
+            cursor.execute(FINDING_11)
+            assert len(cursor.fetchall()) == 1
+
+
+def test_finding_12_extract_dayofweek_is_answered_as_on_duckdb(clinic):
+    """EXTRACT(dayofweek FROM t) failed on every data set on PostgreSQL (DAYOFWEEK is no
+    field there), charged each time; DAYOFWEEK(t) worked. Every date part of the allow-list
+    now has DuckDB's number, of a timestamp and of a date."""
+    sql = "SELECT EXTRACT(dayofweek FROM visit_time) AS d, COUNT(*) AS n FROM clinic.visits GROUP BY d"
+    assert check(clinic, sql, None)[0] == ("answered",)
+    con = clinic["with"].engine.con
+    expressions = [form.format(part=part, value=value) for part in PARTS
+                   for form in ("EXTRACT({part} FROM {value})", "DATE_PART('{part}', {value})")
+                   for value in ("t", "CAST(t AS DATE)")]
+    assert _differ(con, expressions, "t", TIMES) == []
+
+
+def test_finding_12_a_function_failing_on_every_data_set_is_refused_before_any_charge(
+        clinic, monkeypatch):
+    """What let finding 12 be charged: the dry run on a row of NULLs computed no EXTRACT.
+    With a field PostgreSQL does not know put back (a stand-in for any function that fails
+    on every value), the dry run, which now also runs on a row of ordinary values, refuses
+    the query for free, with the target and without."""
+    monkeypatch.setitem(postgres_dialect.FIELDS, "dayofweek", "DAYOFWEEK")
+    for reader in clinic.values():
+        before = reader.spent
+        with pytest.raises(dpsql.QueryError, match="dayofweek"):
+            reader.execute_df("SELECT COUNT(*) AS n FROM clinic.visits "
+                              "WHERE EXTRACT(dayofweek FROM visit_time) = 0")
+        assert reader.spent == before
+
+
+def test_finding_13_round_of_a_double_near_its_largest_value(neighbours, postgres):
+    """ROUND(x, 30) of 1.7976931348623157e308 failed when the target's row had it: PostgreSQL
+    rounded it as a 15-digit NUMERIC, whose cast back overflowed. ROUND is now DuckDB's
+    (round(x * 10^n) / 10^n, half away from zero, x where that is not finite), in DOUBLE
+    arithmetic guarded where it could overflow: answered alike with and without the target,
+    and with DuckDB's value for every n, row by row."""
+    for n in (30, 1, 0, -1, -30):
+        sql = f"SELECT COUNT(*) AS n FROM d.t WHERE ROUND(CASE WHEN pid = 7 THEN f END, {n}) > 0"
+        assert check(neighbours, sql, None)[0] == ("answered",)
+    con = neighbours["with"].engine.con
+    expressions = [f"ROUND(f, {n})" for n in range(-30, 31)] + ["ROUND(f)"]
+    assert _differ(con, expressions, "f", DOUBLES) == []
+
+
+PARTS = ("year", "quarter", "month", "week", "day", "dayofweek", "dow", "dayofyear", "doy",
+         "hour", "minute", "second", "isodow", "isoyear")
+TIMES = ["2020-02-29 12:34:56.5", "2021-01-03 00:00:00", "1999-12-31 23:59:59.999999",
+         "0001-01-01 00:00:00", "9999-12-31 23:59:59", "2024-12-30 01:02:03", None]
+DOUBLES = [0.285, -0.285, 2.5, -2.5, 0.49999999999999994, 1.7976931348623157e308,
+           -1.7976931348623157e308, 1e300, 1.5e300, 5e-324, -1e-320, 1e-300, 123.456, 0.0,
+           -0.0, 4503599627370497.0, float("inf"), float("-inf"), float("nan"), None]
+
+
+def _differ(con, expressions: list, column: str, values: list) -> list:
+    """Expressions over ``column`` (timestamps or doubles ``values``) whose values on
+    PostgreSQL differ from DuckDB's, row by row."""
+    kind = {"t": ("datetime", "timestamp", "TIMESTAMP"), "f": ("float", "double precision",
+                                                                "DOUBLE")}[column]
+    duck = duckdb.connect()
+    duck.execute(f"CREATE TABLE v (r BIGINT, {column} {kind[2]})")
+    duck.executemany("INSERT INTO v VALUES (?, ?)", list(enumerate(values)))
+    with con.cursor() as cur:
+        cur.execute(f"CREATE TEMP TABLE v (r bigint, {column} {kind[1]})")
+        cur.executemany("INSERT INTO v VALUES (%s, %s)", list(enumerate(values)))
+    out = []
+    for expression in expressions:
+        typed, _ = typecheck(sqlglot.parse_one(expression, read="duckdb"), {column: kind[0]})
+        select = exp.select(exp.column("r"), exp.alias_(typed, "x", quoted=True)).from_("v").order_by("r")
+        expected = [row[1] for row in duck.execute(DuckDB().render(select)).fetchall()]
+        with con.cursor() as cur:
+            cur.execute(postgres_dialect.Postgres().render(select))
+            got = [row[1] for row in cur.fetchall()]
+        rows = [(values[k], x, y) for k, (x, y) in enumerate(zip(expected, got))
+                if not (x == y or x != x and y != y)]
+        if rows:
+            out.append((expression, rows))
+    con.rollback()
+    return out

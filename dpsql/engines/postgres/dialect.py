@@ -279,6 +279,7 @@ PLAN_RULES: dict = {exp.Try: _try, exp.TryCast: _try_cast, exp.UnixMicros: _epoc
 
 SUPPORT: dict = {
     "CAST, TRY_CAST, ::": "yes, except text to DATE or TIMESTAMP",
+    "//, %, MOD": "yes, except % of floats",
     "SUBSTRING(s, start [, len]), LEFT, RIGHT": "literal positions only (start >= 1)",
 }
 """Allow-list entry (``dpsql.frontend.allowed``) -> "yes" or what PostgreSQL refuses of it

@@ -15,7 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import QueryError
-from ...plan.dialect import away, int_constant, largest_finite
+from ...plan.dialect import away, grouped, int_constant, largest_finite
 from .guards import (EXP_LIMIT, INT64, _and, _case, _cases, _finite, _float_fits, _fn,
                      _not, _num, _numeric, _or, _type, _within_int64)
 
@@ -227,9 +227,9 @@ def _away(value: exp.Expression) -> exp.Expression:
     rounds half to even): trunc(y) + trunc(2 (y - trunc(y))), exact (y - trunc(y) and its
     double are exact) and never raising."""
     whole = _fn("TRUNC", value.copy())
-    fraction = exp.Sub(this=value.copy(), expression=whole.copy())
-    return exp.Add(this=whole, expression=_fn("TRUNC", exp.Mul(
-        this=_num(2), expression=exp.Paren(this=fraction))))
+    fraction = exp.Sub(this=grouped(value.copy()), expression=whole.copy())
+    return exp.Paren(this=exp.Add(this=whole, expression=_fn("TRUNC", exp.Mul(
+        this=_num(2), expression=exp.Paren(this=fraction)))))
 
 
 def float_round(node):
@@ -243,17 +243,17 @@ def float_round(node):
     m = 10.0 ** abs(places)
     factor = _double(_num(repr(m)))
     if places >= 0:
-        scaled = x.copy() if places == 0 else exp.Mul(this=x.copy(), expression=factor)
+        scaled = x.copy() if places == 0 else exp.Mul(this=grouped(x.copy()), expression=factor)
         rounded = _away(scaled)
         if places:
             rounded = exp.Div(this=rounded, expression=factor.copy())
         return _cases((exp.LTE(this=size, expression=_num(repr(largest_finite(
             lambda v: v * m)))), rounded), (exp.true(), x.copy()))
-    rounded = exp.Mul(this=_away(exp.Div(this=x.copy(), expression=factor)),
+    rounded = exp.Mul(this=_away(exp.Div(this=grouped(x.copy()), expression=factor)),
                       expression=factor.copy())
     # |x| < 1e-200: x / m rounds to a zero of x's sign (and could underflow to 0, an error)
     return _cases((exp.LT(this=size, expression=_num("1e-200")),
-                   exp.Mul(this=x.copy(), expression=_double(_num("0.0")))),
+                   exp.Mul(this=grouped(x.copy()), expression=_double(_num("0.0")))),
                   (exp.LTE(this=size.copy(), expression=_num(repr(largest_finite(
                       lambda v: away(v / m) * m)))), rounded),
                   (exp.true(), x.copy()))

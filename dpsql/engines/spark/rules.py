@@ -17,7 +17,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import QueryError
-from ...plan.dialect import away, int_constant, largest_finite
+from ...plan.dialect import away, grouped, int_constant, largest_finite
 
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
 EXACT_DOUBLE = 2 ** 52
@@ -126,16 +126,18 @@ def _int_mod(node):
 
 
 def _int_div(node):
-    """// of integers: truncated toward zero (Spark's DIV), NULL for a zero divisor and
-    for the one overflowing quotient (-2^63 // -1)."""
+    """// of integers: truncated toward zero (Spark's DIV), NULL for a zero divisor (Spark's
+    is, without ANSI mode; with it, an error) and for the one overflowing quotient
+    (-2^63 // -1)."""
     if _type(node) != "BIGINT":
         raise QueryError("// of non-integers is not supported on Spark; use FLOOR(a / b)")
     a, b = node.this, node.expression
     quotient = exp.IntDiv(this=a, expression=b)
     if not _guarded(node):
         return quotient
-    return _cases((_and(exp.EQ(this=a.copy(), expression=_num(INT64[0])),
-                            exp.EQ(this=b.copy(), expression=_num(-1))), exp.Null()),
+    return _cases((exp.EQ(this=b.copy(), expression=_num(0)), exp.Null()),
+                  (_and(exp.EQ(this=a.copy(), expression=_num(INT64[0])),
+                        exp.EQ(this=b.copy(), expression=_num(-1))), exp.Null()),
                   default=quotient)
 
 
@@ -238,11 +240,11 @@ def _double_round(value, places: int) -> exp.Expression:
     m = 10.0 ** abs(places)
     factor = _double(repr(m))
     if places >= 0:
-        rounded = exp.Div(this=exp.Round(this=exp.Mul(this=value.copy(), expression=factor)),
+        rounded = exp.Div(this=exp.Round(this=exp.Mul(this=grouped(value.copy()), expression=factor)),
                           expression=factor.copy())
         top = largest_finite(lambda v: v * m)
     else:
-        rounded = exp.Mul(this=exp.Round(this=exp.Div(this=value.copy(), expression=factor)),
+        rounded = exp.Mul(this=exp.Round(this=exp.Div(this=grouped(value.copy()), expression=factor)),
                           expression=factor.copy())
         top = largest_finite(lambda v: away(v / m) * m)
     return _cases((exp.LTE(this=exp.Abs(this=value.copy()), expression=_double(repr(top))),
@@ -250,8 +252,14 @@ def _double_round(value, places: int) -> exp.Expression:
 
 
 def _sign(node):
+    """SIGN as a BIGINT (Spark's is a DOUBLE); of NaN 0, as DuckDB (a NaN cast to BIGINT
+    would raise with ANSI mode on)."""
     target = "BIGINT" if _type(node) == "BIGINT" else "DOUBLE"
-    return exp.Cast(this=exp.Sign(this=node.this), to=exp.DataType.build(target))
+    sign = exp.Cast(this=exp.Sign(this=node.this), to=exp.DataType.build(target))
+    if _type(node.this) != "DOUBLE":
+        return sign
+    return _cases((_fn("isnan", node.this.copy()), exp.Cast(this=_num(0), to=exp.DataType.build(
+        target))), default=sign)
 
 
 def _is_inf(node):

@@ -65,7 +65,9 @@ def _to_int(value, source: str, bits: int) -> exp.Expression:
     elif source == "float":
         whole = _to_bigint(value)
     else:
-        exact = exp.Cast(this=_fn("trim", value.copy()), to=exp.DataType.build("DECIMAL(38, 0)"))
+        # TRY_CAST: Spark computes this once for both uses, before the pattern is tested
+        exact = exp.TryCast(this=_fn("trim", value.copy()), to=exp.DataType.build("DECIMAL(38, 0)"),
+                            safe=True)
         matches = exp.RegexpLike(this=value.copy(), expression=exp.Literal.string(_NUMBER))
         whole = _cases((_and(matches, exp.Between(this=exact.copy(), low=_num(-(2 ** 63)),
                                                       high=_num(2 ** 63 - 1))),
