@@ -115,6 +115,7 @@ SLOW_FILES = {
     # seconds per test.
     "system/test_cli.py", "system/test_cli_signals.py", "system/test_cli_startup.py",
     "system/test_examples.py", "system/test_doc_console.py", "system/test_person_threshold.py",
+    "system/test_cli_messages.py",
 }
 
 SLOW_TESTS = {
@@ -178,8 +179,11 @@ QUICK_LIMIT = 1.0
 machine says more about the load): a test of the quick subset (-m "not slow") that takes
 more is named at the end of the run, to be marked slow here (SLOW_TESTS) or made faster."""
 
-PARALLEL_ORDER = ("engines", "properties", "neighbours", "server")
+PARALLEL_ORDER = ("engines", "properties", "neighbours", "server", "system/test_sql_fixtures.py")
 SERIAL_ORDER = ("unit", "safety", "system", "server", "neighbours", "properties", "engines")
+"""Families (directories) and files, in the order their tests are queued; the rest after, in
+collection order. Under xdist the longest work first (test_sql_fixtures.py is one group of
+565 tests, the longest of the quick subset); serially the quickest first."""
 
 SERVER_FIXTURES = {"spark_tables": "spark", "spark": "spark", "postgres": "postgres"}
 """Session fixtures that start a server -> its xdist group: every test using one (from the
@@ -230,9 +234,13 @@ def pytest_collection_modifyitems(config, items):
     # run serially, the quick families go first, so that the dots start at once.
     distributed = hasattr(config, "workerinput")
     order = {name: i for i, name in enumerate(PARALLEL_ORDER if distributed else SERIAL_ORDER)}
-    rank = {id(item): order.get(_relative(item)[0] if len(_relative(item)) > 1 else "",
-                                len(order)) for item in items}
-    items.sort(key=lambda item: rank[id(item)])          # stable: collection order within
+
+    def rank(item) -> int:
+        parts = _relative(item)
+        return order.get("/".join(parts), order.get(parts[0] if len(parts) > 1 else "",
+                                                    len(order)))
+    ranks = {id(item): rank(item) for item in items}
+    items.sort(key=lambda item: ranks[id(item)])          # stable: collection order within
 
 
 class _GroupsCheck:
