@@ -37,6 +37,7 @@ class Connection:
         self.pid, self.secret = None, None        # the cancel key, once authenticated
         self.limits = server.deployment.limits
         self.waiting = None                       # stops the wait for the analyst's turn
+        self.busy = False                         # a statement was read and not answered
         self.task = None
         self.state: SessionState | None = None
         self.statements: dict = {}
@@ -89,7 +90,7 @@ class Connection:
             except Closed:
                 pass
         finally:
-            self.stop_statement()            # a client that leaves stops its statement
+            self.busy = False
             self.server.forget(self)
             self.writer.close()
 
@@ -104,10 +105,15 @@ class Connection:
             transport.abort()          # its serve() then reads EOF and ends as usual
 
     def stop_statement(self) -> None:
-        """A cancel: stop this session's statement, waiting for its turn or running."""
+        """A cancel: stop this session's statement, waiting for its turn or running. The
+        flag is set first and the worker sets its interrupt before it reads the flag, so
+        a cancel between the two is seen by one of them."""
+        if self.state is None or not self.busy:
+            return                       # idle: a cancel does nothing (as in PostgreSQL)
+        self.state.cancel_requested = True
         if self.waiting is not None:
             self.waiting()
-        elif self.state is not None and self.state.interrupt is not None:
+        elif self.state.interrupt is not None:
             self.state.interrupt()
 
     async def _negotiate(self):
@@ -134,7 +140,7 @@ class Connection:
                 return None
             else:
                 break
-        if tls_context is not None and not self.tls:
+        if tls_context is not None and not self.tls and self.tcp:   # TCP only (docs)
             await self._fatal("28000", "this server requires TLS: connect with sslmode=require")
         return message
 
@@ -186,21 +192,26 @@ class Connection:
                 return
             if isinstance(message, p.Terminate):
                 return
-            if isinstance(message, p.Query):
-                await self._simple(message.sql)
-            elif isinstance(message, p.Sync):
-                self.failed = False
-                if not self.state.in_transaction:
-                    self.portals.clear()     # portals end with their transaction
-                await self._send(p.ready_for_query(self._status()))
-            elif self.failed:
-                continue
-            else:
-                try:
-                    await self._extended(message)
-                except errors.Error as err:
-                    self.failed = True
-                    await self._error(err)
+            self.state.cancel_requested, self.busy = False, True
+            try:
+                await self._dispatch(message)
+            finally:
+                self.busy = False
+
+    async def _dispatch(self, message) -> None:
+        if isinstance(message, p.Query):
+            await self._simple(message.sql)
+        elif isinstance(message, p.Sync):
+            self.failed = False
+            if not self.state.in_transaction:
+                self.portals.clear()     # portals end with their transaction
+            await self._send(p.ready_for_query(self._status()))
+        elif not self.failed:
+            try:
+                await self._extended(message)
+            except errors.Error as err:
+                self.failed = True
+                await self._error(err)
 
     def _status(self) -> str:
         return "T" if self.state.in_transaction else "I"

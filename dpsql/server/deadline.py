@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 
 _set_async = ctypes.pythonapi.PyThreadState_SetAsyncExc
@@ -33,21 +34,33 @@ class StatementCancelled(BaseException):
     no ``except Exception`` of a library on the way swallows it."""
 
 
+_inside: dict = {}
+"""Thread ident -> the Watch whose interruptible call that thread is in."""
+
+
 class Watch:
-    """The deadline and cancel of one statement running in the current thread."""
+    """The deadline and cancel of one statement running in the current thread.
+
+    Only the calls made through ``call`` (the planner, EXPLAIN, the catalog) can receive
+    the asynchronous exception: never a lock, a thread start or the ledger of the
+    statement's own code. An exception that Python swallows (delivered inside a weakref
+    callback or a ``__del__`` during garbage collection: "Exception ignored") is delivered
+    again by ``sys.unraisablehook``; one that arrives after the call is over is caught by
+    the check that follows every call."""
 
     def __init__(self, timeout: float, guard: "MemoryGuard | None" = None) -> None:
         self.thread = threading.get_ident()
         self.lock = threading.Lock()
-        self.interruptible = True
+        self.interruptible = False
         self.injected = False
-        self.reason: str | None = None           # "timeout" or "cancel" once fired
+        self.reason: str | None = None           # "timeout", "cancel" or "memory"
         self.stop_engine = None                  # interrupts the engine call in progress
         self.timer = threading.Timer(max(timeout, 0.0), self.fire, ("timeout",))
         self.timer.daemon = True
         self.guard = guard
         self.start_rss = 0
         self.closed = threading.Event()
+        self.repeating = False
 
     def start(self) -> "Watch":
         self.timer.start()
@@ -59,8 +72,13 @@ class Watch:
     def fired(self) -> bool:
         return self.reason is not None
 
+    def check(self) -> None:
+        """Raise ``StatementCancelled`` if the statement was stopped."""
+        if self.reason is not None:
+            raise StatementCancelled()
+
     def fire(self, why: str) -> None:
-        """A timeout or a cancel (from another thread): stop the statement."""
+        """A timeout, a cancel or the memory guard (from another thread): stop it."""
         with self.lock:
             if self.reason is not None:
                 return
@@ -68,7 +86,8 @@ class Watch:
             if self.interruptible:
                 _set_async(self.thread, StatementCancelled)
                 self.injected = True
-            stop, repeat = self.stop_engine, not self.interruptible
+            stop = self.stop_engine
+            repeat, self.repeating = not self.repeating, True
         _call(stop)
         if repeat:
             # An interrupt that lands between two engine calls is lost (the engine
@@ -84,40 +103,65 @@ class Watch:
         with self.lock:
             self.stop_engine = stop
 
-    def critical(self, stop) -> None:
-        """Enter the critical phase (``stop`` interrupts its engine). Raises
-        ``StatementCancelled`` if the statement was stopped before it got there: then
-        nothing of the critical phase has run."""
+    def call(self, function, *args, **kwargs):
+        """``function(*args, **kwargs)``, stopped within milliseconds by a timeout or
+        cancel (``StatementCancelled``). Only for code that touches neither the data nor
+        the ledger, and starts no thread."""
+        with self.lock:
+            self.check()
+            _inside[self.thread] = self
+            self.interruptible = True
         try:
-            if self.guard is not None:
-                self.guard.remove(self)
-            with self.lock:
-                self.interruptible = False
-                self.stop_engine = stop
-                if self.injected:
-                    _clear_async(self.thread, None)
-                    self.injected = False
-                stopped = self.reason is not None
-        except StatementCancelled:
-            stopped = True
-        if stopped:
-            raise StatementCancelled()
+            result = function(*args, **kwargs)
+        finally:
+            self._leave()
+        self.check()
+        return result
 
-    def close(self) -> None:
-        """The statement is over: no exception may reach this thread any more."""
+    def _leave(self) -> None:
+        """End an interruptible call: no exception may reach the thread after this."""
         try:
-            self.closed.set()
-            self.timer.cancel()
-            if self.guard is not None:
-                self.guard.remove(self)
             with self.lock:
                 self.interruptible = False
-                self.stop_engine = None
                 if self.injected:
                     _clear_async(self.thread, None)
                     self.injected = False
         except StatementCancelled:
             pass
+        _inside.pop(self.thread, None)
+
+    def critical(self, stop) -> None:
+        """Enter the phase that reads the data (``stop`` interrupts its engine). Raises
+        ``StatementCancelled`` if the statement was stopped before: then nothing of it
+        has run."""
+        if self.guard is not None:
+            self.guard.remove(self)
+        with self.lock:
+            self.stop_engine = stop
+        self.check()
+
+    def close(self) -> None:
+        """The statement is over."""
+        self.closed.set()
+        self.timer.cancel()
+        if self.guard is not None:
+            self.guard.remove(self)
+        self._leave()
+
+
+def _redeliver(unraisable) -> None:
+    """sys.unraisablehook: a StatementCancelled swallowed during garbage collection inside
+    an interruptible call is raised again at the thread's next bytecode."""
+    if unraisable.exc_type is StatementCancelled:
+        watch = _inside.get(threading.get_ident())
+        if watch is not None and watch.interruptible:
+            _set_async(watch.thread, StatementCancelled)
+        return
+    _previous_hook(unraisable)
+
+
+_previous_hook = sys.unraisablehook
+sys.unraisablehook = _redeliver
 
 
 def _call(stop) -> None:

@@ -92,17 +92,18 @@ class Server:
     # -- connections ------------------------------------------------------------------
     async def _accept(self, reader, writer, tcp: bool) -> None:
         """A new connection: admitted to the unauthenticated pool, which has its own
-        limits and never counts against analysts' sessions. When the pool is full, its
-        oldest connection makes room (a client that authenticates takes milliseconds,
-        so silent sockets cannot keep analysts out); one address holds a few at most."""
+        limits and never counts against analysts' sessions. When the pool is full, or
+        an address's share of it, the oldest connection (of that address) makes room:
+        a client that authenticates takes milliseconds, so silent sockets cannot keep
+        analysts out, and one address cannot fill the pool."""
         peer = writer.get_extra_info("peername")
         client = f"{peer[0]}:{peer[1]}" if tcp and peer else "unix socket"
         address = peer[0] if tcp and peer else None
         limits = self.deployment.limits
-        if address is not None and sum(1 for a in self.pending.values() if a == address) \
-                >= limits["max_unauthenticated_per_address"]:
-            _refuse(writer, "too many connections waiting to authenticate from this address")
-            return
+        same = [c for c, a in self.pending.items() if a == address]
+        if address is not None and len(same) >= limits["max_unauthenticated_per_address"]:
+            self.pending.pop(same[0])       # that address's oldest makes room
+            same[0].drop()
         while len(self.pending) >= limits["max_unauthenticated"]:
             oldest = next(iter(self.pending))
             self.pending.pop(oldest)
@@ -189,13 +190,15 @@ async def _take_turn(connection, turn: asyncio.Semaphore, timeout: float) -> Non
     loop = asyncio.get_running_loop()
     stopped = loop.create_future()
     connection.waiting = lambda: stopped.done() or stopped.set_result(None)
+    if connection.state.cancel_requested:
+        stopped.set_result(None)
     acquire = asyncio.ensure_future(turn.acquire())
     try:
         done, _ = await asyncio.wait({acquire, stopped}, timeout=timeout,
                                      return_when=asyncio.FIRST_COMPLETED)
     finally:
         connection.waiting = None
-    if acquire in done and not stopped.done():
+    if acquire in done and not stopped.done() and not connection.state.cancel_requested:
         return
     acquire.cancel()
     try:
@@ -204,15 +207,10 @@ async def _take_turn(connection, turn: asyncio.Semaphore, timeout: float) -> Non
         pass
     else:
         turn.release()
-    why = "user request" if stopped.done() else "statement timeout"
+    cancelled = stopped.done() or connection.state.cancel_requested
+    why = "user request" if cancelled else "statement timeout"
     raise ServerError(f"canceling statement due to {why} (it was waiting for your other "
                       "statements to finish, and cost nothing)", "57014")
-
-
-def _refuse(writer, message: str) -> None:
-    from . import protocol as p
-    writer.write(p.error_response("FATAL", "53300", message))
-    writer.close()
 
 
 def _stable_secret(deployment: Deployment) -> bytes:

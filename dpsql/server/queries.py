@@ -95,6 +95,8 @@ class Runner:
         cost, outcome, code, detail = None, "ok", "00000", None
         try:
             state.interrupt = lambda: watch.fire("cancel")
+            if state.cancel_requested:       # came while the statement was on its way here
+                watch.fire("cancel")
             try:
                 watch.start()
                 result = self._run(state, sql, list(params or []), watch)
@@ -124,12 +126,12 @@ class Runner:
             raise err if isinstance(err, ServerError) else _for_analyst(err, True) from None
         if done is not None:
             return done
-        if self.catalog.answers(sql):
+        if watch.call(self.catalog.answers, sql):
             return self._catalog(state, sql, params, watch)
         text, values = qmark(sql, params)
         explain = first_word(text) == "explain"
         body = strip(text)[len("explain"):] if explain else text
-        privacy = self._privacy(state, body)
+        privacy = watch.call(self._privacy, state, body)
         if explain:
             return self._explain(state, body, values, privacy, watch)
         return self._query(state, text, values, privacy, watch)
@@ -139,8 +141,8 @@ class Runner:
         cursors: list = []
         watch.engine(lambda: [c.interrupt() for c in cursors])
         try:
-            columns, rows = self.catalog.run(sql, params, user=state.user,
-                                             database=state.database, cursors=cursors)
+            columns, rows = watch.call(self.catalog.run, sql, params, user=state.user,
+                                       database=state.database, cursors=cursors)
         except errors.Error as err:
             raise _stopped(watch, err) if watch.fired else err from None
         return Result(f"SELECT {len(rows)}", list(columns), list(rows))
@@ -167,7 +169,7 @@ class Runner:
             reader = self._reader(account)
             watch.engine(_engine_stop(reader))
             try:
-                plan = reader.explain(sql, params=params or None, privacy=privacy)
+                plan = watch.call(reader.explain, sql, params=params or None, privacy=privacy)
             except StatementCancelled:
                 account.close()      # stopped anywhere in planning: start afresh
                 raise
@@ -182,7 +184,8 @@ class Runner:
             watch.engine(stop)
             try:
                 # Planned first, interruptibly; the plan is cached for execute_df below.
-                spend = reader.plan_spend(sql, params=params or None, privacy=privacy)
+                spend = watch.call(reader.plan_spend, sql, params=params or None,
+                                   privacy=privacy)
             except StatementCancelled:
                 account.close()
                 raise

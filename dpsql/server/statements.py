@@ -68,6 +68,7 @@ class SessionState:
     in_transaction: bool = False
     saved: dict = field(default_factory=dict)       # the settings at BEGIN
     cancel: threading.Event = field(default_factory=threading.Event)
+    cancel_requested: bool = False      # a cancel that came before the worker took over
 
     @property
     def user(self) -> str:

@@ -225,3 +225,65 @@ def test_current_database_is_the_database_connected_to(served):
         assert con.execute("SELECT current_database()").fetchone() == ("analytics",)
     with psycopg.connect(served.dsn("carol"), autocommit=True) as con:
         assert con.execute("SELECT current_database()").fetchone() == ("dpsql",)
+
+
+def test_cancels_at_any_moment_are_never_lost_and_never_wedge_the_account(tmp_path):
+    """Hostile review of issue 33 (F1, F2): a cancel landing in the statement's own
+    bookkeeping (starting its timer, a lock, a weakref callback during garbage collection)
+    was swallowed, or left the account's worker waiting forever, so that every later
+    statement of the analyst answered 57014. 40 cancels at random moments of a 4-6 s
+    EXPLAIN: each one stops it (within 1 s on a quiet machine; 2 s allowed here, where the
+    cancel request's own connection waits for a loaded machine), and the account works
+    afterwards."""
+    import random
+    rng = random.Random(33)
+    explain = "EXPLAIN " + SLOW_PLAN
+    server = Process(write_deployment(tmp_path, limits={"statement_timeout_s": 30}))
+    try:
+        with psycopg.connect(server.dsn("alice"), autocommit=True) as con:
+            for trial in range(40):
+                delay = rng.uniform(0.0, 0.15)
+                threading.Timer(delay, con.cancel).start()
+                start = time.monotonic()
+                state, text = code(con, explain)
+                took = time.monotonic() - start
+                assert state == "57014", (trial, delay, text)
+                assert took < delay + 2.0, (trial, delay, took)
+            assert con.execute("SELECT 1 AS one").fetchone() == (1,)
+            assert code(con, "SELECT COUNT(*) AS n FROM PUMS.PUMS")[0] == "00000"
+    finally:
+        server.stop()
+
+
+def test_silent_sockets_from_one_address_cannot_keep_it_out(tmp_path):
+    """Hostile review of issue 33 (F3): when one address's share of the unauthenticated
+    pool (8) was full, the server refused that address's next connection: eight silent
+    TCP sockets from 127.0.0.1 kept every analyst there out. Its oldest now makes room.
+    (F4: the unix socket of a TLS deployment takes clients without TLS, as documented.)"""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    path = write_deployment(tmp_path, tls=True)
+    with open(path) as f:
+        config = yaml.safe_load(f)
+    config["listen"]["port"] = port
+    with open(path, "w") as f:
+        yaml.safe_dump(config, f)
+    served = Served(path)
+    try:
+        silent = []
+        for _ in range(20):
+            s = socket.create_connection(("127.0.0.1", served.port))
+            silent.append(s)
+        time.sleep(0.2)
+        for _ in range(3):
+            with psycopg.connect(host="127.0.0.1", port=served.port, user="alice",
+                                 password="alice's secret", dbname="dpsql",
+                                 sslmode="require", autocommit=True) as con:
+                assert con.execute("SELECT 1 AS one").fetchone() == (1,)
+        for s in silent:
+            s.close()
+        alive(served)                       # the unix socket, sslmode=disable
+    finally:
+        served.stop()
