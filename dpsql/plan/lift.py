@@ -91,7 +91,7 @@ def _lifted_argument(node, name: str, types: dict, deriver: Deriver) -> tuple:
     """(field ``name``, typed expression) for the argument of bounded aggregate ``node``."""
     if isinstance(node.this, exp.Distinct):
         raise QueryError(f"{node.sql(ANALYST_DIALECT)[:60]}: DISTINCT is supported in COUNT only")
-    expr, kind = check(node.this, types, node.key.upper())
+    expr, kind = check(node.this, types, f"the argument of {node.sql_name()}")
     if kind not in ("int", "float", "boolean"):
         raise QueryError(f"{node.sql(ANALYST_DIALECT)[:60]} needs a number, but its argument is "
                          f"of type {kind}")

@@ -97,7 +97,7 @@ def normalise_quantile(node: exp.Expression) -> exp.Expression:
     """Rewrite rule: every quantile spelling as PercentileCont/PercentileDisc(x, p)."""
     if isinstance(node, (exp.Min, exp.Max, exp.Median)) and any(
             v for k, v in node.args.items() if k != "this"):
-        fail(f"{node.key.upper()} takes one argument{{at}} (for the least of several values per "
+        fail(f"{node.sql_name()} takes one argument{{at}} (for the least of several values per "
              "row write LEAST(a, b))", node)
     if isinstance(node, exp.Median):
         return exp.PercentileCont(this=node.this, expression=_p_literal(Fraction(1, 2)))

@@ -237,7 +237,7 @@ def sum_type(node, table) -> str:
 def column_of(node, table):
     """The metadata column an aggregate reads (lifting has made every argument one)."""
     if not isinstance(node.this, exp.Column):
-        raise QueryError(f"{node.sql(ANALYST_DIALECT)}: {node.key.upper()} takes a column of the "
+        raise QueryError(f"{node.sql(ANALYST_DIALECT)}: {node.sql_name()} takes a column of the "
                          "table, not an expression (its bounds would be unknown); compute with "
                          "the aggregate instead, e.g. SUM(x) * 2")
     return table.column(node.this.name)

@@ -131,7 +131,7 @@ def _aggregates_in(expr: exp.Expression) -> list:
             if inner:
                 _fail(f"nested aggregates are not allowed: {node.sql(ANALYST_DIALECT)}{{at}}", node)
             if not (isinstance(node, exp.Count) and isinstance(node.this, exp.Star)):
-                _check_row_level(node.this, f"the argument of {node.key.upper()}")
+                _check_row_level(node.this, f"the argument of {node.sql_name()}")
             found.append(node)
     return found
 

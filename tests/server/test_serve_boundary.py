@@ -287,3 +287,11 @@ def test_silent_sockets_from_one_address_cannot_keep_it_out(tmp_path):
         alive(served)                       # the unix socket, sslmode=disable
     finally:
         served.stop()
+
+
+def test_messages_name_functions_as_sql_does(served):
+    """Hostile review of issue 33 (F6): a MEDIAN over a NaN named sqlglot's class
+    PERCENTILECONT in its message."""
+    with psycopg.connect(served.dsn("carol"), autocommit=True) as con:
+        state, text = code(con, "SELECT MEDIAN(CAST('nan' AS DOUBLE)) AS m FROM PUMS.PUMS")
+        assert state == "42601" and "PERCENTILE_CONT" in text and "PERCENTILECONT" not in text
