@@ -69,7 +69,7 @@ def type_name(node: exp.Expression) -> str | None:
     return kind.sql("duckdb").upper().split("(")[0]
 
 
-MAX_COMPILED_NODES = 20_000
+MAX_COMPILED_NODES = 10_000
 """Most nodes the rules of ``apply_rules`` may add to a plan, beyond 4 per node of the plan.
 A guard reads its operands more than once (a CASE that tests a value, then computes with
 it), so nested guards grow exponentially with the depth of an expression; past this, the

@@ -45,10 +45,11 @@ _TARGET = [
     (TARGET, 2 ** 63 - 1, 1.7976931348623157e308, "1e400", dt.datetime(9999, 12, 31, 23, 59, 59),
      False),
     (TARGET, -2 ** 63, float("inf"), " 3.5 ", dt.datetime(1, 1, 1), None),
-    (TARGET, 0, float("nan"), "99999999999999999999", dt.datetime(1970, 1, 1), True)]
+    (TARGET, 0, float("nan"), "0." + "1" * 17000, dt.datetime(1970, 1, 1), True)]
 ROWS = {"with": _OTHERS + _TARGET, "without": _OTHERS}
 """The two neighbouring tables: six persons of ordinary values, and the target's four rows
-(no more than max_ids, so that truncation keeps them all) at every edge."""
+(no more than max_ids, so that truncation keeps them all) at every edge (a text of 17,000
+digits after the point is more than PostgreSQL's NUMERIC holds)."""
 
 HOSTILE = {
     "int": ("0", "-1", "9223372036854775807", "-9223372036854775808", "4611686018427387904",

@@ -90,10 +90,10 @@ def test_date_parts_are_postgresqls_fields_and_an_unknown_one_is_refused(monkeyp
 def test_nested_guards_are_refused_before_they_grow_without_bound(name, template):
     """A guard reads its operands more than once, so nested guards grew exponentially: 6
     nested ROUNDs compiled for 20 s into a megabyte of SQL. Past a bound on what the rules
-    add, the query is refused, quickly, for free."""
+    add, the query is refused, quickly, for free. (Before, 7 nested ROUNDs took minutes.)"""
     _, dialect = DIALECTS[name]
     expression = "f"
-    for _ in range(12):
+    for _ in range(7):
         expression = template.format(expression)
     start = time.perf_counter()
     try:

@@ -34,9 +34,10 @@ def try_cast(node):
         return exp.Cast(this=node.this, to=to)
     if (source, target) in {("int", "float"), ("date", "datetime"), ("datetime", "date")}:
         return exp.Cast(this=node.this, to=to)
-    if (source, target) == ("float", "int"):
-        return _case(exp.Between(this=node.this.copy(), low=_num(-9.2e18), high=_num(9.2e18)),
-                     exp.Cast(this=_fn("ROUND", node.this), to=to))
+    if (source, target) == ("float", "int"):      # rounded half to even, as DuckDB's cast
+        within = _and(exp.GTE(this=node.this.copy(), expression=_num("-9223372036854775808.0")),
+                      exp.LT(this=node.this.copy(), expression=_num("9223372036854775808.0")))
+        return _case(within, exp.Cast(this=_fn("ROUND", node.this), to=to))
     if (source, target) == ("int", "boolean"):
         return _case(_not(exp.Is(this=node.this.copy(), expression=exp.Null())),
                      exp.NEQ(this=node.this, expression=_num(0)))
@@ -52,21 +53,31 @@ _TARGETS = {"int": "BIGINT", "float": "DOUBLE", "string": "TEXT", "boolean": "BO
             "datetime": "TIMESTAMP", "date": "DATE"}
 
 
+MAX_NUMBER_TEXT = 1000
+"""Longest text (characters) read as a number: PostgreSQL's NUMERIC raises on more than
+16383 digits after the point (or an exponent past a number's digits), so a longer text,
+which only a hostile cell holds, is NULL rather than an error that depends on one row."""
+
+
 def _string_to_number(text: exp.Expression, target: str) -> exp.Expression:
-    """Text in decimal or scientific notation (and, for floats, inf and nan), NULL
-    otherwise; integers round half away from zero, as DuckDB's cast does."""
+    """Text in decimal or scientific notation (and, for floats, inf and nan) of at most
+    MAX_NUMBER_TEXT characters, NULL otherwise; integers round half away from zero, as
+    DuckDB's cast does. Each test is a CASE of its own: the NUMERIC cast runs only on text
+    that passed the ones before it."""
+    short = exp.LTE(this=exp.Length(this=text.copy()), expression=_num(MAX_NUMBER_TEXT))
     matches = exp.RegexpLike(this=text.copy(), expression=exp.Literal.string(_NUMBER))
     exact = exp.Cast(this=_fn("TRIM", text.copy()), to=exp.DataType.build("DECIMAL"))
     if target == "int":
         rounded = _fn("ROUND", exact)
-        return _case(_and(matches, _within_int64(rounded.copy())),
-                     exp.Cast(this=rounded, to=exp.DataType.build("BIGINT")))
+        value = _case(_within_int64(rounded.copy()),
+                      exp.Cast(this=rounded, to=exp.DataType.build("BIGINT")))
+        return _case(short, _case(matches, value))
     special = exp.RegexpILike(this=text.copy(), expression=exp.Literal.string(_SPECIAL))
     double = exp.DataType.build("DOUBLE")
+    number = _case(_float_fits(exact.copy()), exp.Cast(this=exact, to=double.copy()))
     return exp.Case(ifs=[
         exp.If(this=special, true=exp.Cast(this=_fn("TRIM", text.copy()), to=double)),
-        exp.If(this=_and(matches, _float_fits(exact.copy())),
-               true=exp.Cast(this=exact, to=double.copy()))])
+        exp.If(this=_and(short, matches), true=number)])
 
 
 def _case_bool_text(node):
