@@ -38,10 +38,15 @@ ENGINE_TYPES = {"int": "BIGINT", "float": "DOUBLE", "string": "VARCHAR", "boolea
 NUMERIC = {"int", "float"}
 MAX_TEXT_CELL = 1 << 17
 """The longest text cell (characters) a query reads; longer cells read as NULL. With
-MAX_TEXT_COPIES, no text a query builds exceeds what DuckDB (4 GB) and Spark (2 GB) hold
-(131,072 characters of at most 4 bytes, 1,000 copies, and at most 3x more from an UPPER or
-LOWER a derived column hides: 1.5 GB), so one person's long value cannot make a query fail."""
-MAX_TEXT_COPIES = 1_000
+MAX_TEXT_COPIES, no text a query builds exceeds 157 MB (131,072 characters of at most 4
+bytes, 100 copies, and at most 3x more from an UPPER or LOWER a derived column hides), and
+what an engine does with it stays within its limits: PostgreSQL's case folding (ILIKE,
+LOWER) allocates 4 bytes per byte, 630 MB, under its 1 GB allocation limit; Spark and
+DuckDB hold far more. So one person's long value cannot make a query fail. (1,000 copies
+were allowed before: an ILIKE over them failed on PostgreSQL and ran Spark out of memory
+only when a person's cell held 131,072 four-byte characters, found by the hostile review
+of issue 33.)"""
+MAX_TEXT_COPIES = 100
 """How many column values a CONCAT, ||, UPPER or LOWER may copy into the text it builds,
 a derived column counting the references it stands for (its weight, capped alike by
 ``dpsql.frontend.binding.MAX_WEIGHT``), and a column under UPPER or LOWER three times."""

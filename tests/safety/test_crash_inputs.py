@@ -351,3 +351,19 @@ def test_a_text_cell_longer_than_the_limit_reads_as_null():
     for where in ("s IS NULL", f"LENGTH(s) = {MAX_TEXT_CELL}", "s = 'z'"):
         df = reader.execute_df(f"SELECT COUNT(*) AS n FROM x.t WHERE {where}")
         assert round(df.n[0]) == 1, where
+
+
+def test_an_ilike_over_many_copies_of_a_text_is_refused_for_free():
+    """Hostile review of issue 33 (engines): CASE WHEN pid = t THEN CONCAT(1,000 copies of
+    a text column) ELSE '' END ILIKE '%a%' failed on PostgreSQL (case folding past its 1 GB
+    allocation limit) and ran Spark out of memory only when the target's cell held 131,072
+    four-byte characters. More than MAX_TEXT_COPIES (now 100) copies are refused before
+    any engine runs, whatever the data."""
+    frame = pd.DataFrame({"pid": [1, 2], "s": ["a", "b"]})
+    reader = dpsql.from_df({"x.t": frame}, TEXT_META, privacy=dpsql.Privacy(epsilon=1.0))
+    inner = "CONCAT(" + ", ".join(["s"] * 50) + ")"
+    built = "CONCAT(" + ", ".join([inner] * 20) + ")"
+    with pytest.raises(dpsql.QueryError, match="copies text columns 1000 times"):
+        reader.execute_df(f"SELECT COUNT(*) AS n FROM x.t WHERE "
+                          f"(CASE WHEN pid = 1 THEN {built} ELSE '' END) ILIKE '%a%'")
+    assert reader.spent == (0.0, 0.0)
