@@ -175,9 +175,14 @@ def spark_session():
         missing("pyspark is not installed (pip install -e '.[test]')")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         missing("Spark needs Java (17): no java on PATH and no JAVA_HOME")
+    # The tests' Spark runs a few hundred small queries in a short-lived JVM: its JIT's first
+    # tier only and a serial collector (nothing a query's result depends on) took the JVM's
+    # CPU from 95 s to 42 s and the wall time from 147 s to 66 s on 40 fixture queries (at
+    # load 9-10 on 2 cores).
     spark = (SparkSession.builder.master("local[2]").appName("dpsql-tests")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "2g")
+             .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
              .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="dpsql-spark-warehouse-"))
              .getOrCreate())
     spark.sparkContext.setLogLevel("FATAL")

@@ -1,4 +1,9 @@
-"""The engine tests' servers: one PostgreSQL and one local Spark for the whole test session."""
+"""The engine tests' servers: one PostgreSQL and one local Spark for the whole test session (under
+pytest-xdist, on the one worker that runs the tests needing them: tests/conftest.py groups
+them)."""
+import re
+import shutil
+
 import pytest
 
 from tests.paths import DATA_SETS
@@ -27,10 +32,12 @@ def pg_con(postgres):
 @pytest.fixture(scope="session")
 def spark():
     session = spark_session()
+    warehouse = re.sub(r"^file:(//)?", "", session.conf.get("spark.sql.warehouse.dir"))
     try:
         yield session
     finally:
         session.stop()
+        shutil.rmtree(warehouse, ignore_errors=True)    # a temporary directory of this worker
 
 
 @pytest.fixture(scope="session")
