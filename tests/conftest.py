@@ -215,6 +215,24 @@ def _group(item, parts: tuple) -> str | None:
     return None
 
 
+def _accepted_fixture_line(item, parts: tuple) -> bool:
+    """A line of an accept_*.sql fixture file (tests/system/test_sql_fixtures.py): each runs
+    its query (320 of them, a third of the quick subset's CPU); the refusals only plan."""
+    spec = getattr(item, "callspec", None)
+    return "/".join(parts) == "system/test_sql_fixtures.py" and spec is not None \
+        and spec.id.startswith("accept_")
+
+
+def pytest_ignore_collect(collection_path, config):
+    """With exactly -m "not slow", the slow families' directories are not collected at all
+    (every test there is slow): the workers do not import them."""
+    from tests.paths import TESTS
+    if " ".join((config.getoption("markexpr") or "").split()) == "not slow" \
+            and collection_path.parent == TESTS and collection_path.name in SLOW_FAMILIES:
+        return True
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)   # before xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     for item in items:
@@ -224,7 +242,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(getattr(pytest.mark, family))
             item.add_marker(pytest.mark.slow)
         elif "/".join(parts) in SLOW_FILES or \
-                "/".join(parts) + "::" + getattr(item, "originalname", item.name) in SLOW_TESTS:
+                "/".join(parts) + "::" + getattr(item, "originalname", item.name) in SLOW_TESTS \
+                or _accepted_fixture_line(item, parts):
             item.add_marker(pytest.mark.slow)
         group = _group(item, parts)
         if group is not None:
