@@ -271,3 +271,15 @@ def largest_finite(f) -> float:
         else:
             low = mid
     return struct.unpack("<d", struct.pack("<q", low))[0]
+
+
+def smallest_nonzero(f) -> float:
+    """The smallest DOUBLE x > 0 with f(x) != 0, for f non-decreasing on [0, max]."""
+    low, high = 1, struct.unpack("<q", struct.pack("<d", DOUBLE_MAX))[0]
+    while low < high:
+        mid = (low + high) // 2
+        if f(struct.unpack("<d", struct.pack("<q", mid))[0]) != 0:
+            high = mid
+        else:
+            low = mid + 1
+    return struct.unpack("<d", struct.pack("<q", low))[0]

@@ -34,22 +34,29 @@ META = {"": {"d": {"t": {
     "pid": {"type": "int", "private_id": True},
     "i": {"type": "int", "lower": -10, "upper": 10},
     "f": {"type": "float", "lower": -1000.0, "upper": 1000.0},
+    "g": {"type": "float", "lower": -1e308, "upper": 1e308},
+    "h": {"type": "float", "lower": 0.0, "upper": 1e30},
     "s": {"type": "string"},
     "t": {"type": "datetime"},
     "b": {"type": "boolean"}}}}}
-COLUMNS = ("pid", "i", "f", "s", "t", "b")
-_OTHERS = [(p, p - 3, p * 111.5, f"v{p}", dt.datetime(2020, p, p, p), p % 2 == 0)
-           for p in range(1, 7) for _ in range(3)]
+COLUMNS = {"pid": "int", "i": "int", "f": "float", "g": "float", "h": "float", "s": "string",
+           "t": "datetime", "b": "boolean"}
+_OTHERS = [(p, p - 3, p * 111.5, p * 1e300, p * 1e20, f"v{p}", dt.datetime(2020, p, p, p),
+            p % 2 == 0) for p in range(1, 7) for _ in range(3)]
 _TARGET = [
-    (TARGET, 5, 730.0, "abc", dt.datetime(2020, 2, 29, 12, 34, 56), True),
-    (TARGET, 2 ** 63 - 1, 1.7976931348623157e308, "1e400", dt.datetime(9999, 12, 31, 23, 59, 59),
-     False),
-    (TARGET, -2 ** 63, float("inf"), " 3.5 ", dt.datetime(1, 1, 1), None),
-    (TARGET, 0, float("nan"), "0." + "1" * 17000, dt.datetime(1970, 1, 1), True)]
+    (TARGET, 5, 730.0, 1.7976931348623157e308, 5e-324, "abc",
+     dt.datetime(2020, 2, 29, 12, 34, 56), True),
+    (TARGET, 2 ** 63 - 1, 1e-170, float("inf"), 1e-300, "1e400",
+     dt.datetime(9999, 12, 31, 23, 59, 59), False),
+    (TARGET, -2 ** 63, 5e-324, float("nan"), 1e30, " 3.5 ", dt.datetime(1, 1, 1), None),
+    (TARGET, 0, -1e-300, -1.7976931348623157e308, 0.0, "0." + "1" * 17000,
+     dt.datetime(1970, 1, 1), True)]
 ROWS = {"with": _OTHERS + _TARGET, "without": _OTHERS}
 """The two neighbouring tables: six persons of ordinary values, and the target's four rows
-(no more than max_ids, so that truncation keeps them all) at every edge (a text of 17,000
-digits after the point is more than PostgreSQL's NUMERIC holds)."""
+(no more than max_ids, so that truncation keeps them all) at every edge: int64's ends, the
+largest DOUBLE and infinities where the bounds span more than a DOUBLE (g), values so
+small that a product or a square of them underflows (f, h), a text of 17,000 digits after
+the point (more than PostgreSQL's NUMERIC holds), the first and last timestamps."""
 
 HOSTILE = {
     "int": ("0", "-1", "9223372036854775807", "-9223372036854775808", "4611686018427387904",
@@ -80,6 +87,8 @@ def scenario() -> Scenario:
     """The table as the property grammar sees it (its columns, for leaves)."""
     columns = [Col("pid", "int", "int64", private_id=True), Col("i", "int", "int64", lower=-10,
                upper=10), Col("f", "float", "float64", lower=-1000.0, upper=1000.0),
+               Col("g", "float", "float64", lower=-1e308, upper=1e308),
+               Col("h", "float", "float64", lower=0.0, upper=1e30),
                Col("s", "string", "object"), Col("t", "datetime", "datetime64[ns]"),
                Col("b", "boolean", "bool")]
     return Scenario("d", "t", columns, False, 4, True, "connection", None)
@@ -114,15 +123,16 @@ class HazardGen(QueryGen):
     def behind_target(self, kind: str, by_id: bool = True) -> str:
         """``CASE WHEN pid = 7 [AND ...] THEN <hazard> END``, or a condition only the target's
         values meet (a group key may not read the id): computed on the target's rows only."""
-        conditions = ["f > 700", "i > 3", "t > TIMESTAMP '2021-01-01'", "s = 'abc'", "NOT f < 700"]
+        conditions = ["f > 700", "i > 3", "t > TIMESTAMP '2021-01-01'", "s = 'abc'", "h < 1e-200",
+                      "NOT g < 1e307"]
         condition = self.pick(conditions)
         if by_id:
             condition = f"pid = {TARGET}" + (f" AND {condition}" if self.flag(0.3) else "")
         return f"(CASE WHEN {condition} THEN {self.hazard(kind)} END)"
 
     def query(self) -> tuple:
-        """(SQL, parameters) of one hostile query, in one of four shapes."""
-        shape = self.pick(("counts", "where", "key", "sum"))
+        """(SQL, parameters) of one hostile query, in one of five shapes."""
+        shape = self.pick(("counts", "where", "key", "sum", "aggregate"))
         kinds = ("int", "float", "string", "datetime", "boolean")
         if shape == "counts":
             items = [f"COUNT({self.behind_target(self.pick(kinds))}) AS c{n}"
@@ -135,9 +145,13 @@ class HazardGen(QueryGen):
         elif shape == "key":
             sql = (f"SELECT {self.behind_target(self.pick(kinds), by_id=False)} AS k, COUNT(*) "
                    "AS n FROM d.t GROUP BY k")
-        else:
+        elif shape == "sum":
             value = self.behind_target(self.pick(("int", "float")))
             sql = f"SELECT SUM(LEAST(GREATEST({value}, -5), 5)) AS s FROM d.t"
+        else:       # the plan's own arithmetic over the edges: cells, fixed point, squares
+            column = self.pick(("f", "g", "h", "i"))
+            function = self.pick(("VARIANCE", "STDDEV", "AVG", "SUM", "MEDIAN", "MIN", "MAX"))
+            sql = f"SELECT {function}({column}) AS a, COUNT(*) AS n FROM d.t"
         return sql, (list(self.params) or None)
 
 

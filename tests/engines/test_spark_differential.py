@@ -16,7 +16,7 @@ from tests.engines.differential import META, ROWS, differential_test
 
 EXAMPLES = int(os.environ.get("DPSQL_SPARK_DIFFERENTIAL", "25"))
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
-SCHEMA = "pid bigint, i bigint, f double, s string, t timestamp_ntz, b boolean"
+SCHEMA = "pid bigint, i bigint, f double, g double, h double, s string, t timestamp_ntz, b boolean"
 
 
 @pytest.fixture(scope="module")

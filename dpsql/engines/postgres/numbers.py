@@ -11,11 +11,14 @@ arithmetic and precision differ from DuckDB's).
 """
 from __future__ import annotations
 
+import math
+
 
 from sqlglot import exp
 
 from ...errors import QueryError
-from ...plan.dialect import away, grouped, int_constant, largest_finite
+from ...plan.dialect import (DOUBLE_MAX, away, grouped, int_constant, largest_finite,
+                             smallest_nonzero)
 from .guards import (EXP_LIMIT, INT64, _and, _case, _cases, _finite, _float_fits, _fn,
                      _not, _num, _numeric, _or, _type, _within_int64)
 
@@ -257,6 +260,55 @@ def float_round(node):
                   (exp.LTE(this=size.copy(), expression=_num(repr(largest_finite(
                       lambda v: away(v / m) * m)))), rounded),
                   (exp.true(), x.copy()))
+
+
+# ----------------------------------------------------------------------------------
+# The plan's own arithmetic
+
+
+def _float_constant(node: exp.Expression) -> float | None:
+    """The value of a number literal (possibly negated, parenthesized or cast), else None."""
+    sign = 1.0
+    while isinstance(node, (exp.Cast, exp.Paren, exp.Neg)):
+        sign = -sign if isinstance(node, exp.Neg) else sign
+        node = node.this
+    if isinstance(node, exp.Literal) and node.is_number:
+        return sign * float(node.this)
+    return None
+
+
+def plan_arith(node):
+    """The plan's arithmetic with a DOUBLE constant (a quantile's cell: (x - lower) * scale):
+    within the metadata's bounds it can still overflow (bounds of +-1e308 span more than a
+    DOUBLE) or underflow (x = 1e-300 times a scale of 1e-298), where PostgreSQL raises on
+    one row. NULL where it would overflow, a zero of x's sign where it would underflow (as
+    DuckDB's 0; a NULL or zero cell is cell 0 on both), decided by comparisons with bounds
+    computed here; a product by a factor of at least 1 (the fixed point's 2^e, chosen to
+    fit int64) or a shift by less than half a DOUBLE's range cannot raise. A square
+    (VARIANCE's (x - offset)^2) underflows for |x - offset| below 1.5e-162."""
+    a = node.this
+    if isinstance(node, exp.Mul) and a == node.expression:          # a square (VARIANCE)
+        least = smallest_nonzero(lambda v: v * v)
+        return _cases((exp.GTE(this=exp.Abs(this=a.copy()), expression=_num(repr(least))), node),
+                      (exp.true(), exp.Mul(this=grouped(a.copy()), expression=_num(0))))
+    c = _float_constant(node.expression)
+    if c is None or not math.isfinite(c) or (isinstance(node.expression, exp.Literal)
+                                             and node.expression.is_int):
+        return node
+    if isinstance(node, exp.Mul):
+        if c == 0 or abs(c) >= 1:
+            return node
+        least = smallest_nonzero(lambda v: v * abs(c))
+        return _cases((exp.GTE(this=exp.Abs(this=a.copy()), expression=_num(repr(least))), node),
+                      (exp.true(), exp.Mul(this=grouped(a.copy()), expression=_double(_num("0.0")))))
+    step = c if isinstance(node, exp.Add) else -c
+    if abs(step) <= DOUBLE_MAX / 2:
+        return node
+    if step > 0:
+        return _case(exp.LTE(this=a.copy(), expression=_num(repr(largest_finite(
+            lambda v: v + step)))), node)
+    return _case(exp.GTE(this=a.copy(), expression=_num(repr(-largest_finite(
+        lambda v: v - step)))), node)
 
 
 def integral(node):
