@@ -105,8 +105,9 @@ def plain():
 # -- markers, xdist groups and order ------------------------------------------------------
 # Every test is marked by its directory (pyproject.toml registers the markers; addopts has
 # --strict-markers): tests/engines -> engines, tests/server -> server, tests/neighbours ->
-# neighbours, tests/properties -> properties, each of these also ``slow``; the slow files
-# below get ``slow`` too. ``python -m pytest -m "not slow"`` is the quick subset (README).
+# neighbours, tests/properties -> properties, each of these also ``slow``; SLOW_FILES,
+# SLOW_TESTS and the accepted lines of the SQL fixture files get ``slow`` too.
+# ``python -m pytest -n auto -m "not slow"`` is the quick subset (README).
 
 SLOW_FAMILIES = ("engines", "server", "neighbours", "properties")
 
@@ -183,7 +184,7 @@ PARALLEL_ORDER = ("engines", "properties", "neighbours", "server", "system/test_
 SERIAL_ORDER = ("unit", "safety", "system", "server", "neighbours", "properties", "engines")
 """Families (directories) and files, in the order their tests are queued; the rest after, in
 collection order. Under xdist the longest work first (test_sql_fixtures.py is one group of
-565 tests, the longest of the quick subset); serially the quickest first."""
+565 tests, the longest outside the slow families); serially the quickest first."""
 
 SERVER_FIXTURES = {"spark_tables": "spark", "spark": "spark", "postgres": "postgres"}
 """Session fixtures that start a server -> its xdist group: every test using one (from the
