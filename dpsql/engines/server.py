@@ -61,6 +61,10 @@ class ServerEngine:
     def _dry_relation(self, table: Table) -> exp.Select:
         return dry_rows(table)
 
+    def _message(self, err: Exception) -> str:
+        """What the dry run's error says (it depends on the query alone)."""
+        return first_line(err)
+
     # -- binding -------------------------------------------------------------------
     def table_node(self, table: Table) -> exp.Table:
         found = self.physical.get(table.full_name.lower())
@@ -88,7 +92,7 @@ class ServerEngine:
 
     def _typed(self, table: Table) -> exp.Select:
         """Every metadata column read as its engine type, under the metadata's name; text
-        longer than MAX_TEXT_CELL reads as NULL, as on every engine."""
+        longer than its column's max_length reads as NULL, as on every engine."""
         stored = self.column_types(table)
         items = []
         for col in table.columns.values():
@@ -96,7 +100,7 @@ class ServerEngine:
             target = exp.DataType.build(self.TARGET[col.type], dialect=self.dialect.name)
             value = self._read(col, exp.column(name, quoted=True), kind, target)
             if col.type == "string":
-                value = capped_text(value)
+                value = capped_text(value, col.text_length)
             if col.missing_value is not None:
                 value = exp.Coalesce(this=value, expressions=[exp.Cast(
                     this=exp.Literal.string(str(col.missing_value)), to=target.copy())])
@@ -114,7 +118,7 @@ class ServerEngine:
         try:
             self._execute(dry)
         except self._errors() as err:
-            raise QueryError(f"the engine refuses the query: {first_line(err)}") from None
+            raise QueryError(f"the engine refuses the query: {self._message(err)}") from None
         return self.dialect.render(with_source(plan.exact, typed))
 
     def public_rows(self, select: exp.Select, tables) -> list:

@@ -31,24 +31,17 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from ..metadata.model import DEFAULT_TEXT_LENGTH, MAX_TEXT_CELL, TEXT_UNIT  # noqa: F401
+
 # The expression language's types: the metadata's five column types plus DATE
 # (from CAST ... AS DATE) and the type of NULL. Each has exactly one engine type.
 ENGINE_TYPES = {"int": "BIGINT", "float": "DOUBLE", "string": "VARCHAR", "boolean": "BOOLEAN",
                 "datetime": "TIMESTAMP", "date": "DATE"}
 NUMERIC = {"int", "float"}
-MAX_TEXT_CELL = 1 << 17
-"""The longest text cell (characters) a query reads; longer cells read as NULL. With
-MAX_TEXT_COPIES, no text a query builds exceeds 157 MB (131,072 characters of at most 4
-bytes, 100 copies, and at most 3x more from an UPPER or LOWER a derived column hides), and
-what an engine does with it stays within its limits: PostgreSQL's case folding (ILIKE,
-LOWER) allocates 4 bytes per byte, 630 MB, under its 1 GB allocation limit; Spark and
-DuckDB hold far more. So one person's long value cannot make a query fail. (1,000 copies
-were allowed before: an ILIKE over them failed on PostgreSQL and ran Spark out of memory
-only when a person's cell held 131,072 four-byte characters, found by the hostile review
-of issue 33.)"""
 MAX_TEXT_COPIES = 100
 """How many column values a CONCAT, ||, UPPER or LOWER may copy into the text it builds,
-a derived column counting the references it stands for (its weight, capped alike by
+a reference counting one per TEXT_UNIT characters of its column's max_length, a derived
+column counting the references it stands for (its weight, capped alike by
 ``dpsql.frontend.binding.MAX_WEIGHT``), and a column under UPPER or LOWER three times."""
 TEMPORAL = {"datetime", "date"}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..errors import QueryError
-from .allowed import MAX_TEXT_COPIES
+from .allowed import MAX_TEXT_COPIES, TEXT_UNIT
 from .dialect import ANALYST_DIALECT
 
 
@@ -64,9 +64,10 @@ def text_copies(expr: exp.Expression, column_weight) -> int:
 def check_weight(weight: int, clause: str) -> None:
     if weight > MAX_WEIGHT:
         fail(f"an expression in {clause} stands for {weight:,} column references once the "
-             f"columns of its CTEs and subqueries are expanded, more than dpsql's limit of "
+             f"columns of its CTEs and subqueries are expanded (a string column counting one "
+             f"per {TEXT_UNIT} characters of its max_length), more than dpsql's limit of "
              f"{MAX_WEIGHT:,}, which keeps the work one row costs from growing with the query; "
-             "read derived columns fewer times")
+             "read derived or long text columns fewer times")
 
 
 class Binder:
@@ -119,7 +120,8 @@ class Binder:
             copies = text_copies(bound, self._column_weight)
             if copies > MAX_TEXT_COPIES:
                 fail(f"an expression in {clause} copies text columns {copies} times, derived "
-                     f"columns expanded; at most {MAX_TEXT_COPIES} are allowed, so that no "
+                     f"columns expanded and a column counting once per {TEXT_UNIT} characters "
+                     f"of its max_length; at most {MAX_TEXT_COPIES} are allowed, so that no "
                      "value can build a text longer than an engine holds")
         return bound
 
@@ -128,7 +130,7 @@ class Binder:
 
     def _column_weight(self, node: exp.Column) -> int:
         col = self.table.column(node.name) if not isinstance(node.this, exp.Star) else None
-        return getattr(col, "weight", 1) if col is not None else 1
+        return getattr(col, "work", 1) if col is not None else 1
 
     def _bind(self, expr: exp.Expression, clause: str, aliases: dict | None = None,
               keys: list | None = None) -> exp.Expression:

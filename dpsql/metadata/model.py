@@ -23,6 +23,30 @@ __all__ = ["COLUMN_KEYS", "COLUMN_TYPES", "Column", "Metadata", "NUMERIC_TYPES",
 
 # ----------------------------------------------------------------- data model
 
+MAX_TEXT_CELL = 1 << 17
+"""The longest ``max_length`` a string column's metadata may give (characters). With
+MAX_TEXT_COPIES, no text a query builds exceeds 157 MB (131,072 characters of at most 4
+bytes, 100 copies, and at most 3x more from an UPPER or LOWER a derived column hides), and
+what an engine does with it stays within its limits: PostgreSQL's case folding (ILIKE,
+LOWER) allocates 4 bytes per byte, 630 MB, under its 1 GB allocation limit; Spark and
+DuckDB hold far more. So one person's long value cannot make a query fail. (1,000 copies
+were allowed before: an ILIKE over them failed on PostgreSQL and ran Spark out of memory
+only when a person's cell held 131,072 four-byte characters, found by the hostile review
+of issue 33.)"""
+TEXT_UNIT = 256
+"""Characters one unit of a row's work covers: a reference to a string column counts
+ceil(max_length / TEXT_UNIT) units toward MAX_TEXT_COPIES, MAX_WEIGHT and the work per
+private row (``dpsql.plan.relations.MAX_WORK``), so that the time a query takes grows with
+the length its text may have, not with what one person stored. Measured on PostgreSQL
+(issue 33, third review): STRPOS(LOWER(CONCAT(s x 33))) over one person's 131,072-character
+cell took 110 ms against 28 ms for a one-character cell, and 860 ms against 250 ms under a
+300-row CROSS JOIN, when every reference counted one unit whatever its length."""
+DEFAULT_TEXT_LENGTH = TEXT_UNIT
+"""A string column's ``max_length`` when its metadata gives none: longer cells read as
+NULL, on every engine."""
+
+
+
 @dataclass(frozen=True)
 class Column:
     """One column: its type, whether it identifies a person, and its bounds."""
@@ -38,6 +62,8 @@ class Column:
     cardinality: int | None = None
     values: tuple | None = None
     references: str | None = None          # dpsql: schema.table.column of the row's person
+    max_length: int | None = None          # dpsql: a string cell's most characters; longer
+                                           # cells read as NULL (DEFAULT_TEXT_LENGTH if None)
     weight: int = 1                        # dpsql: base-column references a derived column
                                            # stands for, CTEs expanded (MAX_WEIGHT)
 
@@ -49,6 +75,19 @@ class Column:
     @property
     def numeric(self) -> bool:
         return self.type in NUMERIC_TYPES
+
+    @property
+    def text_length(self) -> int:
+        """The most characters a cell of this string column holds as a query reads it."""
+        return self.max_length if self.max_length is not None else DEFAULT_TEXT_LENGTH
+
+    @property
+    def work(self) -> int:
+        """Units of work one reference to this column costs a row: its weight, times
+        ceil(text_length / TEXT_UNIT) for a string column (``dpsql.frontend.allowed``)."""
+        if self.type != "string":
+            return self.weight
+        return self.weight * -(-self.text_length // TEXT_UNIT)
 
     def to_dict(self) -> dict:
         """SmartNoise-shaped column mapping: ``type`` then non-default keys."""
@@ -248,6 +287,8 @@ def _build_column(name: str, spec: dict) -> Column:
         typed["sensitivity"] = float(spec["sensitivity"])
     if spec.get("cardinality") is not None:
         typed["cardinality"] = int(spec["cardinality"])
+    if spec.get("max_length") is not None:
+        typed["max_length"] = int(spec["max_length"])
     # SmartNoise: a missing_value replaces NULL, so such a column is never NULL.
     nullable = spec.get("nullable", True) and "missing_value" not in typed
     return Column(name, kind, private_id=spec.get("private_id", False), nullable=nullable,

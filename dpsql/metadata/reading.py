@@ -28,7 +28,7 @@ TABLE_DEFAULTS = {
     "rows_exact": None, "public": False, "max_groups": None, "max_rows_per_group": None,
 }
 COLUMN_KEYS = ("type", "private_id", "lower", "upper", "nullable", "missing_value",
-               "sensitivity", "cardinality", "values", "name", "references")
+               "sensitivity", "cardinality", "values", "name", "references", "max_length")
 
 
 
@@ -344,6 +344,9 @@ def _semantic_column(name, column, path, clamp_columns, found):
           and ("lower" not in column or "upper" not in column)):
         found.add(path + ("sensitivity",), "a sensitivity without both bounds needs "
                   "clamp_columns: false on the table (SmartNoise rule), or add lower and upper")
+    if "max_length" in column and kind != "string":
+        found.add(path + ("max_length",), f"only string columns have a max_length, not a "
+                  f"{kind} column")
     missing = column.get("missing_value")
     if missing is not None and _scalar_ok(missing) and not _matches(kind, missing):
         found.add(path + ("missing_value",), f"{missing!r} is not a value of type {kind}")

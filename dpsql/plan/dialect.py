@@ -54,10 +54,12 @@ def total(node: exp.Expression) -> exp.Expression:
 
 OPAQUE = (exp.Identifier, exp.Var, exp.DataType, exp.DataTypeParam)
 """Parts of a node that are not values (names, date parts, type names): never compiled."""
-SEALED = (exp.Interval, exp.AggFunc, exp.Window, exp.Query, exp.Subquery)
-"""Nodes whose parts are not in their expression: an INTERVAL literal's (the plan checked
-its count and unit), and the plan's aggregates and subqueries (a part of them is the
-analyst's if typed itself)."""
+SEALED = (exp.Interval,)
+"""Values whose parts are not values: an INTERVAL literal (the plan checked its count and
+unit)."""
+PLAN_ONLY = (exp.AggFunc, exp.Window, exp.Query, exp.Subquery)
+"""The plan's aggregates and subqueries: never an analyst's row-level node, and what they
+hold is the analyst's only where typed itself."""
 
 
 def type_name(node: exp.Expression) -> str | None:
@@ -147,7 +149,7 @@ def analyst_nodes(tree: exp.Expression) -> set:
     no analyst's node reaches an engine without the rule of its type."""
     inside: set = set()
     for node in tree.walk(bfs=True):              # parents first
-        if isinstance(node, OPAQUE) or isinstance(node, SEALED[1:]):
+        if isinstance(node, OPAQUE + PLAN_ONLY):
             continue
         parent = node.parent
         if _recorded(node) or (parent is not None and id(parent) in inside

@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from ..metadata.model import Column, Table
 from .rewrite import column, typed_name
+from ..frontend.allowed import TEXT_UNIT
 from ..frontend.binding import Binder, expression_weight, fail
 from ..frontend.typecheck import Checker
 from .bounds import INF, Deriver
@@ -173,7 +174,7 @@ def scan(table: Table, metadata=None) -> Relation:
         fields[col.name.lower()] = Field(
             col.name, col.type, col.lower if bounded else None, col.upper if bounded else None,
             domain=col.values, nullable=col.nullable, is_id=is_id, of_id=is_id or col.private_id,
-            origin="metadata", source=f"{table.full_name}.{col.name}".lower(),
+            origin="metadata", source=f"{table.full_name}.{col.name}".lower(), weight=col.work,
             censored=table.public or table.censor_dims,
             ref=(f"{ref[1].full_name}.{ref[2]}".lower() if ref and col.name == ref[0] else None))
     if table.public:
@@ -222,10 +223,11 @@ def check_work(relation: "Relation", extra: int = 1) -> None:
     heaviest = max([f.weight for f in relation.fields.values()] + [extra])
     if relation.fanout * heaviest > MAX_WORK:
         fail(f"each private row becomes up to {relation.fanout:,} row(s), and a column computed "
-             f"on them stands for {heaviest:,} column references: {relation.fanout * heaviest:,} "
+             f"on them stands for {heaviest:,} column references (a string column counting one per "
+             f"{TEXT_UNIT} characters of its max_length): {relation.fanout * heaviest:,} "
              f"units of work per private row, more than dpsql's limit of {MAX_WORK:,}, which "
              "keeps the time a query takes from telling whether the rows it singles out are "
-             "there. Join fewer public rows, or compute simpler columns")
+             "there. Join fewer public rows, or compute simpler or shorter columns")
 
 
 def censored(node: exp.Expression, fields: dict) -> bool:

@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from ..metadata.model import Column
 from ..frontend.parse import literal
-from ..frontend.allowed import ENGINE_TYPES, MAX_TEXT_CELL
+from ..frontend.allowed import ENGINE_TYPES
 from ..frontend.typecheck import float_literal, int_literal
 
 TYPED_SOURCE = "_dpsql_typed"
@@ -57,18 +57,18 @@ def typed_column(col: Column, stored_type: str) -> exp.Expression:
     else:
         node = exp.TryCast(this=node, to=exp.DataType.build(target))
     if col.type == "string":
-        node = capped_text(node)
+        node = capped_text(node, col.text_length)
     if col.missing_value is not None:
         node = exp.Coalesce(this=node, expressions=[exp.TryCast(
             this=literal(col.missing_value), to=exp.DataType.build(target))])
     return node
 
 
-def capped_text(node: exp.Expression) -> exp.Expression:
-    """A text column's value, NULL if longer than MAX_TEXT_CELL characters (read on every
-    engine so: see ``dpsql.frontend.allowed.MAX_TEXT_CELL``)."""
+def capped_text(node: exp.Expression, length: int) -> exp.Expression:
+    """A text column's value, NULL if longer than ``length`` characters, its metadata's
+    max_length (read on every engine so: see ``dpsql.metadata.model.TEXT_UNIT``)."""
     return exp.Case(ifs=[exp.If(this=exp.LTE(this=exp.Length(this=node.copy()),
-                                             expression=exp.Literal.number(MAX_TEXT_CELL)),
+                                             expression=exp.Literal.number(length)),
                                 true=node)])
 
 

@@ -216,3 +216,26 @@ def test_server_columns_beyond_a_double_or_a_timestamp_are_null(postgres):
     df = reader.execute_df("SELECT COUNT(*) AS c FROM w.t WHERE n IS NULL AND d IS NULL")
     assert round(df.c[0]) == 1           # the row of 1e-400 and year 300000 reads as NULLs
     con.close()
+
+
+@pytest.mark.parametrize("max_length", [None, 4096])
+def test_a_text_cell_past_its_max_length_is_null_as_on_duckdb(postgres, max_length):
+    """Third review of issue 33 (timing): one person's 131,072-character cell made the time
+    of a text query tell whether they were there. A cell longer than its column's
+    max_length (256 by default) reads as NULL on PostgreSQL as on DuckDB."""
+    import pandas as pd
+    meta = {"": {"w": {"t": {"max_ids": 1, "pid": {"type": "int", "private_id": True},
+                             "s": {"type": "string"}}}}}
+    if max_length:
+        meta[""]["w"]["t"]["s"]["max_length"] = max_length
+    limit = max_length or 256
+    rows = [(1, "é" * (limit + 1)), (2, "é" * limit), (3, "z")]
+    reader, con = reader_over_rows(postgres, "w.t", "pid bigint, s text", ", ".join(
+        f"({p}, '{s}')" for p, s in rows), meta, dpsql.Privacy(epsilon=1e5))
+    duck = dpsql.from_df({"w.t": pd.DataFrame(rows, columns=["pid", "s"])}, meta,
+                         privacy=dpsql.Privacy(epsilon=1e5))
+    for where in ("s IS NULL", f"LENGTH(s) = {limit}", "s = 'z'", "s LIKE 'é%'"):
+        sql = f"SELECT COUNT(*) AS c FROM w.t WHERE {where}"
+        assert round(reader.execute_df(sql).c[0]) == round(duck.execute_df(sql).c[0]), where
+    assert round(reader.execute_df("SELECT COUNT(*) AS c FROM w.t WHERE s IS NULL").c[0]) == 1
+    con.close()

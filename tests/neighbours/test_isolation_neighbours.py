@@ -345,7 +345,9 @@ def test_text_that_grows_with_the_query_is_refused(levels, mult, values):
 
 def test_text_within_the_work_bound_is_answered():
     reader = _lookup_reader()
-    reader.execute_df(_concat_chain(2, 5, 10))             # 10 rows x weight 100
+    reader.execute_df(_concat_chain(2, 2, 10))             # 10 rows x 48 text copies
+    with pytest.raises(dpsql.QueryError, match="at most 100 are allowed"):
+        reader.execute_df(_concat_chain(2, 3, 10))         # 108 copies: over MAX_TEXT_COPIES
 
 
 def test_a_public_column_without_its_value_set_is_thresholded(tmp_path):

@@ -343,14 +343,45 @@ def test_text_copied_more_than_the_limit_is_refused_for_free():
     assert reader.spent == (1.0, 0.0)
 
 
-def test_a_text_cell_longer_than_the_limit_reads_as_null():
-    from dpsql.frontend.allowed import MAX_TEXT_CELL
-    frame = pd.DataFrame({"pid": [1, 2, 3], "s": ["x" * (MAX_TEXT_CELL + 1), "y" * MAX_TEXT_CELL,
-                                                  "z"]})
-    reader = dpsql.from_df({"x.t": frame}, TEXT_META, privacy=dpsql.Privacy(epsilon=1e5))
-    for where in ("s IS NULL", f"LENGTH(s) = {MAX_TEXT_CELL}", "s = 'z'"):
+@pytest.mark.parametrize("max_length", [None, 1000, "MAX_TEXT_CELL"])
+def test_a_text_cell_longer_than_the_limit_reads_as_null(max_length):
+    """A string column's cells hold at most its max_length characters (DEFAULT_TEXT_LENGTH
+    when the metadata gives none, at most MAX_TEXT_CELL); a longer cell reads as NULL."""
+    from dpsql.frontend.allowed import DEFAULT_TEXT_LENGTH, MAX_TEXT_CELL
+    meta = yaml.safe_load(yaml.safe_dump(TEXT_META))
+    limit = {None: DEFAULT_TEXT_LENGTH, "MAX_TEXT_CELL": MAX_TEXT_CELL}.get(max_length, max_length)
+    if max_length is not None:
+        meta[""]["x"]["t"]["s"]["max_length"] = limit
+    frame = pd.DataFrame({"pid": [1, 2, 3], "s": ["x" * (limit + 1), "y" * limit, "z"]})
+    reader = dpsql.from_df({"x.t": frame}, meta, privacy=dpsql.Privacy(epsilon=1e5))
+    for where in ("s IS NULL", f"LENGTH(s) = {limit}", "s = 'z'"):
         df = reader.execute_df(f"SELECT COUNT(*) AS n FROM x.t WHERE {where}")
         assert round(df.n[0]) == 1, where
+
+
+def test_a_long_text_column_costs_work_by_its_length():
+    """Third review of issue 33 (timing): on PostgreSQL, STRPOS(LOWER(CONCAT(s x 33))) took
+    110 ms over one person's 131,072-character cell against 28 ms over a one-character cell,
+    and 860 ms against 250 ms under a 300-row CROSS JOIN, so the time told whether that
+    person was there. A reference now costs one unit per TEXT_UNIT characters of the
+    column's max_length, so the checks that bound a row's work bound its characters too;
+    the refusals are free."""
+    meta = yaml.safe_load(yaml.safe_dump(TEXT_META))
+    meta[""]["x"]["t"]["s"]["max_length"] = 131072                  # 512 units
+    frame = pd.DataFrame({"pid": [1, 2], "s": ["a", "b"]})
+    reader = dpsql.from_df({"x.t": frame}, meta, privacy=dpsql.Privacy(epsilon=1.0))
+    values = "(VALUES " + ", ".join(f"({i})" for i in range(20)) + ") v(x)"
+    for sql, words in [
+        ("SELECT COUNT(*) AS n FROM x.t WHERE STRPOS(CONCAT(s, 'x'), 'zz') > 0",
+         "copies text columns 512 times"),
+        (f"SELECT COUNT(*) AS n FROM x.t CROSS JOIN {values} WHERE s LIKE '%a'",
+         "10,240 units of work per private row"),
+        ("SELECT COUNT(*) AS n FROM x.t WHERE s = 'a' OR s = 'b' OR s = 'c'",
+         "1,536 column references")]:
+        with pytest.raises(dpsql.QueryError, match=words):
+            reader.execute_df(sql)
+    assert reader.spent == (0.0, 0.0)
+    reader.execute_df("SELECT COUNT(*) AS n FROM x.t WHERE s LIKE '%a%'")   # one read: answered
 
 
 def test_an_ilike_over_many_copies_of_a_text_is_refused_for_free():

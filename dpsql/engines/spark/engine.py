@@ -102,6 +102,19 @@ class SparkEngine(ServerEngine):
     def _errors(self) -> tuple:
         return _spark_errors()
 
+    def _message(self, err: Exception) -> str:
+        """The first line of the error's root cause: the same error reaches Python as it is
+        when Spark raises it while planning, and wrapped in a job's failure (host names,
+        stage numbers) when a task raises it, depending on which happens first."""
+        cause = getattr(err, "java_exception", None)
+        try:
+            while cause is not None and cause.getCause() is not None:
+                cause = cause.getCause()
+            text = cause.getMessage() if cause is not None else None
+        except _spark_errors():
+            text = None
+        return first_line(RuntimeError(text)) if text else first_line(err)
+
     def _column(self, values: list, dtype):
         return _column(values, dtype)
 
@@ -130,19 +143,19 @@ def _dry_relation(table: Table) -> exp.Select:
     """A row of NULLs and a row of ordinary values (``dpsql.engines.server.PLACEHOLDERS``),
     that Spark's optimizer cannot fold (each is a CASE on rand()), so that the dry run runs,
     and generates the code of, every stage of the plan, and computes its functions on a
-    value as well as on NULL."""
-    rows = []
-    for placeholder in (False, True):
-        items = []
-        for col in table.columns.values():
-            kind = exp.DataType.build(_TARGET[col.type], dialect="spark")
-            value = exp.maybe_parse(_PLACEHOLDER[col.type], dialect="spark")
-            fixed = exp.Case(ifs=[exp.If(this=exp.LT(this=exp.Rand(), expression=exp.Literal.number(
-                2)), true=value if placeholder else exp.Null())],
-                default=exp.Null() if placeholder else value.copy())
-            items.append(exp.alias_(exp.Cast(this=fixed, to=kind), col.name, quoted=True))
-        rows.append(exp.select(*items))
-    return exp.union(rows[0], rows[1], distinct=False)
+    value as well as on NULL. The two rows are ``range(2)``: a UNION's plan failed to reach
+    a cartesian product's tasks (Spark 4 could not deserialize it)."""
+    second = exp.EQ(this=exp.column("id"), expression=exp.Literal.number(1))
+    items = []
+    for col in table.columns.values():
+        kind = exp.DataType.build(_TARGET[col.type], dialect="spark")
+        value = exp.maybe_parse(_PLACEHOLDER[col.type], dialect="spark")
+        known = exp.and_(second.copy(), exp.LT(this=exp.Rand(), expression=exp.Literal.number(2)))
+        items.append(exp.alias_(exp.Cast(this=exp.Case(ifs=[exp.If(this=known, true=value)]),
+                                         to=kind), col.name, quoted=True))
+    rows = exp.Table(this=exp.Anonymous(this="RANGE", expressions=[exp.Literal.number(2)]),
+                     alias=exp.TableAlias(this=exp.to_identifier("_dry")))
+    return exp.select(*items).from_(rows)
 
 
 def _frame(spark, table: Table, source):
