@@ -38,6 +38,7 @@ class Connection:
         self.limits = server.deployment.limits
         self.waiting = None                       # stops the wait for the analyst's turn
         self.busy = False                         # a statement was read and not answered
+        self.progress = 0                         # authentication steps done (Server._evict)
         self.task = None
         self.state: SessionState | None = None
         self.statements: dict = {}
@@ -133,6 +134,7 @@ class Connection:
                 except (OSError, asyncio.TimeoutError):
                     raise Closed() from None
                 self.tls = True
+                self.progress = max(self.progress, 1)
             elif isinstance(message, (p.SSLRequest, p.GSSENCRequest)):
                 await self._send(p.SSL_NO)
             elif isinstance(message, p.CancelRequest):
@@ -148,6 +150,7 @@ class Connection:
         user = startup.params.get("user")
         if not user:
             await self._fatal("28000", "no user name given in the startup message")
+        self.progress = 2
         account = self.server.accounts.by_name.get(user)
         exchange = ScramExchange(account.analyst.verifier if account else None,
                                  username=user, server_secret=self.server.secret)
@@ -157,6 +160,7 @@ class Connection:
             mechanism, response = p.sasl_initial(first)
             if mechanism != MECHANISM or response is None:
                 raise AuthenticationFailed("unsupported SASL mechanism", "28000")
+            self.progress = 3
             await self._send(p.authentication_sasl_continue(exchange.first(response)))
             final = exchange.final(await self._password())
         except AuthenticationFailed as err:

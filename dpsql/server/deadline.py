@@ -98,6 +98,14 @@ class Watch:
         while not self.closed.wait(0.1):
             _call(self.stop_engine)
 
+    def reinject(self) -> None:
+        """Raise ``StatementCancelled`` in the statement's thread again, if it is still in
+        an interruptible call (``_redeliver``)."""
+        with self.lock:
+            if self.interruptible and self.reason is not None:
+                _set_async(self.thread, StatementCancelled)
+                self.injected = True
+
     def engine(self, stop) -> None:
         """Set (or clear, with None) how to interrupt the engine call in progress."""
         with self.lock:
@@ -151,11 +159,13 @@ class Watch:
 
 def _redeliver(unraisable) -> None:
     """sys.unraisablehook: a StatementCancelled swallowed during garbage collection inside
-    an interruptible call is raised again at the thread's next bytecode."""
+    an interruptible call is raised again soon after, from another thread (set from this
+    one, it was raised inside this hook, swallowed again and printed to the owner's log:
+    the fourth review of issue 33 counted 20 such tracebacks in a flood of timeouts)."""
     if unraisable.exc_type is StatementCancelled:
         watch = _inside.get(threading.get_ident())
-        if watch is not None and watch.interruptible:
-            _set_async(watch.thread, StatementCancelled)
+        if watch is not None:
+            threading.Thread(target=watch.reinject, daemon=True).start()
         return
     _previous_hook(unraisable)
 

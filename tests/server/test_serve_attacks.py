@@ -92,12 +92,19 @@ class Raw:
         self.s.sendall(struct.pack("!i", len(body) + 4) + body)
 
     def login(self, user, password):
+        return self.login_finish(self.login_start(user), password)
+
+    def login_start(self, user):
+        """Startup and SCRAM's first messages: (client-first-bare, server-first)."""
         self.startup(user)
         assert self.recv()[0] == b"R"
         bare = "n=,r=" + base64.b64encode(os.urandom(18)).decode()
         init = b"n,," + bare.encode()
         self.s.sendall(frame(b"p", cstr("SCRAM-SHA-256") + struct.pack("!i", len(init)) + init))
-        first = self.recv()[1][4:].decode()
+        return bare, self.recv()[1][4:].decode()
+
+    def login_finish(self, started, password):
+        bare, first = started
         attrs = dict(a.split("=", 1) for a in first.split(","))
         salted = hashlib.pbkdf2_hmac("sha256", password.encode(), base64.b64decode(attrs["s"]),
                                      int(attrs["i"]))

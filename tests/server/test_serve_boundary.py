@@ -295,3 +295,75 @@ def test_messages_name_functions_as_sql_does(served):
     with psycopg.connect(served.dsn("carol"), autocommit=True) as con:
         state, text = code(con, "SELECT MEDIAN(CAST('nan' AS DOUBLE)) AS m FROM PUMS.PUMS")
         assert state == "42601" and "PERCENTILE_CONT" in text and "PERCENTILECONT" not in text
+
+
+# -- the fourth review (issue 33) ---------------------------------------------------------
+
+def test_an_analyst_half_way_through_authentication_is_not_the_one_dropped(served):
+    """Fourth review, F2: fresh connections from many addresses filled the unauthenticated
+    pool (64), and the oldest, an analyst's half-way through TLS and SCRAM on a loaded
+    server, was dropped in 4-17% of their connects. The least advanced goes now."""
+    raw = Raw(served)
+    started = raw.login_start("alice")               # startup and SCRAM begun: the oldest
+    path = os.path.join(served.socket_dir, f".s.PGSQL.{served.deployment.port}")
+    silent = []
+    try:
+        for _ in range(100):                         # past max_unauthenticated (64)
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(path)
+            silent.append(s)
+        time.sleep(0.3)
+        out = raw.login_finish(started, "alice's secret")
+        assert out[-1][0] == b"Z", out
+    finally:
+        for s in silent:
+            s.close()
+    alive(served)
+
+
+def test_the_unix_socket_queues_a_burst_of_connects(served):
+    """Fourth review, F3: the listening queue held 100 connections (asyncio's default), and
+    one local thread connecting and closing in a loop (no credentials) made every analyst's
+    connect fail at once with EAGAIN. The queue is BACKLOG (4,096, the kernel's usual cap):
+    a burst of 1,000 connects is queued whole. (A local user of the socket's group who
+    connects faster than the server accepts for seconds still fills it: docs/deployment.md.)"""
+    import subprocess
+    from dpsql.server.listener import BACKLOG
+    path = os.path.join(served.socket_dir, f".s.PGSQL.{served.deployment.port}")
+    listing = subprocess.run(["ss", "-xln"], capture_output=True, text=True).stdout
+    with open("/proc/sys/net/core/somaxconn") as f:
+        cap = min(BACKLOG, int(f.read()))
+    line = next(ln for ln in listing.splitlines() if path in ln)
+    assert int(line.split()[3]) == cap, line
+    burst = []
+    try:
+        for _ in range(1000):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(path)                          # EAGAIN here when the queue is full
+            burst.append(s)
+    finally:
+        for s in burst:
+            s.close()
+    alive(served, "alice")
+
+
+def test_a_statement_too_long_for_a_catalog_statement_is_not_analysed_as_one(tmp_path):
+    """Fourth review, F1/F4: a chain of 2,500 CTEs (83,000 characters, within the size
+    limit) was parsed and scope-analysed as a possible catalog statement (0.9 s of CPU)
+    before the planner refused it: free statements that took 3.7 s of a loaded server each.
+    Past 10,000 tokens a statement is not a catalog statement, and is refused by the
+    planner's own limits (here: 1,200 CTEs, 10,800 tokens, nest too deep)."""
+    from dpsql.server import catalog_scope
+    chain = "WITH " + ", ".join(["c0 AS (SELECT age FROM PUMS.PUMS)"] + [
+        f"c{i} AS (SELECT age FROM c{i - 1})" for i in range(1, 1200)]) + \
+        " SELECT COUNT(*) AS n FROM c1199"
+    started = time.process_time()
+    assert catalog_scope.parse(chain) is None
+    assert time.process_time() - started < 0.5          # tokens only (0.11 s measured)
+    served = Served(write_deployment(tmp_path))      # a 30 s timeout: a loaded machine
+    try:
+        with psycopg.connect(served.dsn("bob"), autocommit=True) as con:
+            state, text = code(con, chain)
+            assert state == "42601" and "relations deep" in text, (state, text)
+    finally:
+        served.stop()
