@@ -28,6 +28,7 @@ import numpy as np
 
 from . import samplers as noise
 from ..privacy import zcdp
+from ..privacy.composition import laplace_event
 from ..errors import InternalError, QueryError
 from ..privacy.params import Mechanism
 from .base import NoiseMechanism
@@ -193,6 +194,15 @@ class Calibrated(NoiseMechanism):
         return {"mechanism": self.name, "scale": float(self.scale), "l1": float(stat.l1),
                 "l2": float(stat.l2), "delta": float(self.delta),
                 "accuracy95": self.accuracy_text(0.05)}
+
+    def events(self) -> tuple:
+        """Discrete Laplace in grid units, P(z) ~ exp(-|z| s / t), on integer vectors whose
+        L1 change is at most floor(sensitivity / grid) (an integer); Gaussian: none here,
+        the query composes its Gaussian part once (dpsql.plan.split.query_events)."""
+        kind, t, s = self.params
+        if kind != "laplace":
+            return ()
+        return (laplace_event(t, s, math.floor(self.sensitivity / self.grid)),)
 
     def _noise(self, n: int) -> np.ndarray:
         kind, a, b = self.params

@@ -1,0 +1,168 @@
+"""Composing a session's releases with Google's dp-accounting (PLD and RDP accountants).
+
+Owns: the privacy events a release is made of, and their composition under
+``Budget(accountant="pld")`` (``dp_accounting.pld``: privacy loss distributions) or
+``"rdp"`` (``dp_accounting.rdp.RdpAccountant``). An event is a JSON-safe tuple, so that
+a ledger keeps it and a later dpsql composes it again:
+
+* ``("dlap", t, s, c)``: discrete Laplace noise in grid units, P(z) ~ exp(-|z| s / t),
+  on an integer vector whose L1 change by one person is at most ``c`` (what every
+  Laplace-family mechanism of dpsql draws: ``dpsql.mechanisms.additive``). PLD:
+  ``DiscreteLaplaceDpEvent(s / t, c)``, the library's exact distribution; RDP: the
+  library has no discrete Laplace, so its pure epsilon ``c s / t`` as
+  ``ZCDpEvent(epsilon^2 / 2)``.
+* ``("dp", epsilon, delta, rho)``: a mechanism that is (epsilon, delta)-DP and rho-zCDP
+  (the discrete Gaussian part of a query, which the library cannot express, and pure
+  epsilon mechanisms such as permute-and-flip, with delta 0 and rho = epsilon^2 / 2).
+  PLD: the worst case of (epsilon, delta)-DP (``from_privacy_parameters``); RDP:
+  ``ZCDpEvent(rho)``.
+
+Thresholds' delta (unknown group keys) is not an event: as in zCDP sessions it is kept
+apart, may use half the budget's delta, and the composition is read at the rest.
+dp_accounting is imported only when a PLD or RDP budget is used.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import threading
+
+from ..errors import ProgrammingError
+
+ACCOUNTANTS = ("basic", "zcdp", "pld", "rdp")
+COMPOSED = ("pld", "rdp")
+VALUE_INTERVAL = 1e-4     # PLDAccountant's default discretisation of the privacy loss
+
+
+def laplace_event(t: int, s: int, sensitivity: int) -> tuple:
+    return ("dlap", int(t), int(s), max(int(sensitivity), 1))
+
+
+def dp_event(epsilon: float, delta: float = 0.0, rho: float | None = None) -> tuple:
+    return ("dp", float(epsilon), float(delta),
+            float(epsilon) ** 2 / 2 if rho is None else float(rho))
+
+
+def events_of(cost) -> tuple:
+    """The events of a cost known only as its sums (epsilon, delta, rho, delta outside
+    zCDP): a ledger record written before events, or a charge without them. One event
+    with the cost's basic composition: never less than what it stands for."""
+    values = tuple(float(c) for c in cost)
+    if len(values) == 2:           # a pair is delta-approximately epsilon^2/2-zCDP
+        values += (values[0] ** 2 / 2, values[1])
+    epsilon, delta, rho, rho_delta = values
+    if epsilon <= 0 and delta - rho_delta <= 0:
+        return ()
+    return (dp_event(epsilon, max(delta - rho_delta, 0.0), rho),)
+
+
+def read_events(value) -> tuple:
+    """Events from a ledger record's JSON; ValueError if malformed."""
+    if not isinstance(value, list):
+        raise ValueError("events is not a list")
+    out = []
+    for item in value:
+        if not isinstance(item, list) or not item:
+            raise ValueError("an event is not a list")
+        if item[0] == "dlap" and len(item) == 4 and all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in item[1:]):
+            out.append(laplace_event(*item[1:]))
+        elif item[0] == "dp" and len(item) == 4 and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                and v >= 0 for v in item[1:]) and item[2] < 1:
+            out.append(dp_event(*item[1:]))
+        else:
+            raise ValueError(f"unknown event {item[:1]!r}")
+    return tuple(out)
+
+
+def library():
+    """dp_accounting's modules, or a dpsql error saying how to install it."""
+    try:
+        from dp_accounting import dp_event as events
+        from dp_accounting.pld import common, privacy_loss_distribution as pld
+        from dp_accounting.rdp import rdp_privacy_accountant as rdp
+    except ImportError:
+        raise ProgrammingError("Budget(accountant='pld' or 'rdp') needs Google's dp-accounting "
+                               "library: pip install 'dp-accounting>=0.4'") from None
+    return events, common, pld, rdp
+
+
+def _pld_of(event):
+    events, common, pld, _ = library()
+    if event[0] == "dlap":
+        _, t, s, c = event
+        return pld.from_discrete_laplace_mechanism(
+            parameter=s / t, sensitivity=c, value_discretization_interval=VALUE_INTERVAL)
+    _, epsilon, delta, _ = event
+    return pld.from_privacy_parameters(common.DifferentialPrivacyParameters(epsilon, delta),
+                                       value_discretization_interval=VALUE_INTERVAL)
+
+
+def _rdp_event(event):
+    events = library()[0]
+    if event[0] == "dlap":
+        _, t, s, c = event
+        return events.ZCDpEvent(rho=(c * s / t) ** 2 / 2)
+    return events.ZCDpEvent(rho=event[3])
+
+
+class Tally:
+    """A pool's events in order, with their running composition per accountant (composed
+    once each: a check composes only the new query's events on top)."""
+
+    def __init__(self) -> None:
+        self.events: list = []
+        self._state: dict = {}     # accountant -> (events composed, state)
+        self._pending: dict = {}   # accountant -> (events composed, extra, state with extra)
+        self._lock = threading.RLock()   # checks run outside the pool's lock
+
+    def add(self, events) -> None:
+        with self._lock:
+            self.events.extend(events)
+
+    def _composed(self, kind: str):
+        n, state = self._state.get(kind, (0, None))
+        pending = self._pending.get(kind)
+        if pending is not None and pending[0] == n and tuple(self.events[n:]) == pending[1]:
+            n, state = len(self.events), pending[2]     # the last check's composition
+        if state is None:
+            state = (library()[2].identity(value_discretization_interval=VALUE_INTERVAL)
+                     if kind == "pld" else library()[3].RdpAccountant())
+        for event in self.events[n:]:
+            state = _compose(kind, state, event)
+        self._state[kind] = (len(self.events), state)
+        return state
+
+    def epsilon(self, kind: str, delta: float, extra=()) -> float:
+        """The composed epsilon at ``delta`` of every event, and ``extra`` on top."""
+        if not self.events and not extra:
+            return 0.0
+        if delta <= 0:
+            return math.inf
+        with self._lock:
+            return self._epsilon(kind, delta, extra)
+
+    def _epsilon(self, kind: str, delta: float, extra) -> float:
+        state = self._composed(kind)
+        if extra:
+            state = copy.deepcopy(state) if kind == "rdp" else state
+            for event in extra:
+                state = _compose(kind, state, event)
+            self._pending[kind] = (len(self.events), tuple(extra), state)
+        if kind == "pld":
+            return float(state.get_epsilon_for_delta(delta))
+        return float(state.get_epsilon(delta))
+
+
+def _compose(kind: str, state, event):
+    if kind == "pld":
+        return state.compose(_pld_of(event))
+    state.compose(_rdp_event(event))
+    return state
+
+
+def tally_of(events) -> Tally:
+    tally = Tally()
+    tally.add(events)
+    return tally
