@@ -197,8 +197,9 @@ def _ledger_note(path: str, ledger, reader, sql: str) -> str:
     budget, spent = ledger.budget, ledger.spent()
     if budget is None:
         return f"\nledger {path}: spent {_pair(*spent)}; no budget\n"
-    cost = reader._plan(sql).spend
-    verdict = "would be refused" if exceeds(ledger.spending(), cost, budget) else "fits"
+    plan = reader._plan(sql)
+    verdict = ("would be refused" if exceeds(ledger.spending(), plan.spend, budget,
+                                             ledger.tally(), plan.events) else "fits")
     remaining = ledger.remaining()
     return (f"\nledger {path}: remaining {_pair(*remaining)}; "
             f"this query {verdict}\n")

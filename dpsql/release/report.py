@@ -203,6 +203,8 @@ def _totals(budget, spent: tuple, spending: tuple, remaining) -> dict:
         out["budget"] = {"rho": budget.rho, "delta": budget.delta}
     else:
         out["budget"] = {"epsilon": budget.epsilon, "delta": budget.delta}
+    if budget is not None:
+        out["accountant"] = budget.accountant     # how "spent" was composed
     if remaining is not None:
         out["remaining"] = {("rho" if budget.zcdp else "epsilon"): remaining[0],
                             "delta": remaining[1]}
@@ -259,8 +261,10 @@ def _markdown(table: pd.DataFrame, totals: dict) -> str:
 def _summary(totals: dict) -> str:
     budget = totals["budget"]
     rho = f" (rho {totals['spent_rho']:.6g})" if "spent_rho" in totals else ""
+    how = {"pld": " (composed by the PLD accountant)",
+           "rdp": " (composed by the RDP accountant)"}.get(totals.get("accountant"), "")
     text = (f"Spent: epsilon {totals['spent_epsilon']:.6g}, delta {totals['spent_delta']:.3g}"
-            f"{rho}. ")
+            f"{rho}{how}. ")
     if budget is None:
         return text + "No budget: spending is recorded, nothing is enforced."
     text += "Budget: " + ", ".join(f"{k} {v:.6g}" for k, v in budget.items()) + ". "
