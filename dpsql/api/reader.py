@@ -32,6 +32,7 @@ from ..release.noise import add_noise, drowned_counts, empty_noisy
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
 from .display import HTMLPage, Text, progress_callback, session_html, session_summary
+from .accuracy_target import budget_line, epsilon_for
 from .options import session_budget, session_privacy
 from .smartnoise import SmartNoiseMethods
 
@@ -171,14 +172,23 @@ class Reader(SmartNoiseMethods):
         A ``str`` (``dpsql.api.display.Text``) that a notebook shows as a preformatted
         block."""
         plan = self._plan(sql, params, privacy)
+        tail = "\n" + budget_line(self, plan)
         if isinstance(plan, UnionPlan):
             eps, delta = plan.cost
             return Text("\n\n".join(
                 [f"UNION ALL of {len(plan.parts)} queries, each its own release; cost: the sum, "
                  f"epsilon={eps:.6g}, delta={delta:.3g}"]
                 + [f"-- part {i + 1} of {len(plan.parts)}\n{self._describe(p)}"
-                   for i, p in enumerate(plan.parts)]))
-        return Text(self._describe(plan))
+                   for i, p in enumerate(plan.parts)]) + tail)
+        return Text(self._describe(plan).rstrip("\n") + tail)
+
+    def epsilon_for(self, sql: str, accuracy: float, alpha: float = 0.05, params=None,
+                    privacy: Privacy | None = None) -> float:
+        """The smallest epsilon at which every noisy statistic of ``sql`` has a (1 - alpha)
+        error bound within ``accuracy`` (at ``privacy``'s delta: default the reader's);
+        reads no data, spends nothing. ``explain`` at that epsilon says how many such
+        queries the remaining budget buys (``dpsql.api.accuracy_target``)."""
+        return epsilon_for(self, sql, accuracy, alpha, params, privacy)
 
     def estimate_bounds(self, table: str, column: str, epsilon: float) -> tuple:
         """DP (lower, upper) bounds of a numeric column, charged to the session like a query

@@ -153,6 +153,11 @@ def _add_query_parser(sub) -> None:
                       "together")
     size.add_argument("--rho", type=_positive_float, metavar="R",
                       help="the query's privacy in zCDP instead of --epsilon")
+    size.add_argument("--accuracy-target", type=_positive_float, metavar="X",
+                      help="print the smallest epsilon at which every noisy statistic is "
+                      "within X of its exact value (at --accuracy's level, default 0.95), and "
+                      "how many such queries the budget left buys; runs nothing, spends "
+                      "nothing")
     q.add_argument("--delta", type=_delta, metavar="D",
                    help=f"the most this query may cost in delta (default {DEFAULT_DELTA:g}; "
                    "spent only by statistics that need it)")
@@ -162,7 +167,8 @@ def _add_query_parser(sub) -> None:
                    help="a ledger file keeping this session's spending across invocations")
     q.add_argument("--budget", type=_budget, metavar="E[,D[,pld|rdp]]",
                    help="the session's total (with --ledger; fixed when the ledger is "
-                   "created; default delta 1e-6); rho=R[,D] for a zCDP session")
+                   "created; default delta 1e-6); E,D,pld or E,D,rdp: composed by "
+                   "dp-accounting's PLD or RDP accountant; rho=R[,D] for a zCDP session")
     q.add_argument("--accuracy", type=_level, metavar="LEVEL",
                    help="after each noisy column C, add C_lo and C_hi: an interval holding "
                    "the exact answer of the bounded plan with this probability (e.g. 0.95); "

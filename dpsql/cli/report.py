@@ -12,6 +12,7 @@ import sys
 
 from .text import EXIT_OK, _num, _pair, _write, render_table
 from ..privacy.ledger import Ledger
+from ..privacy.ledger_budget import budget_json
 
 
 def run(args, usage_error) -> int:
@@ -42,10 +43,7 @@ def cmd_ledger_show(args) -> int:
     budget, spent, remaining, records = led.budget, led.spent(), led.remaining(), led.records()
     if args.format == "json":
         doc = {"path": led.path,
-               "budget": None if budget is None else (
-                   {"rho": budget.rho, "delta": budget.delta} if budget.zcdp
-                   else {"epsilon": budget.epsilon, "delta": budget.delta,
-                         "accountant": budget.accountant}),
+               "budget": budget_json(budget),
                "spent": {"epsilon": spent[0], "delta": spent[1]},
                "remaining": None if remaining is None else {
                    ("rho" if budget.zcdp else "epsilon"): remaining[0],
