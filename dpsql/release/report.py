@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from ..errors import LedgerError, ProgrammingError
 from ..mechanisms.quantile import rank_error_text
+from ..privacy.composition import COMPOSED, Tally, events_of
 from ..privacy.spend import Spend
 from .chart import chart
 
@@ -273,6 +274,19 @@ def _summary(totals: dict) -> str:
     return text
 
 
+def _composed_totals(records: list, totals: dict) -> list | None:
+    """The composed epsilon after each release, under a PLD or RDP budget; else None."""
+    kind = totals.get("accountant")
+    if kind not in COMPOSED:
+        return None
+    tally, thresholds, out = Tally(), 0.0, []
+    for record in records:
+        tally.add(record.events if record.events is not None else events_of(record.cost))
+        thresholds += record.rho_delta
+        out.append(tally.epsilon(kind, totals["budget"]["delta"] - thresholds))
+    return out
+
+
 def _html(table: pd.DataFrame, totals: dict, records: list) -> str:
     esc = html.escape
     head = "".join(f"<th>{esc(c)}</th>" for c in table.columns)
@@ -288,7 +302,7 @@ def _html(table: pd.DataFrame, totals: dict, records: list) -> str:
             "style-src 'unsafe-inline'\">"
             f"<title>DP release table</title><style>{style}</style></head><body>"
             f"<h1>DP release table</h1><p>{esc(_summary(totals))}</p>"
-            f"{chart(records, totals['budget'])}"
+            f"{chart(records, totals['budget'], _composed_totals(records, totals))}"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
             "<p>Each release: the query as asked (parameters bound), the privacy unit and its "
             "contribution bound, its cost, and per noisy statistic the mechanism, noise scale, "

@@ -226,3 +226,23 @@ def test_a_composed_release_on_neighbouring_data_sets_stays_within_the_pld_epsil
 
     assert not violated(epsilon)
     assert violated(0.6 * epsilon)
+
+
+def test_the_report_shows_the_spend_under_the_accountant(pums, tmp_path):
+    import re
+    budget = dpsql.Budget(epsilon=1.0, delta=1e-6, accountant="pld")
+    r = dpsql.from_df(pums, DATA / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=0.05),
+                      budget=budget, ledger=str(tmp_path / "l.jsonl"))
+    for age in range(24):
+        r.execute_df(f"{COUNT} WHERE age > {age}")
+    r.execute_df(f"{COUNT} WHERE age > 0")                   # a replay: free
+    summary = r.report(format="markdown").splitlines()[2]
+    assert summary.startswith(f"Spent: epsilon {r.spent[0]:.6g}, delta 1e-06 (composed by "
+                              "the PLD accountant). Budget: epsilon 1, delta 1e-06. Left: "
+                              f"epsilon {1 - r.spent[0]:.6g}")
+    page = r.report(format="html")
+    totals = [float(t) for t in re.findall(r"total ([0-9.e-]+)", page)]
+    assert len(totals) == 25 and totals[-1] == totals[-2] == pytest.approx(r.spent[0], rel=1e-5)
+    assert all(a <= b for a, b in zip(totals, totals[1:])) and totals[-1] <= 1.0
+    assert json.loads(r.report(format="json"))["accountant"] == "pld"
+    assert "composed by the PLD accountant" in repr(r)
