@@ -84,9 +84,9 @@ def epsilon_for(reader, sql: str, accuracy: float, alpha: float = 0.05, params=N
     return rounded if rounded <= MAX_QUERY_EPSILON and meets(rounded) else found
 
 
-def queries_left(reader, plan) -> int | None:
-    """How many more releases like ``plan`` fit every pool of the session; None without
-    a budget."""
+def queries_left(reader, plan) -> tuple | None:
+    """(n, exact): how many more releases like ``plan`` fit every pool of the session
+    (exact False: at least n); None without a budget."""
     counts = [how_many(spent, plan.spend, budget, tally, plan.events)
               for spent, budget, tally in reader.accountant._pools()]
     return min(counts) if counts else None
@@ -100,10 +100,13 @@ def budget_line(reader, plan) -> str:
         return "budget: none set; nothing limits how many queries like this one are answered"
     how = {"basic": "basic composition", "zcdp": "zCDP"}.get(
         budget.accountant, f"the {budget.accountant.upper()} accountant")
-    many = "no limit (it costs nothing)" if left >= MOST else f"{left:,}"
-    about = "about " if budget.accountant == "pld" and 0 < left < MOST else ""
-    return (f"budget: {about}{many} more queries like this one fit in what remains "
-            f"(composed by {how})")
+    n, exact = left
+    if n >= MOST:
+        many = "no limit (it costs nothing)" if not any(plan.spend) else f"at least {n:,}"
+    else:
+        about = "about " if budget.accountant == "pld" and n > 0 else ""
+        many = f"{about}{n:,}" if exact else f"at least {n:,}"
+    return f"budget: {many} more queries like this one fit in what remains (composed by {how})"
 
 
 def summary(reader, sql: str, accuracy: float, alpha: float = 0.05) -> str:

@@ -107,19 +107,32 @@ def _rdp_event(event):
     return events.ZCDpEvent(rho=event[3])
 
 
+def _sums(events, times: int = 1) -> tuple:
+    """(epsilon, delta) of ``events`` by basic composition, ``times`` over."""
+    epsilon = math.fsum(e[3] * e[2] / e[1] if e[0] == "dlap" else e[1] for e in events)
+    return (times * epsilon, times * math.fsum(e[2] for e in events if e[0] == "dp"))
+
+
 class Tally:
     """A pool's events in order, with their running composition per accountant (composed
-    once each: a check composes only the new query's events on top)."""
+    once each: a check composes only the new query's events on top). The epsilon reported
+    is the smaller of the accountant's and basic composition's (both hold, so the smaller
+    does): a PLD discretises the privacy loss in steps of 1e-4, which overstates events
+    far smaller than that, and RDP overstates a few large ones."""
 
     def __init__(self) -> None:
         self.events: list = []
+        self._sums = (0.0, 0.0)    # basic composition of the events
         self._state: dict = {}     # accountant -> (events composed, state)
         self._pending: dict = {}   # accountant -> (events composed, extra, state with extra)
+        self._one = None           # (events, their PLD): epsilon_repeated's last query
         self._lock = threading.RLock()   # checks run outside the pool's lock
 
     def add(self, events) -> None:
         with self._lock:
             self.events.extend(events)
+            more = _sums(events)
+            self._sums = (self._sums[0] + more[0], self._sums[1] + more[1])
 
     def _composed(self, kind: str):
         n, state = self._state.get(kind, (0, None))
@@ -134,6 +147,11 @@ class Tally:
         self._state[kind] = (len(self.events), state)
         return state
 
+    def _basic(self, delta: float, extra: tuple) -> float:
+        """Basic composition's epsilon with ``extra`` on top, if its delta is within."""
+        epsilon, used = (a + b for a, b in zip(self._sums, extra))
+        return epsilon if used <= delta * (1 + 1e-12) else math.inf
+
     def epsilon(self, kind: str, delta: float, extra=()) -> float:
         """The composed epsilon at ``delta`` of every event, and ``extra`` on top."""
         if not self.events and not extra:
@@ -141,7 +159,7 @@ class Tally:
         if delta <= 0:
             return math.inf
         with self._lock:
-            return self._epsilon(kind, delta, extra)
+            return min(self._epsilon(kind, delta, extra), self._basic(delta, _sums(extra)))
 
     def _epsilon(self, kind: str, delta: float, extra) -> float:
         state = self._composed(kind)
@@ -154,23 +172,27 @@ class Tally:
             return float(state.get_epsilon_for_delta(delta))
         return float(state.get_epsilon(delta))
 
-
     def epsilon_repeated(self, kind: str, delta: float, events, n: int) -> float:
         """The composed epsilon at ``delta`` with ``n`` more releases of ``events`` on top
         (PLD: their distribution self-composed, so a hair from composing them one by one)."""
         if delta <= 0:
             return math.inf
+        events = tuple(events)
         with self._lock:
+            basic = self._basic(delta, _sums(events, n))
             state = self._composed(kind)
             if kind == "rdp":
                 state = copy.deepcopy(state)
                 for event in events:
                     state.compose(_rdp_event(event), n)
-                return float(state.get_epsilon(delta))
-            one = library()[2].identity(value_discretization_interval=VALUE_INTERVAL)
-            for event in events:
-                one = one.compose(_pld_of(event))
-            return float(state.compose(one.self_compose(n)).get_epsilon_for_delta(delta))
+                return min(float(state.get_epsilon(delta)), basic)
+            if self._one is None or self._one[0] != events:
+                one = library()[2].identity(value_discretization_interval=VALUE_INTERVAL)
+                for event in events:
+                    one = one.compose(_pld_of(event))
+                self._one = (events, one)
+            pld = state.compose(self._one[1].self_compose(n))
+            return min(float(pld.get_epsilon_for_delta(delta)), basic)
 
 
 def _compose(kind: str, state, event):

@@ -267,3 +267,19 @@ def test_the_cli_creates_a_pld_ledger_and_shows_it(tmp_path):
     bad = run("query", *PUMS, "--epsilon", "0.5", "--ledger", tmp_path / "x", "--budget",
               "1,1e-6,moments", COUNT)
     assert bad.returncode == 2 and "accountant must be one of" in bad.stderr
+
+
+@pytest.mark.filterwarnings("ignore:dpsql. the noise of COUNT")
+def test_never_fewer_answers_than_basic_composition(pums):
+    """Both bounds hold, so the smaller epsilon is used: RDP reads one query at epsilon 0.5
+    as more than 1 at delta 1e-6 (epsilon^2/2-zCDP converted), and the PLD's steps of 1e-4
+    overstate queries far below that."""
+    rdp = dpsql.from_df(pums, DATA / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=0.5),
+                        budget=dpsql.Budget(epsilon=1.0, delta=1e-6, accountant="rdp"))
+    alone = tally_of(rdp._plan(COUNT).events)       # the library's reading of one query:
+    assert alone._epsilon("rdp", 1e-6, ()) > 1.0    # over budget
+    assert answered(rdp) == 2 and rdp.spent[0] == pytest.approx(1.0, rel=1e-6)
+    pld = dpsql.from_df(pums, DATA / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=3e-5),
+                        budget=dpsql.Budget(epsilon=0.003, delta=1e-6, accountant="pld"))
+    assert tally_of(pld._plan(COUNT).events * 100)._epsilon("pld", 1e-6, ()) > 0.003
+    assert answered(pld) == 100
