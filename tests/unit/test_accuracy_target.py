@@ -8,9 +8,7 @@ import duckdb
 import pytest
 
 import dpsql
-from dpsql.privacy.ledger import Ledger
 from tests.paths import DATA
-from tests.system.test_cli import PUMS, run
 
 COUNT = "SELECT COUNT(*) AS n FROM PUMS.PUMS"
 
@@ -82,22 +80,3 @@ def test_explain_says_how_many_such_queries_the_budget_buys(pums):
     assert abs(int(line.split()[2].replace(",", "")) - 562) <= 1    # 562 answered one by one
     assert reader_of(pums).explain(COUNT).splitlines()[-1].startswith("budget: none set")
 
-
-def test_the_cli_prints_the_epsilon_and_the_count_and_runs_nothing(tmp_path):
-    ledger = tmp_path / "s.ledger"
-    proc = run("query", *PUMS, "--accuracy-target", "300", "--ledger", ledger,
-               "--budget", "1,1e-6,pld", COUNT)
-    assert proc.returncode == 0, proc.stderr
-    first, second = proc.stdout.splitlines()
-    assert first.startswith("epsilon=0.00997 ") and "nothing was run or spent" in first
-    assert second.startswith("budget: about 5") and "PLD accountant" in second
-    assert not ledger.exists()                  # no trace, not even a new ledger
-    Ledger(str(ledger), dpsql.Budget(1.0))
-    proc = run("query", *PUMS, "--accuracy-target", "300", "--accuracy", "0.99",
-               "--ledger", ledger, COUNT)
-    assert proc.returncode == 0, proc.stderr
-    assert "probability 0.99;" in proc.stdout
-    assert "budget: 64 more queries" in proc.stdout      # 1 / 0.0154 by basic composition
-    assert Ledger(str(ledger)).records() == []
-    both = run("query", *PUMS, "--accuracy-target", "300", "--epsilon", "1", COUNT)
-    assert both.returncode != 0 and "not allowed with argument" in both.stderr

@@ -109,7 +109,8 @@ def test_refused_before_the_data_is_touched(pums):
 
 
 def test_replays_are_free_after_the_budget_is_spent(pums):
-    reader = session(pums, "pld")
+    reader = dpsql.from_df(pums, DATA / "PUMS.yaml", privacy=dpsql.Privacy(epsilon=0.01),
+                           budget=dpsql.Budget(epsilon=0.1, delta=1e-6, accountant="pld"))
     first = reader.execute_df(COUNT + " WHERE age > 30")
     answered(reader)
     spent = reader.spent
@@ -246,27 +247,6 @@ def test_the_report_shows_the_spend_under_the_accountant(pums, tmp_path):
     assert all(a <= b for a, b in zip(totals, totals[1:])) and totals[-1] <= 1.0
     assert json.loads(r.report(format="json"))["accountant"] == "pld"
     assert "composed by the PLD accountant" in repr(r)
-
-
-def test_the_cli_creates_a_pld_ledger_and_shows_it(tmp_path):
-    from tests.system.test_cli import PUMS, run
-    ledger = tmp_path / "s.ledger"
-    for age in (30, 40):
-        proc = run("query", *PUMS, "--epsilon", "0.5", "--ledger", ledger,
-                   "--budget", "1,1e-6,pld", f"{COUNT} WHERE age > {age}")
-        assert proc.returncode == 0, proc.stderr
-    assert Ledger(str(ledger)).budget == dpsql.Budget(1.0, 1e-6, accountant="pld")
-    shown = run("ledger", "show", "--format", "json", ledger)
-    doc = json.loads(shown.stdout)
-    assert doc["budget"] == {"epsilon": 1.0, "delta": 1e-6, "accountant": "pld"}
-    assert doc["spent"]["epsilon"] == pytest.approx(1.0, abs=1e-3)
-    text = run("ledger", "show", ledger).stdout
-    assert "composed by the PLD accountant" in text
-    refused = run("query", *PUMS, "--epsilon", "0.5", "--ledger", ledger, f"{COUNT} WHERE age > 50")
-    assert refused.returncode != 0 and "PLD accountant" in refused.stderr
-    bad = run("query", *PUMS, "--epsilon", "0.5", "--ledger", tmp_path / "x", "--budget",
-              "1,1e-6,moments", COUNT)
-    assert bad.returncode == 2 and "accountant must be one of" in bad.stderr
 
 
 @pytest.mark.filterwarnings("ignore:dpsql. the noise of COUNT")
