@@ -23,11 +23,12 @@ dp_accounting is imported only when a PLD or RDP budget is used.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import threading
 
-from ..errors import ProgrammingError
+from ..errors import InternalError, ProgrammingError
 
 ACCOUNTANTS = ("basic", "zcdp", "pld", "rdp")
 COMPOSED = ("pld", "rdp")
@@ -158,7 +159,7 @@ class Tally:
             return 0.0
         if delta <= 0:
             return math.inf
-        with self._lock:
+        with self._lock, _library_errors(kind):
             return min(self._epsilon(kind, delta, extra), self._basic(delta, _sums(extra)))
 
     def _epsilon(self, kind: str, delta: float, extra) -> float:
@@ -178,7 +179,7 @@ class Tally:
         if delta <= 0:
             return math.inf
         events = tuple(events)
-        with self._lock:
+        with self._lock, _library_errors(kind):
             basic = self._basic(delta, _sums(events, n))
             state = self._composed(kind)
             if kind == "rdp":
@@ -193,6 +194,18 @@ class Tally:
                 self._one = (events, one)
             pld = state.compose(self._one[1].self_compose(n))
             return min(float(pld.get_epsilon_for_delta(delta)), basic)
+
+
+@contextlib.contextmanager
+def _library_errors(kind: str):
+    """dp-accounting's own failures (numerical) as a dpsql error: nothing is charged."""
+    try:
+        yield
+    except (ArithmeticError, ValueError, RuntimeError, MemoryError) as err:
+        raise InternalError(f"dp-accounting's {kind.upper()} accountant could not compose "
+                            f"this session's releases ({type(err).__name__}: {err}); the query "
+                            "was refused and nothing was charged. Report it; meanwhile a "
+                            "budget without accountant= (basic composition) works") from None
 
 
 def _compose(kind: str, state, event):
