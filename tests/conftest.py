@@ -136,6 +136,8 @@ SLOW_TESTS = {
     "test_a_composed_release_on_neighbouring_data_sets_stays_within_the_pld_epsilon",
     "unit/test_composed_budgets.py::test_a_ledger_keeps_the_accountant_and_its_events",
     "unit/test_composed_budgets.py::test_never_fewer_answers_than_basic_composition",
+    "unit/test_composed_budgets.py::"
+    "test_discrete_gaussian_counts_compose_as_the_librarys_discrete_gaussian",
     "safety/test_crash_inputs.py::test_long_cte_chains_are_refused_quickly",               # 10 s
     "safety/test_crash_inputs.py::test_text_copied_more_than_the_limit_is_refused_for_free",
     "safety/test_crash_inputs.py::test_deeply_nested_expressions_are_query_errors",

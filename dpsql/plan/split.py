@@ -185,12 +185,14 @@ def _cost(laplace, gauss, privacy, delta_g, delta_t, eps_g) -> Spend:
 
 def query_events(statistics, spend: Spend) -> tuple:
     """The query's privacy events for a PLD or RDP budget (dpsql.privacy.composition):
-    each Laplace-family statistic's exact discrete Laplace, each other pure-epsilon
-    mechanism's epsilon, and the Gaussian statistics together as one event: rho-zCDP
-    (their rho added up) and (epsilon, delta)-DP by the tight conversion at the delta
-    they were given (the query's delta less the threshold's)."""
+    each Laplace-family statistic's exact discrete Laplace, each discrete Gaussian one
+    person moves in one entry, each other pure-epsilon mechanism's epsilon, and the other
+    Gaussian statistics together as one event: rho-zCDP (their rho added up) and
+    (epsilon, delta)-DP by the tight conversion at the delta they were given (the query's
+    delta less the threshold's)."""
     events = [e for s in statistics for e in s.mechanism.events()]
-    rho = math.fsum(s.mechanism.rho for s in statistics if s.mechanism.rho is not None)
+    rho = math.fsum(s.mechanism.rho for s in statistics
+                    if s.mechanism.rho is not None and not s.mechanism.events())
     if rho > 0:
         delta = spend.delta - spend.rho_delta
         events.append(dp_event(zcdp.epsilon_for(rho, delta), delta, rho))

@@ -11,9 +11,14 @@ a ledger keeps it and a later dpsql composes it again:
   ``DiscreteLaplaceDpEvent(s / t, c)``, the library's exact distribution; RDP: the
   library has no discrete Laplace, so its pure epsilon ``c s / t`` as
   ``ZCDpEvent(epsilon^2 / 2)``.
+* ``("dgauss", p, q, c, epsilon, delta)``: discrete Gaussian noise of variance p / q in
+  grid units on one entry (a statistic of which one person changes one value) moved by
+  at most ``c``, and the (epsilon, delta) it was charged. PLD: the library's discrete
+  Gaussian (``from_discrete_gaussian_mechanism``); RDP: ``ZCDpEvent(c^2 q / (2 p))``.
 * ``("dp", epsilon, delta, rho)``: a mechanism that is (epsilon, delta)-DP and rho-zCDP
-  (the discrete Gaussian part of a query, which the library cannot express, and pure
-  epsilon mechanisms such as permute-and-flip, with delta 0 and rho = epsilon^2 / 2).
+  (the discrete Gaussian part of a query where one person moves several entries, whose
+  distribution the library cannot express, and pure epsilon mechanisms such as
+  permute-and-flip, with delta 0 and rho = epsilon^2 / 2).
   PLD: the worst case of (epsilon, delta)-DP (``from_privacy_parameters``); RDP:
   ``ZCDpEvent(rho)``.
 
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import math
 import threading
 
@@ -37,6 +43,10 @@ VALUE_INTERVAL = 1e-4     # PLDAccountant's default discretisation of the privac
 
 def laplace_event(t: int, s: int, sensitivity: int) -> tuple:
     return ("dlap", int(t), int(s), max(int(sensitivity), 1))
+
+
+def gaussian_event(p: int, q: int, sensitivity: int, epsilon: float, delta: float) -> tuple:
+    return ("dgauss", int(p), int(q), max(int(sensitivity), 1), float(epsilon), float(delta))
 
 
 def dp_event(epsilon: float, delta: float = 0.0, rho: float | None = None) -> tuple:
@@ -68,13 +78,20 @@ def read_events(value) -> tuple:
         if item[0] == "dlap" and len(item) == 4 and all(
                 isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in item[1:]):
             out.append(laplace_event(*item[1:]))
-        elif item[0] == "dp" and len(item) == 4 and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                and v >= 0 for v in item[1:]) and item[2] < 1:
+        elif item[0] == "dp" and len(item) == 4 and _costs(item[1:]) and item[2] < 1:
             out.append(dp_event(*item[1:]))
+        elif item[0] == "dgauss" and len(item) == 6 and all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in item[1:4]) \
+                and _costs(item[4:]) and item[5] < 1:
+            out.append(gaussian_event(*item[1:]))
         else:
             raise ValueError(f"unknown event {item[:1]!r}")
     return tuple(out)
+
+
+def _costs(values) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+               and v >= 0 for v in values)
 
 
 def library():
@@ -89,12 +106,18 @@ def library():
     return events, common, pld, rdp
 
 
+@functools.lru_cache(maxsize=256)
 def _pld_of(event):
+    """An event's privacy loss distribution (immutable: cached, as queries repeat)."""
     events, common, pld, _ = library()
     if event[0] == "dlap":
         _, t, s, c = event
         return pld.from_discrete_laplace_mechanism(
             parameter=s / t, sensitivity=c, value_discretization_interval=VALUE_INTERVAL)
+    if event[0] == "dgauss":
+        _, p, q, c, _, _ = event
+        return pld.from_discrete_gaussian_mechanism(
+            sigma=math.sqrt(p / q), sensitivity=c, value_discretization_interval=VALUE_INTERVAL)
     _, epsilon, delta, _ = event
     return pld.from_privacy_parameters(common.DifferentialPrivacyParameters(epsilon, delta),
                                        value_discretization_interval=VALUE_INTERVAL)
@@ -105,13 +128,17 @@ def _rdp_event(event):
     if event[0] == "dlap":
         _, t, s, c = event
         return events.ZCDpEvent(rho=(c * s / t) ** 2 / 2)
+    if event[0] == "dgauss":
+        _, p, q, c, _, _ = event
+        return events.ZCDpEvent(rho=c * c * q / (2 * p))
     return events.ZCDpEvent(rho=event[3])
 
 
 def _sums(events, times: int = 1) -> tuple:
     """(epsilon, delta) of ``events`` by basic composition, ``times`` over."""
-    epsilon = math.fsum(e[3] * e[2] / e[1] if e[0] == "dlap" else e[1] for e in events)
-    return (times * epsilon, times * math.fsum(e[2] for e in events if e[0] == "dp"))
+    costs = [(e[3] * e[2] / e[1], 0.0) if e[0] == "dlap" else (e[4], e[5])
+             if e[0] == "dgauss" else (e[1], e[2]) for e in events]
+    return (times * math.fsum(c[0] for c in costs), times * math.fsum(c[1] for c in costs))
 
 
 class Tally:

@@ -165,18 +165,26 @@ def test_an_old_ledger_loads_as_before_and_its_records_count_as_their_sums(tmp_p
     assert Ledger(str(pld)).spent()[0] == pytest.approx(1.0, abs=1e-3)
 
 
-def test_gaussian_queries_compose_as_zcdp_under_rdp_and_as_pairs_under_pld(pums):
+def gaussian_sessions(pums, mechanism: str, queries: int) -> tuple:
+    """({accountant: epsilon spent}, the last reader): COUNTs with Gaussian noise at
+    epsilon 0.5, delta 1e-8 each, under a budget of epsilon 10, delta 1e-5."""
     privacy = dpsql.Privacy(epsilon=0.5, delta=1e-8)
-    privacy.mechanisms.map["count"] = "gaussian"
-    costs = {}
+    privacy.mechanisms.map["count"] = mechanism
+    spent = {}
     for accountant in ("basic", "pld", "rdp"):
         budget = dpsql.Budget(epsilon=10.0, delta=1e-5, accountant=accountant)
         r = dpsql.from_df(pums, DATA / "PUMS.yaml", privacy=privacy, budget=budget)
-        for age in range(8):
+        for age in range(queries):
             r.execute_df(f"{COUNT} WHERE age > {age}")
-        (event,) = r._plan(COUNT).events
-        assert event[0] == "dp" and event[2] == pytest.approx(1e-8) and event[3] > 0
-        costs[accountant] = r.spent[0]
+        spent[accountant] = r.spent[0]
+    return spent, r
+
+
+def test_gaussian_queries_compose_as_zcdp_under_rdp_and_as_pairs_under_pld(pums):
+    """The gaussian mechanism's fine grid on a count: sigma beyond 2^11 grid units."""
+    costs, r = gaussian_sessions(pums, "gaussian", 8)
+    (event,) = r._plan(COUNT).events
+    assert event[0] == "dp" and event[2] == pytest.approx(1e-8) and event[3] > 0
     assert costs["pld"] < costs["basic"] and costs["rdp"] < costs["basic"]
 
 
@@ -263,3 +271,25 @@ def test_never_fewer_answers_than_basic_composition(pums):
                         budget=dpsql.Budget(epsilon=0.003, delta=1e-6, accountant="pld"))
     assert tally_of(pld._plan(COUNT).events * 100)._epsilon("pld", 1e-6, ()) > 0.003
     assert answered(pld) == 100
+
+
+def test_discrete_gaussian_counts_compose_as_the_librarys_discrete_gaussian(pums):
+    """One person moves one entry: the library's own discrete Gaussian PLD (variance P/Q
+    as dpsql samples it, integer sensitivity), and its exact rho under RDP."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+    spent, r = gaussian_sessions(pums, "discrete_gaussian", 6)
+    (event,) = r._plan(COUNT).events
+    kind, p, q, c, _, _ = event
+    assert kind == "dgauss" and c == 1
+    mechanism = r._plan(COUNT).statistics[0].mechanism
+    assert mechanism.params == ("gaussian", p, q) and mechanism.grid == 1
+    one = pld.from_discrete_gaussian_mechanism(sigma=math.sqrt(p / q), sensitivity=1,
+                                               value_discretization_interval=1e-4)
+    theirs = pld.identity(value_discretization_interval=1e-4)
+    for _ in range(6):
+        theirs = theirs.compose(one)
+    assert spent["pld"] == pytest.approx(theirs.get_epsilon_for_delta(1e-5), rel=1e-9)
+    rdp = rdp_accountant.RdpAccountant()
+    rdp.compose(dp_event.ZCDpEvent(rho=q / (2 * p)), 6)
+    assert spent["rdp"] == pytest.approx(rdp.get_epsilon(1e-5), rel=1e-9)
+    assert spent["pld"] < spent["rdp"] < spent["basic"] == pytest.approx(3.0)
