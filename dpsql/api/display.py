@@ -56,6 +56,8 @@ def _privacy(p) -> str:
 def _budget(b) -> str:
     if b is None:
         return "none (spending tracked, not limited)"
+    if b.accountant in ("pld", "rdp"):
+        return f"{_privacy(b)} composed by the {b.accountant.upper()} accountant"
     return _privacy(b)
 
 

@@ -32,6 +32,7 @@ from ..release.noise import add_noise, drowned_counts, empty_noisy
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
 from .display import HTMLPage, Text, progress_callback, session_html, session_summary
+from .accuracy_target import budget_line, epsilon_for
 from .options import session_budget, session_privacy
 from .smartnoise import SmartNoiseMethods
 
@@ -171,14 +172,23 @@ class Reader(SmartNoiseMethods):
         A ``str`` (``dpsql.api.display.Text``) that a notebook shows as a preformatted
         block."""
         plan = self._plan(sql, params, privacy)
+        tail = "\n" + budget_line(self, plan)
         if isinstance(plan, UnionPlan):
             eps, delta = plan.cost
             return Text("\n\n".join(
                 [f"UNION ALL of {len(plan.parts)} queries, each its own release; cost: the sum, "
                  f"epsilon={eps:.6g}, delta={delta:.3g}"]
                 + [f"-- part {i + 1} of {len(plan.parts)}\n{self._describe(p)}"
-                   for i, p in enumerate(plan.parts)]))
-        return Text(self._describe(plan))
+                   for i, p in enumerate(plan.parts)]) + tail)
+        return Text(self._describe(plan).rstrip("\n") + tail)
+
+    def epsilon_for(self, sql: str, accuracy: float, alpha: float = 0.05, params=None,
+                    privacy: Privacy | None = None) -> float:
+        """The smallest epsilon at which every noisy statistic of ``sql`` has a (1 - alpha)
+        error bound within ``accuracy`` (at ``privacy``'s delta: default the reader's);
+        reads no data, spends nothing. ``explain`` at that epsilon says how many such
+        queries the remaining budget buys (``dpsql.api.accuracy_target``)."""
+        return epsilon_for(self, sql, accuracy, alpha, params, privacy)
 
     def estimate_bounds(self, table: str, column: str, epsilon: float) -> tuple:
         """DP (lower, upper) bounds of a numeric column, charged to the session like a query
@@ -205,10 +215,11 @@ class Reader(SmartNoiseMethods):
         """What this session may still spend: (epsilon, delta) left, or with a zCDP budget
         (rho, delta left for thresholds); None without a budget. With both a Budget object
         and a ledger, the tighter of the two. A remainder too small for any query is 0."""
-        left = [remaining(spent, budget) for spent, budget in self.accountant._pools()]
+        pools = self.accountant._pools()
+        left = [remaining(spent, budget, tally) for spent, budget, tally in pools]
         if not left:
             return None
-        kinds = {budget.zcdp for _, budget in self.accountant._pools()}
+        kinds = {budget.accountant for _, budget, _ in pools}
         return tuple(map(min, zip(*left))) if len(kinds) == 1 else left[0]
 
     @property
@@ -297,7 +308,7 @@ class Reader(SmartNoiseMethods):
     def _log(self, plan, details, replay: bool) -> None:
         record = ReleaseRecord.of(
             datetime.now(timezone.utc).isoformat(timespec="microseconds"), plan.bound_sql,
-            ZERO if replay else plan.spend, replay=replay,
+            ZERO if replay else plan.spend, replay=replay, events=() if replay else plan.events,
             details=details if details is not None else report.details(plan))
         with self._lock:
             self._history.append(record)
@@ -321,7 +332,8 @@ class Reader(SmartNoiseMethods):
                 records = list(self._history)
         spending = self.accountant.spending
         out = report.render(records, self.accountant.budget, self.accountant.spent, spending,
-                            remaining(spending, self.accountant.budget), format)
+                            remaining(spending, self.accountant.budget, self.accountant.tally),
+                            format)
         return HTMLPage(out) if format == "html" else out
 
     def release_key(self, plan, privacy: Privacy | None = None) -> tuple:
@@ -332,7 +344,7 @@ class Reader(SmartNoiseMethods):
     def _fresh(self, plan, mark: str = "") -> list:
         """Read the data, charge, add noise: the noisy statistics of every part."""
         parts = plan.parts if isinstance(plan, UnionPlan) else [plan]
-        self.accountant.check(plan.spend)
+        self.accountant.check(plan.spend, plan.events)
         details = report.details(plan)
         exacts = []
         try:
@@ -341,14 +353,14 @@ class Reader(SmartNoiseMethods):
                     exacts.append(self.engine.run(self._sql(part)[0]))
         except OperationalError as err:
             # Binding succeeded, so the failure depends on the data: charge it.
-            self.accountant.charge(plan.spend, plan.bound_sql, mark, details)
+            self.accountant.charge(plan.spend, plan.bound_sql, mark, details, plan.events)
             self._log(plan, details, replay=False)
             raise OperationalError(f"{err} (its cost was charged, since a failure here could "
                                    "reveal something about the data)") from None
         # Charged once the data has been read: whatever happens next (noise, a
         # post-processing failure on noisy values) is paid for, and no result
         # is ever shown uncharged.
-        self.accountant.charge(plan.spend, plan.bound_sql, mark, details)
+        self.accountant.charge(plan.spend, plan.bound_sql, mark, details, plan.events)
         self._log(plan, details, replay=False)
         noisy = []
         for part, exact in zip(parts, exacts):
@@ -401,6 +413,7 @@ class UnionPlan:
                              f"columns (here {', '.join(str(len(p.output_names)) for p in parts)})")
         self.parts = parts
         self.spend = sum((p.spend for p in parts), ZERO)
+        self.events = tuple(e for p in parts for e in p.events)
         self.cost = self.spend.pair
         self.bound_sql = sql
         self.key_sql = " UNION ALL ".join(p.key_sql for p in parts)

@@ -36,7 +36,7 @@ _TYPES = {"int": sqltypes.Integer, "float": sqltypes.Float, "string": sqltypes.S
 """SQLAlchemy's type of each metadata column type (``dpsql.metadata.model.COLUMN_TYPES``)."""
 _PRIVACY_KEYS = {"epsilon": "epsilon", "delta": "delta", "rho": "rho"}
 _BUDGET_KEYS = {"budget_epsilon": "epsilon", "budget_delta": "delta", "budget_rho": "rho"}
-URL_KEYS = ("metadata", "ledger", "table", *_PRIVACY_KEYS, *_BUDGET_KEYS)
+URL_KEYS = ("metadata", "ledger", "table", *_PRIVACY_KEYS, *_BUDGET_KEYS, "budget_accountant")
 
 
 def _number(key: str, value: str) -> float:
@@ -89,6 +89,8 @@ def connect_arguments(url) -> dict:
         args["privacy"] = Privacy(**privacy)
     budget = {field: _number(key, _one(key, query[key]))
               for key, field in _BUDGET_KEYS.items() if key in query}
+    if "budget_accountant" in query:     # pld or rdp: docs/privacy.md, Composed budgets
+        budget["accountant"] = _one("budget_accountant", query["budget_accountant"])
     if budget:
         args["budget"] = Budget(**budget)
     return args

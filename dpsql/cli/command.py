@@ -42,9 +42,9 @@ def cmd_query(args) -> int:
     tables = _query_tables(args)
     size = {"epsilon": args.epsilon} if args.rho is None else {"rho": args.rho}
     privacy = Privacy(**size) if args.delta is None else Privacy(**size, delta=args.delta)
-    ledger = None
-    if args.ledger is not None and not (args.explain and not os.path.exists(args.ledger)):
-        # --explain leaves no trace: it never creates a ledger.
+    ledger, dry = None, args.explain or args.accuracy_target is not None
+    if args.ledger is not None and not (dry and not os.path.exists(args.ledger)):
+        # --explain and --accuracy-target leave no trace: they never create a ledger.
         from ..privacy.ledger import Ledger
         ledger = Ledger(args.ledger, args.budget)
     con = None
@@ -59,9 +59,16 @@ def cmd_query(args) -> int:
         else:
             source = ({"database": args.engine} if args.engine and args.engine.lower() != "duckdb"
                       else {"database": args.database} if args.database else {"tables": tables})
+        if ledger is None and args.budget is not None:    # a ledger not created yet
+            source["budget"] = args.budget
         reader, owned = _open(args.metadata, privacy=privacy, ledger=ledger, **source)
         con = con or owned
         reader.progress = sys.stderr.isatty()   # tqdm's bar, on a terminal only
+        if args.accuracy_target is not None:
+            from ..api.accuracy_target import summary
+            _write(summary(reader, sql, args.accuracy_target,
+                           0.05 if args.accuracy is None else 1 - args.accuracy))
+            return EXIT_OK
         if args.explain:
             note = _ledger_note(args.ledger, ledger, reader, sql)
             _write(reader.explain(sql).rstrip("\n") + "\n" + note)
@@ -197,8 +204,9 @@ def _ledger_note(path: str, ledger, reader, sql: str) -> str:
     budget, spent = ledger.budget, ledger.spent()
     if budget is None:
         return f"\nledger {path}: spent {_pair(*spent)}; no budget\n"
-    cost = reader._plan(sql).spend
-    verdict = "would be refused" if exceeds(ledger.spending(), cost, budget) else "fits"
+    plan = reader._plan(sql)
+    verdict = ("would be refused" if exceeds(ledger.spending(), plan.spend, budget,
+                                             ledger.tally(), plan.events) else "fits")
     remaining = ledger.remaining()
     return (f"\nledger {path}: remaining {_pair(*remaining)}; "
             f"this query {verdict}\n")

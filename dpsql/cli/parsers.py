@@ -57,15 +57,20 @@ def _delta(text: str) -> float:
 
 
 def _budget(text: str):
-    """E[,D] for an (epsilon, delta) budget; rho=R[,D] for a zCDP one."""
+    """E[,D[,pld|rdp]] for an (epsilon, delta) budget (composed by that accountant);
+    rho=R[,D] for a zCDP one."""
+    from ..errors import ProgrammingError
     from ..privacy.params import Budget
-    eps, _, delta = text.partition(",")
+    eps, _, rest = text.partition(",")
+    delta, _, accountant = rest.partition(",")
     if eps.startswith("rho="):
         rho = _positive_float(eps[4:])
         return Budget(rho=rho, delta=_delta(delta)) if delta else Budget(rho=rho)
-    if delta:
-        return Budget(_positive_float(eps), _delta(delta))
-    return Budget(_positive_float(eps))
+    try:
+        return Budget(_positive_float(eps), *([_delta(delta)] if delta else []),
+                      accountant=accountant or None)
+    except ProgrammingError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _table(text: str) -> tuple:
@@ -148,6 +153,11 @@ def _add_query_parser(sub) -> None:
                       "together")
     size.add_argument("--rho", type=_positive_float, metavar="R",
                       help="the query's privacy in zCDP instead of --epsilon")
+    size.add_argument("--accuracy-target", type=_positive_float, metavar="X",
+                      help="print the smallest epsilon at which every noisy statistic is "
+                      "within X of its exact value (at --accuracy's level, default 0.95), and "
+                      "how many such queries the budget left buys; runs nothing, spends "
+                      "nothing")
     q.add_argument("--delta", type=_delta, metavar="D",
                    help=f"the most this query may cost in delta (default {DEFAULT_DELTA:g}; "
                    "spent only by statistics that need it)")
@@ -155,9 +165,10 @@ def _add_query_parser(sub) -> None:
                    help="output: aligned table (default), CSV with a header, or JSON objects")
     q.add_argument("--ledger", metavar="FILE",
                    help="a ledger file keeping this session's spending across invocations")
-    q.add_argument("--budget", type=_budget, metavar="E[,D]",
+    q.add_argument("--budget", type=_budget, metavar="E[,D[,pld|rdp]]",
                    help="the session's total (with --ledger; fixed when the ledger is "
-                   "created; default delta 1e-6); rho=R[,D] for a zCDP session")
+                   "created; default delta 1e-6); E,D,pld or E,D,rdp: composed by "
+                   "dp-accounting's PLD or RDP accountant; rho=R[,D] for a zCDP session")
     q.add_argument("--accuracy", type=_level, metavar="LEVEL",
                    help="after each noisy column C, add C_lo and C_hi: an interval holding "
                    "the exact answer of the bounded plan with this probability (e.g. 0.95); "

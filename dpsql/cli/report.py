@@ -12,6 +12,7 @@ import sys
 
 from .text import EXIT_OK, _num, _pair, _write, render_table
 from ..privacy.ledger import Ledger
+from ..privacy.ledger_budget import budget_json
 
 
 def run(args, usage_error) -> int:
@@ -28,8 +29,9 @@ def run(args, usage_error) -> int:
     led = Ledger(path, create=False)      # refuses anything but a ledger, creates nothing
     records = led.records()
     spending, budget = led.spending(), led.budget
-    text = report.render(records, budget, reported(spending, budget), spending,
-                         remaining(spending, budget), args.format)
+    tally = led.tally()
+    text = report.render(records, budget, reported(spending, budget, tally), spending,
+                         remaining(spending, budget, tally), args.format)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
@@ -41,15 +43,13 @@ def cmd_ledger_show(args) -> int:
     budget, spent, remaining, records = led.budget, led.spent(), led.remaining(), led.records()
     if args.format == "json":
         doc = {"path": led.path,
-               "budget": None if budget is None else (
-                   {"rho": budget.rho, "delta": budget.delta} if budget.zcdp
-                   else {"epsilon": budget.epsilon, "delta": budget.delta}),
+               "budget": budget_json(budget),
                "spent": {"epsilon": spent[0], "delta": spent[1]},
                "remaining": None if remaining is None else {
                    ("rho" if budget.zcdp else "epsilon"): remaining[0],
                                                             "delta": remaining[1]},
-               "releases": [{k: v for k, v in r.__dict__.items() if k != "details"}
-                            for r in records]}
+               "releases": [{k: v for k, v in r.__dict__.items()
+                             if k not in ("details", "events")} for r in records]}
         if budget is not None and budget.zcdp:     # rho only where it is the currency
             doc["spent_rho"] = led.spending()[2]
         else:
@@ -80,6 +80,10 @@ def _budget_text(budget) -> str:
     if budget.zcdp:
         return (f"rho={budget.rho:.6g} (zCDP), reported at delta={budget.delta:.3g}; "
                 "remaining is (rho, delta for thresholds)")
+    if budget.accountant in ("pld", "rdp"):
+        return (f"{_pair(budget.epsilon, budget.delta)}, composed by the "
+                f"{budget.accountant.upper()} accountant; remaining is (epsilon less the "
+                "composed epsilon, delta for thresholds)")
     return _pair(budget.epsilon, budget.delta)
 
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from . import samplers as noise
 from ..privacy import zcdp
+from ..privacy.composition import gaussian_event, laplace_event
 from ..errors import InternalError, QueryError
 from ..privacy.params import Mechanism
 from .base import NoiseMechanism
@@ -38,6 +39,7 @@ _MAX_UNITS_LAPLACE = 2 ** 40   # largest noise scale in grid units before the gr
 _MAX_UNITS_GAUSSIAN = 2 ** 24
 _EXACT_TAIL_SIGMA = 2 ** 14  # Gaussian tails summed exactly up to this sigma (grid units)
 _LIMIT = 2 ** 62             # |grid units| of a released value
+_EVENT_SIGMA = 2 ** 11       # largest sigma (grid units) given to dp-accounting as itself
 
 
 def _round_up(x: Fraction) -> float:
@@ -193,6 +195,20 @@ class Calibrated(NoiseMechanism):
         return {"mechanism": self.name, "scale": float(self.scale), "l1": float(stat.l1),
                 "l2": float(stat.l2), "delta": float(self.delta),
                 "accuracy95": self.accuracy_text(0.05)}
+
+    def events(self) -> tuple:
+        """Discrete Laplace in grid units, P(z) ~ exp(-|z| s / t), on integer vectors whose
+        L1 change is at most floor(sensitivity / grid) (an integer); discrete Gaussian of
+        variance P / Q when one person moves one entry, by at most that much (sigma up to
+        2^11 grid units: the library's PLD of a larger one takes a large part of a second). Otherwise none here:
+        the query composes its Gaussian part once (dpsql.plan.split.query_events)."""
+        kind, a, b = self.params
+        units = math.floor(self.sensitivity / self.grid)
+        if kind == "laplace":
+            return (laplace_event(a, b, units),)
+        if (self.groups or 1) == 1 and a <= _EVENT_SIGMA ** 2 * b:
+            return (gaussian_event(a, b, units, self.epsilon, self.delta),)
+        return ()
 
     def _noise(self, n: int) -> np.ndarray:
         kind, a, b = self.params

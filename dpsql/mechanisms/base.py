@@ -15,6 +15,7 @@ from __future__ import annotations
 import abc
 
 from ..errors import InternalError
+from ..privacy.composition import dp_event
 
 
 class NoiseMechanism(abc.ABC):
@@ -64,6 +65,12 @@ class NoiseMechanism(abc.ABC):
     @abc.abstractmethod
     def report(self, stat) -> dict:
         """The release table's fields for ``stat`` (JSON-safe)."""
+
+    def events(self) -> tuple:
+        """Its privacy events for a PLD or RDP budget (dpsql.privacy.composition): by
+        default a pure epsilon-DP event. A Gaussian mechanism's cost is the query's
+        (``dpsql.plan.split.query_events``)."""
+        return (dp_event(self.epsilon),)
 
     def threshold(self, max_groups: int, delta: float) -> float:
         """The smallest noisy count that releases a key held by one person with

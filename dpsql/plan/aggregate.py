@@ -35,7 +35,7 @@ from .lift import MAX_GRID, lift
 from .query import Query
 from .relations import Field, censored, check_work
 from ..frontend.binding import expression_weight
-from .split import split
+from .split import query_events, split
 from .threshold import Threshold, choose_threshold
 from ..frontend.dialect import ANALYST_DIALECT
 from ..frontend.bigquery import render
@@ -58,6 +58,7 @@ class Plan:
     threshold_choice: Threshold | None = None   # which count, and why (explain)
     cost: tuple = (0.0, 0.0)               # (epsilon, delta) of this query alone
     spend: Spend = ZERO                    # what a session adds (dpsql.privacy.spend)
+    events: tuple = ()                     # its privacy events (dpsql.privacy.composition)
     notes: list = field(default_factory=list)
     passthrough: list | None = None        # statistic per output when post-processing is a no-op
     key_kinds: list = field(default_factory=list)   # language type of each group key
@@ -239,6 +240,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
                 output_names=[name for name, _ in query.outputs], public_keys=bool(domains),
                 passthrough=_passthrough(query, post), key_kinds=[kind for _, kind in keys],
                 threshold=threshold, threshold_delta=delta_t, spend=spend, cost=spend.pair,
+                events=query_events(stats.items, spend),
                 threshold_choice=choice, tau=choice.tau if choice else None)
     plan.notes += query.notes + _notes(group_bounds, bool(query.keys and not domains
                                                           and not needs_threshold))

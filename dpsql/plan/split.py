@@ -38,6 +38,7 @@ from ..privacy import zcdp
 from ..errors import QueryError
 from ..mechanisms.additive import calibrate, calibrate_rho
 from ..privacy.params import Privacy
+from ..privacy.composition import dp_event
 from ..privacy.spend import ZERO, Spend
 
 
@@ -180,3 +181,19 @@ def _cost(laplace, gauss, privacy, delta_g, delta_t, eps_g) -> Spend:
     # (never less than the parts).
     eps = max(eps, privacy.epsilon)
     return Spend(eps, (delta_g if gauss else 0.0) + delta_t, rho, delta_t)
+
+
+def query_events(statistics, spend: Spend) -> tuple:
+    """The query's privacy events for a PLD or RDP budget (dpsql.privacy.composition):
+    each Laplace-family statistic's exact discrete Laplace, each discrete Gaussian one
+    person moves in one entry, each other pure-epsilon mechanism's epsilon, and the other
+    Gaussian statistics together as one event: rho-zCDP (their rho added up) and
+    (epsilon, delta)-DP by the tight conversion at the delta they were given (the query's
+    delta less the threshold's)."""
+    events = [e for s in statistics for e in s.mechanism.events()]
+    rho = math.fsum(s.mechanism.rho for s in statistics
+                    if s.mechanism.rho is not None and not s.mechanism.events())
+    if rho > 0:
+        delta = spend.delta - spend.rho_delta
+        events.append(dp_event(zcdp.epsilon_for(rho, delta), delta, rho))
+    return tuple(events)

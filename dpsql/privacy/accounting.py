@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 
 from ..errors import BudgetExceededError, warn
+from .composition import Tally, events_of
 from .params import Budget
 from .pools import pool_of
 from .spend import ZERO, Spend, budget_message, exceeds, remaining  # noqa: F401 - its face
@@ -38,10 +39,11 @@ class Accountant:
 
     @property
     def spent(self) -> tuple:
-        """(epsilon, delta) spent (for a zCDP budget: its rho converted)."""
+        """(epsilon, delta) spent (for a zCDP budget: its rho converted; for a PLD or RDP
+        budget: the releases composed)."""
         if self.ledger is not None:
-            return reported(self.spending, self.ledger.budget)
-        return reported(self.spending, self.budget)
+            return reported(self.spending, self.ledger.budget, self.ledger.tally())
+        return reported(self.spending, self.budget, self._pool.tally)
 
     @property
     def spending(self) -> Spend:
@@ -50,19 +52,25 @@ class Accountant:
             return Spend.of(self.ledger.spending())
         return self._pool.spent
 
+    @property
+    def tally(self):
+        """The releases' events (dpsql.privacy.composition), the ledger's when there is one."""
+        return self.ledger.tally() if self.ledger is not None else self._pool.tally
+
     def _pools(self) -> list:
-        """(spent, budget) of every pool a query must fit."""
+        """(spent, budget, tally) of every pool a query must fit."""
         pools = []
         if self._budget_pool is not None:
-            pools.append((self._pool.spent, self._budget_pool))
+            pools.append((self._pool.spent, self._budget_pool, self._pool.tally))
         if self.ledger is not None:
             budget = self.ledger.budget
             if budget is not None:
-                pools.append((Spend.of(self.ledger.spending()), budget))
+                pools.append((Spend.of(self.ledger.spending()), budget, self.ledger.tally()))
         return pools
 
-    def check(self, cost) -> None:
-        """Refuse before any data is touched if ``cost`` does not fit."""
+    def check(self, cost, events=None) -> None:
+        """Refuse before any data is touched if ``cost`` (with its privacy ``events``,
+        dpsql.privacy.composition) does not fit."""
         pools = self._pools()
         if not pools:
             if not self._warned:
@@ -71,23 +79,29 @@ class Accountant:
                 self._warned = True
             return
         cost = Spend.of(cost)
-        for spent, budget in pools:
-            if exceeds(spent, cost, budget):
-                raise BudgetExceededError(budget_message(spent, cost, budget))
+        for spent, budget, tally in pools:
+            if exceeds(spent, cost, budget, tally, events):
+                raise BudgetExceededError(budget_message(spent, cost, budget, tally, events))
 
-    def charge(self, cost, query: str, key: str = "", details: dict | None = None) -> None:
+    def charge(self, cost, query: str, key: str = "", details: dict | None = None,
+               events=None) -> None:
         """Record ``cost`` in every pool; raises ``BudgetExceededError`` (and records
         nothing) if it no longer fits one of them, so the caller must then discard the
-        result. ``key`` and ``details`` go into a ledger's record (dpsql.release.report)."""
+        result. ``key`` and ``details`` go into a ledger's record (dpsql.release.report);
+        ``events`` are the release's privacy events (default: its sums as one event)."""
         cost = Spend.of(cost)
+        events = events_of(cost) if events is None else tuple(events)
         with self._pool.lock:
-            spent = self._pool.spent
-            if self._budget_pool is not None and exceeds(spent, cost, self._budget_pool):
-                raise BudgetExceededError(budget_message(spent, cost, self._budget_pool))
+            spent, pool = self._pool.spent, self._budget_pool
+            if pool is not None and exceeds(spent, cost, pool, self._pool.tally, events):
+                raise BudgetExceededError(budget_message(spent, cost, pool, self._pool.tally,
+                                                         events))
             if self.ledger is not None:   # checks the file's pool under the file's lock
                 self.ledger.charge(cost.epsilon, cost.delta, query, rho=cost.rho,
-                                   rho_delta=cost.rho_delta, key=key, details=details)
+                                   rho_delta=cost.rho_delta, key=key, details=details,
+                                   events=events)
             self._pool.spent = spent + cost
+            self._pool.tally.add(events)
 
 
 class _Local:
@@ -95,4 +109,5 @@ class _Local:
 
     def __init__(self) -> None:
         self.spent = ZERO
+        self.tally = Tally()
         self.lock = threading.Lock()

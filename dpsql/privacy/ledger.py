@@ -51,6 +51,8 @@ import tempfile
 import threading
 from datetime import datetime, timezone
 
+from .composition import Tally, events_of, read_events
+from .ledger_budget import budget_json, fmt_budget, read_budget, same_budget
 from .records import ReleaseRecord
 from .spend import ZERO, Spend, budget_message, exceeds, remaining
 from .zcdp import reported
@@ -65,27 +67,6 @@ Release = ReleaseRecord   # the name this module has always used
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
-
-
-def _budget_json(budget: Budget | None):
-    if budget is None:
-        return None
-    if budget.zcdp:
-        return {"rho": budget.rho, "delta": budget.delta}
-    return {"epsilon": budget.epsilon, "delta": budget.delta}
-
-
-def _same_budget(a: Budget, b: Budget) -> bool:
-    # JSON round-trips floats exactly, so equality is exact.
-    return (a.epsilon == b.epsilon and a.rho == b.rho and float(a.delta) == float(b.delta))
-
-
-def _fmt_budget(b: Budget | None) -> str:
-    if b is None:
-        return "none"
-    if b.zcdp:
-        return f"(rho={b.rho:.6g}, delta={b.delta:.3g})"
-    return f"(epsilon={b.epsilon:.6g}, delta={b.delta:.3g})"
 
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -127,12 +108,12 @@ class Ledger:
             if budget is not None:
                 if recorded is None:
                     self._append({"kind": "budget", "time": _now(),
-                                  "budget": _budget_json(budget)})
+                                  "budget": budget_json(budget)})
                     self._refresh()
-                elif not _same_budget(recorded, budget):
+                elif not same_budget(recorded, budget):
                     raise LedgerError(
-                        f"ledger {self.path} was created with budget {_fmt_budget(recorded)}"
-                        f" but {_fmt_budget(budget)} was given; a ledger's budget is fixed "
+                        f"ledger {self.path} was created with budget {fmt_budget(recorded)}"
+                        f" but {fmt_budget(budget)} was given; a ledger's budget is fixed "
                         "when it is created and can never be changed by reopening it. Open "
                         "it with the same budget or none, or start a new ledger file.")
 
@@ -146,10 +127,16 @@ class Ledger:
 
     def spent(self) -> tuple:
         """Total (epsilon, delta) of every release in the file (for a zCDP budget, the
-        total rho converted at the budget's delta)."""
+        total rho converted at the budget's delta; PLD, RDP: the releases composed)."""
         with self._locked(exclusive=False):
             self._refresh()
-            return reported(self._spent, self._budget)
+            return reported(self._spent, self._budget, self._synced())
+
+    def tally(self) -> Tally:
+        """Every release's privacy events (dpsql.privacy.composition), composed as needed."""
+        with self._locked(exclusive=False):
+            self._refresh()
+            return self._synced()
 
     def spending(self) -> tuple:
         """Total (epsilon, delta, rho, delta outside zCDP) of every release in the file."""
@@ -161,7 +148,7 @@ class Ledger:
         """(epsilon, delta) left, never negative; None without a budget."""
         with self._locked(exclusive=False):
             self._refresh()
-            return remaining(self._spent, self._budget)
+            return remaining(self._spent, self._budget, self._synced())
 
     def records(self) -> list:
         """Every release, oldest first, as ``Release`` tuples."""
@@ -170,7 +157,8 @@ class Ledger:
             return list(self._records)
 
     def charge(self, epsilon: float, delta: float, query: str, rho: float | None = None,
-               rho_delta: float = 0.0, key: str = "", details: dict | None = None) -> None:
+               rho_delta: float = 0.0, key: str = "", details: dict | None = None,
+               events=None) -> None:
         """Atomically check and record one release.
 
         Raises ``BudgetExceededError`` and records nothing if the file's
@@ -185,13 +173,16 @@ class Ledger:
         if not all(math.isfinite(c) and c >= 0 for c in cost):
             # A negative or NaN charge would refund budget: never accept one.
             raise ProgrammingError(f"ledger charge must be finite and >= 0, got {cost!r}")
+        events = events_of(cost) if events is None else tuple(events)
         with self._locked(exclusive=True):
             self._refresh()
-            if exceeds(self._spent, cost, self._budget):
-                raise BudgetExceededError(budget_message(self._spent, cost, self._budget))
+            tally = self._synced()
+            if exceeds(self._spent, cost, self._budget, tally, events):
+                raise BudgetExceededError(budget_message(self._spent, cost, self._budget,
+                                                         tally, events))
             record = {"kind": "release", "time": _now(), "query": str(query),
                       "epsilon": cost.epsilon, "delta": cost.delta, "rho": cost.rho,
-                      "rho_delta": cost.rho_delta}
+                      "rho_delta": cost.rho_delta, "events": [list(e) for e in events]}
             if key:
                 record["key"] = str(key)
             if details is not None:
@@ -227,6 +218,17 @@ class Ledger:
 
     def __repr__(self) -> str:
         return f"Ledger({self.path!r})"
+
+    def _synced(self) -> Tally:
+        """The events of the records read, composed incrementally (a file read anew, or
+        a dropped torn line, starts a new tally)."""
+        if self._tally_n > len(self._records):
+            self._tally, self._tally_n = Tally(), 0
+        for record in self._records[self._tally_n:]:
+            self._tally.add(record.events if record.events is not None
+                            else events_of(record.cost))
+        self._tally_n = len(self._records)
+        return self._tally
 
     # -- locking and file access ---------------------------------------------------
     @contextlib.contextmanager
@@ -305,7 +307,7 @@ class Ledger:
         file hard-linked to the path. ``os.link`` fails if anything (even a
         dangling symlink) is there; then ``_open`` checks what it is."""
         header = {"dpsql_ledger": FORMAT_VERSION, "created": _now(),
-                  "budget": _budget_json(budget)}
+                  "budget": budget_json(budget)}
         directory = os.path.dirname(self.path)
         try:
             fd, tmp = tempfile.mkstemp(prefix=".dpsql-ledger-", dir=directory)
@@ -368,6 +370,7 @@ class Ledger:
         self._budget: Budget | None = None
         self._spent = ZERO
         self._records: list = []
+        self._tally, self._tally_n = Tally(), 0    # the records' events (_synced)
         self._stored: list = []   # (key, noisy statistics) of stored releases
         self._header_seen = False
         self._torn_at = None      # offset of a torn last line, to drop before appending
@@ -467,9 +470,10 @@ class Ledger:
                 details = record.get("details")
                 if details is not None and not isinstance(details, dict):
                     raise ValueError("details is not an object")
+                events = read_events(record["events"]) if "events" in record else None
                 self._records.append(Release(str(record["time"]), str(record["query"]), *cost,
                                              key=str(record.get("key", "")), details=details,
-                                             replay=record.get("replay") is True))
+                                             replay=record.get("replay") is True, events=events))
                 self._spent = self._spent + cost
             elif record.get("kind") == "stored":
                 if not isinstance(record["key"], str) or not isinstance(record["noisy"], list):
@@ -487,8 +491,4 @@ class Ledger:
 
     @staticmethod
     def _read_budget(value) -> Budget | None:
-        if value is None:
-            return None
-        if value.get("rho") is not None:
-            return Budget(rho=float(value["rho"]), delta=float(value["delta"]))
-        return Budget(float(value["epsilon"]), float(value["delta"]))
+        return read_budget(value)

@@ -10,6 +10,7 @@ import math
 from dataclasses import MISSING, dataclass, field, fields
 
 from . import zcdp
+from .composition import ACCOUNTANTS, COMPOSED
 from .pools import pool_of
 from .spend import MIN_QUERY_EPSILON
 from ..errors import ProgrammingError
@@ -280,17 +281,26 @@ class Budget:
     ``Budget(epsilon=3.0)`` accounts in (epsilon, delta) by basic composition;
     ``Budget(rho=0.5, delta=1e-6)`` accounts in zCDP: queries add up in rho (a pure
     epsilon statistic costs epsilon^2 / 2), and the session's (epsilon, delta) is
-    reported through the tight conversion at ``delta`` (less what thresholds spent)."""
+    reported through the tight conversion at ``delta`` (less what thresholds spent).
+    ``Budget(epsilon=1.0, delta=1e-6, accountant="pld")`` (or ``"rdp"``) composes the
+    releases' noise distributions with Google's dp-accounting (dpsql.privacy.composition):
+    the session's epsilon at ``delta`` (less what thresholds spent) stays within epsilon."""
 
     epsilon: float | None = None
     delta: float = 1e-6
     """Default: room for 10,000 queries at the default per-query delta."""
     rho: float | None = None
+    accountant: str | None = None
+    """"basic" (the default of an epsilon budget), "zcdp" (a rho budget's), "pld", "rdp"."""
 
     def __post_init__(self) -> None:
         if (self.epsilon is None) == (self.rho is None):
             raise ProgrammingError("Budget: give epsilon (basic composition) or rho (zCDP), "
                                    "exactly one of them")
+        self.accountant = _accountant(self.accountant, self.rho is not None)
+        if self.accountant in COMPOSED and not _number(self.delta):
+            raise ProgrammingError(f"Budget: accountant={self.accountant!r} needs delta > 0 "
+                                   "(the session's epsilon is read at that delta)")
         if self.rho is not None:
             _check_rho(self.rho, "Budget")
             _check_eps_delta(1.0, self.delta, "Budget")
@@ -302,7 +312,8 @@ class Budget:
 
     def __repr__(self) -> str:
         size = f"rho={self.rho!r}" if self.rho is not None else f"epsilon={self.epsilon!r}"
-        return f"Budget({size}, delta={self.delta!r})"
+        kind = f", accountant={self.accountant!r}" if self.accountant in COMPOSED else ""
+        return f"Budget({size}, delta={self.delta!r}{kind})"
 
     @property
     def zcdp(self) -> bool:
@@ -311,4 +322,21 @@ class Budget:
     @property
     def spent(self) -> tuple:
         """(epsilon, delta) spent from this pool by every session that shares it."""
-        return zcdp.reported(pool_of(self).spent, self)
+        pool = pool_of(self)
+        return zcdp.reported(pool.spent, self, pool.tally)
+
+
+def _accountant(name, rho_budget: bool) -> str:
+    """The accountant's name, checked: the default is the budget's own kind."""
+    if name is None:
+        return "zcdp" if rho_budget else "basic"
+    if not isinstance(name, str) or name.lower() not in ACCOUNTANTS:
+        raise ProgrammingError(f"Budget: accountant must be one of {', '.join(ACCOUNTANTS)}, "
+                               f"got {name!r}")
+    name = name.lower()
+    if rho_budget != (name == "zcdp"):
+        raise ProgrammingError(
+            "Budget: a rho budget is accounted in zCDP (accountant='zcdp'); an epsilon budget "
+            f"by 'basic', 'pld' or 'rdp', not {name!r}: give Budget(epsilon=..., delta=..., "
+            "accountant='pld') or Budget(rho=..., delta=...)")
+    return name

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import weakref
 
+from .composition import Tally
 from .spend import ZERO, Spend
 
 _POOLS: dict = {}
@@ -21,6 +22,7 @@ class Pool:
 
     def __init__(self) -> None:
         self.spent: Spend = ZERO
+        self.tally = Tally()        # the releases' events (PLD and RDP budgets compose them)
         self.lock = threading.Lock()
 
 

@@ -25,6 +25,8 @@ class ReleaseRecord:
     key: str = ""             # dpsql.release.report.fingerprint: what a replay must match
     details: dict | None = field(default=None, compare=False)   # dpsql.release.report.details
     replay: bool = False      # a stored release shown again (costs nothing)
+    events: tuple | None = field(default=None, compare=False)
+    """Its privacy events (dpsql.privacy.composition); None in records written before them."""
 
     @classmethod
     def of(cls, time: str, query: str, cost: Spend, **extra) -> "ReleaseRecord":

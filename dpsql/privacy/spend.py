@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .composition import COMPOSED, events_of, tally_of
+
 _SLACK = 1e-12  # float sums of equal shares must not refuse the last share
 
 
@@ -47,11 +49,25 @@ MIN_QUERY_EPSILON = 1e-6
 millions wide: such a query answers nothing, and a budget's remainder below it is spent."""
 
 
-def exceeds(spent: Spend, cost: Spend, budget) -> bool:
-    """True if spending ``cost`` on top of ``spent`` would pass ``budget``."""
+def composed(spent: Spend, budget, tally=None, events=()) -> float:
+    """A PLD or RDP budget's epsilon spent: the events of ``tally`` (or, without one, of
+    the sums in ``spent``) and ``events`` on top, composed at the budget's delta less
+    thresholds' (dpsql.privacy.composition)."""
+    if tally is None:
+        tally = tally_of(events_of(spent))
+    return tally.epsilon(budget.accountant, budget.delta - spent.rho_delta, events)
+
+
+def exceeds(spent: Spend, cost: Spend, budget, tally=None, events=None) -> bool:
+    """True if spending ``cost`` on top of ``spent`` would pass ``budget``. ``tally`` and
+    ``events``: what a PLD or RDP budget composes (the pool's events, the query's)."""
     if budget is None:
         return False
     total = spent + cost
+    if budget.accountant in COMPOSED:
+        events = events_of(cost) if events is None else events
+        return (total.rho_delta > budget.delta / 2 * (1 + _SLACK) + 1e-300
+                or composed(total, budget, tally, events) > budget.epsilon * (1 + _SLACK))
     if budget.zcdp:
         # Thresholds may use half the session's delta; the rest converts rho to epsilon.
         return (total.rho > budget.rho * (1 + _SLACK)
@@ -60,12 +76,17 @@ def exceeds(spent: Spend, cost: Spend, budget) -> bool:
             or total.delta > budget.delta * (1 + _SLACK) + 1e-300)
 
 
-def remaining(spent: Spend, budget) -> tuple | None:
-    """(epsilon, delta) left, or for a zCDP budget (rho, delta for thresholds); never
+def remaining(spent: Spend, budget, tally=None) -> tuple | None:
+    """(epsilon, delta) left, or for a zCDP budget (rho, delta for thresholds), for a PLD
+    or RDP budget (its epsilon less the composed epsilon, delta for thresholds); never
     negative; None without a budget."""
     if budget is None:
         return None
     spent = Spend.of(spent)
+    if budget.accountant in COMPOSED:
+        epsilon = budget.epsilon - composed(spent, budget, tally)
+        return (epsilon if epsilon >= MIN_QUERY_EPSILON else 0.0,
+                max(budget.delta / 2 - spent.rho_delta, 0.0))
     if budget.zcdp:
         rho = budget.rho - spent.rho
         return (rho if rho >= MIN_QUERY_EPSILON ** 2 / 2 else 0.0,
@@ -75,8 +96,10 @@ def remaining(spent: Spend, budget) -> tuple | None:
     return (epsilon if epsilon >= MIN_QUERY_EPSILON else 0.0, max(budget.delta - spent.delta, 0.0))
 
 
-def budget_message(spent: Spend, cost: Spend, budget) -> str:
+def budget_message(spent: Spend, cost: Spend, budget, tally=None, events=None) -> str:
     """Why ``cost`` does not fit, and what to do."""
+    if budget.accountant in COMPOSED:
+        return _composed_message(spent, cost, budget, tally, events)
     if budget.zcdp:
         return _zcdp_message(spent, cost, budget)
     if spent.epsilon > budget.epsilon - MIN_QUERY_EPSILON:
@@ -108,3 +131,19 @@ def _zcdp_message(spent: Spend, cost: Spend, budget) -> str:
                      f"{spent.rho_delta:.3g} is spent)")
     return (f"not enough {' and '.join(short)} left in the zCDP session budget; nothing "
             "was run or spent. Lower the query's privacy to fit what remains.")
+
+
+def _composed_message(spent: Spend, cost: Spend, budget, tally, events) -> str:
+    total, name = spent + cost, budget.accountant.upper()
+    if total.rho_delta > budget.delta / 2 * (1 + _SLACK) + 1e-300:
+        return (f"not enough delta for thresholds left (the query needs {cost.rho_delta:.3g}; "
+                f"thresholds may use half the session's delta, {budget.delta / 2:.3g}, and "
+                f"{spent.rho_delta:.3g} is spent); nothing was run or spent. Lower the "
+                "query's delta, or list the keys' public values in the metadata.")
+    events = events_of(cost) if events is None else events
+    after = composed(total, budget, tally, events)
+    return (f"the session's releases with this query would compose (the {name} accountant, "
+            f"at delta={budget.delta - total.rho_delta:.3g}) to epsilon={after:.6g}, over the "
+            f"budget's epsilon={budget.epsilon:.6g} (spent so far: "
+            f"{composed(spent, budget, tally):.6g}); nothing was run or spent. Lower the "
+            "query's epsilon to fit what remains.")

@@ -26,6 +26,8 @@ import functools
 import math
 import sys
 
+from .composition import COMPOSED, events_of, tally_of
+
 _GOLDEN = (math.sqrt(5) - 1) / 2
 _SCAN_LOW, _SCAN_HIGH, _SCAN_STEP = -14.0, 23.0, 0.25   # log(a - 1): 8e-7 .. 1e10 at least
 _SCAN_CAP = 700.0                                       # exp() overflows beyond ~709
@@ -125,12 +127,19 @@ def delta_for(rho: float, epsilon: float) -> float:
     return min(math.exp(value), 1.0)
 
 
-def reported(spent: tuple, budget) -> tuple:
+def reported(spent: tuple, budget, tally=None) -> tuple:
     """(epsilon, delta) of a spend (epsilon, delta, rho, delta outside zCDP): its sums, or
     for a zCDP budget the tight conversion of its rho at the budget's delta, less what
-    thresholds spent outside zCDP. Here, not in the accountant, so that ``Budget`` can
-    report its own spend without importing the accountant."""
+    thresholds spent outside zCDP; for a PLD or RDP budget the composition of ``tally``'s
+    events at that delta. Here, not in the accountant, so that ``Budget`` can report its
+    own spend without importing the accountant."""
     epsilon, delta, rho, rho_delta = spent
+    if budget is not None and budget.accountant in COMPOSED:
+        if tally is None:
+            tally = tally_of(events_of(spent))
+        if not tally.events:
+            return (0.0, rho_delta)
+        return (tally.epsilon(budget.accountant, budget.delta - rho_delta), budget.delta)
     if budget is None or not budget.zcdp:
         return (epsilon, delta)
     if rho <= 0:

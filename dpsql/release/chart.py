@@ -45,12 +45,15 @@ def _tick_text(v: float) -> str:
     return f"{v:.6g}"
 
 
-def chart(records: list, budget: dict | None) -> str:
+def chart(records: list, budget: dict | None, totals=None) -> str:
     """The SVG for ``records`` (dpsql.privacy.records.ReleaseRecord, in table order) and
-    the session's budget (``{"epsilon": E, ...}`` or ``{"rho": R, ...}``, or None)."""
+    the session's budget (``{"epsilon": E, ...}`` or ``{"rho": R, ...}``, or None).
+    ``totals``: the spend after each release when it is not the running sum of their
+    costs (a budget composed by the PLD or RDP accountant)."""
     key = "rho" if budget and "rho" in budget else "epsilon"
     costs = [float(getattr(r, key) or 0.0) for r in records]
-    values = np.cumsum(costs) if costs else np.zeros(0)
+    values = np.asarray(totals, dtype=float) if totals is not None else (
+        np.cumsum(costs) if costs else np.zeros(0))
     limit = float(budget[key]) if budget and budget.get(key) is not None else None
     top = max([limit or 0.0, float(values[-1]) if values.size else 0.0])
     yticks = nice_ticks(top * 1.08 if top > 0 else 1.0)

@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from ..errors import LedgerError, ProgrammingError
 from ..mechanisms.quantile import rank_error_text
+from ..privacy.composition import COMPOSED, Tally, events_of
 from ..privacy.spend import Spend
 from .chart import chart
 
@@ -203,6 +204,8 @@ def _totals(budget, spent: tuple, spending: tuple, remaining) -> dict:
         out["budget"] = {"rho": budget.rho, "delta": budget.delta}
     else:
         out["budget"] = {"epsilon": budget.epsilon, "delta": budget.delta}
+    if budget is not None:
+        out["accountant"] = budget.accountant     # how "spent" was composed
     if remaining is not None:
         out["remaining"] = {("rho" if budget.zcdp else "epsilon"): remaining[0],
                             "delta": remaining[1]}
@@ -259,14 +262,29 @@ def _markdown(table: pd.DataFrame, totals: dict) -> str:
 def _summary(totals: dict) -> str:
     budget = totals["budget"]
     rho = f" (rho {totals['spent_rho']:.6g})" if "spent_rho" in totals else ""
+    how = {"pld": " (composed by the PLD accountant)",
+           "rdp": " (composed by the RDP accountant)"}.get(totals.get("accountant"), "")
     text = (f"Spent: epsilon {totals['spent_epsilon']:.6g}, delta {totals['spent_delta']:.3g}"
-            f"{rho}. ")
+            f"{rho}{how}. ")
     if budget is None:
         return text + "No budget: spending is recorded, nothing is enforced."
     text += "Budget: " + ", ".join(f"{k} {v:.6g}" for k, v in budget.items()) + ". "
     if "remaining" in totals:
         text += "Left: " + ", ".join(f"{k} {v:.6g}" for k, v in totals["remaining"].items()) + "."
     return text
+
+
+def _composed_totals(records: list, totals: dict) -> list | None:
+    """The composed epsilon after each release, under a PLD or RDP budget; else None."""
+    kind = totals.get("accountant")
+    if kind not in COMPOSED:
+        return None
+    tally, thresholds, out = Tally(), 0.0, []
+    for record in records:
+        tally.add(record.events if record.events is not None else events_of(record.cost))
+        thresholds += record.rho_delta
+        out.append(tally.epsilon(kind, totals["budget"]["delta"] - thresholds))
+    return out
 
 
 def _html(table: pd.DataFrame, totals: dict, records: list) -> str:
@@ -284,7 +302,7 @@ def _html(table: pd.DataFrame, totals: dict, records: list) -> str:
             "style-src 'unsafe-inline'\">"
             f"<title>DP release table</title><style>{style}</style></head><body>"
             f"<h1>DP release table</h1><p>{esc(_summary(totals))}</p>"
-            f"{chart(records, totals['budget'])}"
+            f"{chart(records, totals['budget'], _composed_totals(records, totals))}"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
             "<p>Each release: the query as asked (parameters bound), the privacy unit and its "
             "contribution bound, its cost, and per noisy statistic the mechanism, noise scale, "

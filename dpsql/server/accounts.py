@@ -71,7 +71,7 @@ class Account:
 def _budget_args(budget: Budget) -> dict:
     if budget.zcdp:
         return {"rho": budget.rho, "delta": budget.delta}
-    return {"epsilon": budget.epsilon, "delta": budget.delta}
+    return {"epsilon": budget.epsilon, "delta": budget.delta, "accountant": budget.accountant}
 
 
 class Accounts:

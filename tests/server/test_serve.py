@@ -154,3 +154,30 @@ def test_every_statement_is_audited(served):
     assert mine and mine[-1]["sql"] == "SELECT COUNT(*) FROM PUMS.PUMS"
     assert mine[-1]["outcome"] == "ok" and mine[-1]["epsilon"] > 0
     assert {"time", "client", "delta", "sqlstate"} <= set(mine[-1])
+
+
+def test_an_analyst_with_a_pld_budget_sees_the_composed_spend(tmp_path):
+    """Issue 37: a deployment file's budget with accountant: pld, through SHOW."""
+    import yaml
+    path = write_deployment(tmp_path)
+    with open(path) as f:
+        raw = yaml.safe_load(f)
+    raw["analysts"]["bob"]["budget"] = {"epsilon": 0.5, "delta": 1e-6, "accountant": "pld"}
+    with open(path, "w") as f:
+        yaml.safe_dump(raw, f)
+    server = Served(path)
+    try:
+        with psycopg.connect(server.dsn("bob"), autocommit=True) as con:
+            con.execute("SET dpsql.epsilon = 0.02")
+            for age in range(30):        # 25 by basic composition
+                con.execute(f"SELECT COUNT(*) FROM PUMS.PUMS WHERE age > {age}").fetchone()
+            assert con.execute("SHOW dpsql.budget").fetchone()[0] == \
+                "epsilon=0.5, delta=1e-06, accountant=pld"
+            shown = con.execute("SHOW dpsql.spent").fetchone()[0]
+            eps = float(shown.split(",")[0].split("=")[1])
+            assert eps <= 0.5 and eps == pytest.approx(spent_of(server.deployment, "bob"), rel=1e-5)
+            left = con.execute("SHOW dpsql.remaining").fetchone()[0]
+            assert left.endswith(", delta for thresholds=5e-07")
+            assert float(left.split(",")[0].split("=")[1]) == pytest.approx(0.5 - eps, rel=1e-4)
+    finally:
+        server.stop()

@@ -83,3 +83,21 @@ def test_a_renewal_period_starts_a_fresh_pool(tmp_path, monkeypatch):
         fresh.execute_df("SELECT AVG(age) FROM PUMS.PUMS", privacy=dpsql.Privacy(rho=0.1))
     names = sorted(os.listdir(account.deployment.ledger_dir))
     assert names == ["carol.19700411T000000Z.jsonl", "carol.19700412T000000Z.jsonl"]
+
+
+def test_an_analysts_budget_may_name_its_accountant(tmp_path):
+    """Issue 37: budget: {epsilon: 1, delta: 1e-6, accountant: pld} in the deployment file."""
+    path = _edit(write_deployment(tmp_path), lambda r: r["analysts"]["bob"].update(
+        budget={"epsilon": 0.5, "delta": 1e-6, "accountant": "pld"}))
+    account = Accounts(load(path)).by_name["bob"]
+    assert account.analyst.budget.accountant == "pld"
+    with account.lock:
+        reader = account.reader()
+        for age in range(30):        # 25 at epsilon 0.02 by basic composition; PLD fits 41
+            reader.execute_df(f"SELECT COUNT(*) FROM PUMS.PUMS WHERE age > {age}",
+                              privacy=dpsql.Privacy(epsilon=0.02))
+        assert reader.spent[0] <= 0.5 and reader.accountant.ledger.budget.accountant == "pld"
+    bad = _edit(path, lambda r: r["analysts"]["bob"].update(
+        budget={"epsilon": 0.5, "accountant": "moments"}))
+    with pytest.raises(ConfigError, match="bob: budget: .*accountant must be one of"):
+        load(bad)

@@ -349,3 +349,51 @@ def test_bounds_write_replaces_the_skeletons_placeholders():
     assert "# lower:" in sex and "# upper:" in sex
     assert "# from t.csv" in out and "# PRIVACY UNIT: choose one" in out
     assert yaml.safe_load(out)["S"]["S"]["T"]["age"] == {"type": "int", "lower": 0, "upper": 100}
+
+
+# ----------------------------------------------------------------- composed budgets (issue 37)
+
+COUNT = "SELECT COUNT(*) AS n FROM PUMS.PUMS"
+
+
+def test_a_pld_ledger_from_the_cli_names_its_accountant(tmp_path):
+    from dpsql import Budget
+    from dpsql.privacy.ledger import Ledger
+    ledger = tmp_path / "s.ledger"
+    for age in (30, 40):
+        proc = run("query", *PUMS, "--epsilon", "0.5", "--ledger", ledger,
+                   "--budget", "1,1e-6,pld", f"{COUNT} WHERE age > {age}")
+        assert proc.returncode == 0, proc.stderr
+    assert Ledger(str(ledger)).budget == Budget(1.0, 1e-6, accountant="pld")
+    doc = json.loads(run("ledger", "show", "--format", "json", ledger).stdout)
+    assert doc["budget"] == {"epsilon": 1.0, "delta": 1e-6, "accountant": "pld"}
+    assert doc["spent"]["epsilon"] == pytest.approx(1.0, abs=1e-3)
+    assert "composed by the PLD accountant" in run("ledger", "show", ledger).stdout
+    refused = run("query", *PUMS, "--epsilon", "0.5", "--ledger", ledger,
+                  f"{COUNT} WHERE age > 50")
+    assert refused.returncode != 0 and "PLD accountant" in refused.stderr
+    bad = run("query", *PUMS, "--epsilon", "0.5", "--ledger", tmp_path / "x", "--budget",
+              "1,1e-6,moments", COUNT)
+    assert bad.returncode == 2 and "accountant must be one of" in bad.stderr
+
+
+def test_accuracy_target_prints_the_epsilon_and_the_count_and_runs_nothing(tmp_path):
+    from dpsql import Budget
+    from dpsql.privacy.ledger import Ledger
+    ledger = tmp_path / "s.ledger"
+    proc = run("query", *PUMS, "--accuracy-target", "300", "--ledger", ledger,
+               "--budget", "1,1e-6,pld", COUNT)
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.splitlines()
+    assert first.startswith("epsilon=0.00997 ") and "nothing was run or spent" in first
+    assert second.startswith("budget: about 5") and "PLD accountant" in second
+    assert not ledger.exists()                  # no trace, not even a new ledger
+    Ledger(str(ledger), Budget(1.0))
+    proc = run("query", *PUMS, "--accuracy-target", "300", "--accuracy", "0.99",
+               "--ledger", ledger, COUNT)
+    assert proc.returncode == 0, proc.stderr
+    assert "probability 0.99;" in proc.stdout
+    assert "budget: 64 more queries" in proc.stdout      # 1 / 0.0154 by basic composition
+    assert Ledger(str(ledger)).records() == []
+    both = run("query", *PUMS, "--accuracy-target", "300", "--epsilon", "1", COUNT)
+    assert both.returncode != 0 and "not allowed with argument" in both.stderr

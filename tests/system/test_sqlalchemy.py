@@ -128,6 +128,22 @@ def test_engine_from_a_url_over_csv_tables_with_a_ledger(tmp_path):
     other.dispose()
 
 
+def test_a_url_may_name_the_budgets_accountant():
+    """Issue 37: budget_accountant=pld composes the session with dp-accounting's PLD."""
+    engine = sa.create_engine(f"dpsql:///?metadata={PUMS_META}&table=PUMS.PUMS={PUMS_CSV}"
+                              "&epsilon=0.02&budget_epsilon=0.5&budget_accountant=pld")
+    for age in range(30):                 # 25 by basic composition
+        strict_read_sql(f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > {age}", engine)
+    eps, delta = spent(engine)
+    assert eps <= 0.5 and delta == 1e-6
+    with engine.connect() as c:
+        assert c.connection.dbapi_connection.reader.accountant.budget.accountant == "pld"
+    engine.dispose()
+    with pytest.raises(dpsql.ProgrammingError, match="accountant must be one of"):
+        sa.create_engine(f"dpsql:///?metadata={PUMS_META}&budget_epsilon=1"
+                         "&budget_accountant=moments")
+
+
 def test_connect_args_take_precedence_over_the_url():
     engine = sa.create_engine(f"dpsql:///?metadata={PUMS_META}&epsilon=5",
                               connect_args={"tables": {"PUMS.PUMS": PUMS_CSV},
