@@ -129,9 +129,16 @@ class Connection:
                 asked.add(type(message))
             if isinstance(message, p.SSLRequest) and tls_context is not None and not self.tls:
                 await self._send(p.SSL_YES)
+                plain = self.writer.transport
                 try:
                     await asyncio.wait_for(self.writer.start_tls(tls_context), AUTH_TIMEOUT_S)
-                except (OSError, asyncio.TimeoutError):
+                except (OSError, asyncio.TimeoutError, AttributeError):
+                    # AttributeError: asyncio's start_tls (3.11) when the connection ends
+                    # during the handshake (a client leaving, or the pool dropping it) leaves
+                    # the writer without a transport, and its __del__ fails: two tracebacks
+                    # per connection in the owner's log (fourth review of issue 33, F6).
+                    if self.writer.transport is None:
+                        self.writer._transport = plain
                     raise Closed() from None
                 self.tls = True
                 self.progress = max(self.progress, 1)

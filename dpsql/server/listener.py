@@ -126,6 +126,8 @@ class Server:
         self.pending[connection] = address
         try:
             await connection.serve()
+        except asyncio.CancelledError:
+            pass        # the server stops: ending quietly (asyncio 3.11 logs a cancelled one)
         finally:
             self.pending.pop(connection, None)
 
