@@ -68,7 +68,7 @@ class Plan:
         self.bound_sql = render(self.query.tree, ANALYST_DIALECT)
         # What makes two requests one release: identifiers match metadata names without
         # regard to case, so their case is not part of it (text literals keep theirs).
-        self.key_sql = render(_case_free(self.query.tree), ANALYST_DIALECT)
+        self.key_sql = render(_case_free(self.query.tree), ANALYST_DIALECT, own=True)
 
 
 def _case_free(tree: exp.Expression) -> exp.Expression:
@@ -116,12 +116,12 @@ def _rows(query: Query, pid: str | None, domains: list | None, types: dict) -> e
     if pid is not None:
         conditions.append(exp.Not(this=exp.Is(this=column(pid), expression=exp.Null())))
     for col in domains or []:
+        to = exp.DataType.build(ENGINE_TYPES[col.type])     # parsed once, copied per value
         conditions.append(exp.In(this=column(col.name), expressions=[
-            exp.TryCast(this=literal(v), to=exp.DataType.build(ENGINE_TYPES[col.type]))
-            for v in col.values]))
-    rows = exp.select(exp.Star()).from_(query.relation.source("_src"))
-    for cond in conditions:
-        rows = rows.where(exp.Paren(this=cond))
+            exp.TryCast(this=literal(v), to=to.copy()) for v in col.values]))
+    rows = exp.select(exp.Star()).from_(query.relation.source("_src"), copy=False)
+    for cond in conditions:      # each built here: used as it is, not copied
+        rows = rows.where(exp.Paren(this=cond), copy=False)
     return rows
 
 
@@ -150,19 +150,21 @@ def _grid(domains: list) -> exp.Select:
     """Every combination of public key values, in the keys' output representation."""
     grid = None
     for i, col in enumerate(domains):
+        to = exp.DataType.build(ENGINE_TYPES[col.type])     # parsed once, copied per value
         values = exp.Values(expressions=[
-            exp.Tuple(expressions=[key_output(exp.TryCast(
-                this=literal(v), to=exp.DataType.build(ENGINE_TYPES[col.type])), col.type)])
+            exp.Tuple(expressions=[key_output(exp.TryCast(this=literal(v), to=to.copy()),
+                                              col.type)])
             for v in col.values], alias=exp.TableAlias(this=exp.to_identifier(f"_g{i}"),
                                                        columns=[exp.to_identifier(f"_k{i}", quoted=True)]))
         # DISTINCT: two listed values may be one engine value ('2020-01-01' and
         # '2020-01-01 00:00:00'); one group must be released once, with one share of noise.
         # NOT NULL: a listed value the engine type cannot hold (an integer beyond 64 bits)
         # converts to NULL, and must not release the NULL group in its place.
-        values = exp.Subquery(this=exp.select(exp.Star()).from_(values).distinct().where(
-            exp.Not(this=exp.Is(this=column(f"_k{i}"), expression=exp.Null()))),
-            alias=exp.TableAlias(this=exp.to_identifier(f"_d{i}")))
-        grid = exp.select(exp.Star()).from_(values) if grid is None else grid.join(values, join_type="CROSS")
+        values = exp.Subquery(this=exp.select(exp.Star()).from_(values, copy=False).distinct(
+            copy=False).where(exp.Not(this=exp.Is(this=column(f"_k{i}"), expression=exp.Null())),
+                              copy=False), alias=exp.TableAlias(this=exp.to_identifier(f"_d{i}")))
+        grid = (exp.select(exp.Star()).from_(values, copy=False) if grid is None
+                else grid.join(values, join_type="CROSS", copy=False))
     return grid
 
 
@@ -266,9 +268,9 @@ def _exact_query(rows, keys: list, key_names: list, items: list, domains,
     exact = exp.select(*[exp.alias_(key_output(node, kind), name, quoted=True)
                          for (node, kind), name in zip(keys, key_names)],
                        *[exp.alias_(s.aggregate, s.name, quoted=True) for s in plain]
-                       ).from_(source)
+                       ).from_(source, copy=False)    # the rows below, used as they are
     if keys:
-        exact = exact.group_by(*[column(n) for n in key_names])
+        exact = exact.group_by(*[column(n) for n in key_names], copy=False)
     star = exp.Count(this=exp.Star())
     if len(hists) == 1 and all(s.aggregate == star for s in plain):
         exact = counts_with_histogram(rows, [key_output(node, kind) for node, kind in keys],
@@ -313,9 +315,10 @@ def _join_grid(exact: exp.Select, domains, key_names, stats, lists=()) -> exp.Se
                     for s in stats]
     projections += [exp.alias_(exp.column(n, "_agg", quoted=True), n, quoted=True) for n in lists]
     return exp.select(*projections).from_(
-        exp.Subquery(this=grid, alias=exp.TableAlias(this=exp.to_identifier("_grid")))).join(
+        exp.Subquery(this=grid, alias=exp.TableAlias(this=exp.to_identifier("_grid"))),
+        copy=False).join(
         exp.Subquery(this=exact, alias=exp.TableAlias(this=exp.to_identifier("_agg"))),
-        on=on, join_type="LEFT")
+        on=on, join_type="LEFT", copy=False)
 
 
 def _passthrough(query: Query, post: exp.Select) -> list | None:
