@@ -25,7 +25,7 @@ from ..frontend.parse import literal
 from .quantiles import BOUNDED_CTE, counts_with_histogram, histograms, with_histograms
 from ..privacy.params import Privacy
 from ..privacy.spend import ZERO, Spend
-from .rewrite import column, substitute
+from .rewrite import column, data_type, substitute
 from ..frontend.allowed import ENGINE_TYPES
 from ..frontend.typecheck import Checker, check, float_literal, predicate
 from .aggregates import aggregate_type, plan_aggregates
@@ -65,18 +65,20 @@ class Plan:
     def __post_init__(self) -> None:
         # The query as the analyst wrote it, parameters bound: release keys and the ledger.
         # The plan itself is engine-neutral: only an engine renders it (dpsql.plan.dialect).
+        # (Rendered from a copy each: sqlglot's generator rewrites some trees it renders,
+        # WITHIN GROUP, so a tree rendered once is not rendered again.)
         self.bound_sql = render(self.query.tree, ANALYST_DIALECT)
         # What makes two requests one release: identifiers match metadata names without
         # regard to case, so their case is not part of it (text literals keep theirs).
-        self.key_sql = render(_case_free(self.query.tree), ANALYST_DIALECT, own=True)
+        self.key_sql = render(_case_free(self.query.tree.copy()), ANALYST_DIALECT, own=True)
 
 
 def _case_free(tree: exp.Expression) -> exp.Expression:
-    out = tree.copy()
-    for ident in out.find_all(exp.Identifier):
+    """``tree`` (the caller's copy) with every identifier lower case and unquoted."""
+    for ident in tree.find_all(exp.Identifier):
         ident.set("this", ident.this.lower())
         ident.set("quoted", False)
-    return out
+    return tree
 
 
 def metadata_types(table) -> dict:
@@ -116,9 +118,9 @@ def _rows(query: Query, pid: str | None, domains: list | None, types: dict) -> e
     if pid is not None:
         conditions.append(exp.Not(this=exp.Is(this=column(pid), expression=exp.Null())))
     for col in domains or []:
-        to = exp.DataType.build(ENGINE_TYPES[col.type])     # parsed once, copied per value
         conditions.append(exp.In(this=column(col.name), expressions=[
-            exp.TryCast(this=literal(v), to=to.copy()) for v in col.values]))
+            exp.TryCast(this=literal(v), to=data_type(ENGINE_TYPES[col.type]))
+            for v in col.values]))
     rows = exp.select(exp.Star()).from_(query.relation.source("_src"), copy=False)
     for cond in conditions:      # each built here: used as it is, not copied
         rows = rows.where(exp.Paren(this=cond), copy=False)
@@ -131,18 +133,18 @@ def key_output(node: exp.Expression, kind: str) -> exp.Expression:
     turns them back into datetime64), so no key value can fail the conversion."""
     if kind == "int":   # a column of the typed relation is BIGINT already
         return node if isinstance(node, exp.Column) else exp.TryCast(
-            this=node, to=exp.DataType.build("BIGINT"))
+            this=node, to=data_type("BIGINT"))
     if kind == "float":
         # DuckDB puts 0.0 and -0.0 (and NaNs of any sign) in one group and shows the value
         # of whichever row it met first: one canonical value per group, or that would leak.
-        value = exp.TryCast(this=node, to=exp.DataType.build("DOUBLE"))
+        value = exp.TryCast(this=node, to=data_type("DOUBLE"))
         return exp.Case(ifs=[exp.If(this=exp.IsNan(this=value.copy()), true=exp.Cast(
-            this=exp.Literal.string("nan"), to=exp.DataType.build("DOUBLE")))],
+            this=exp.Literal.string("nan"), to=data_type("DOUBLE")))],
             default=exp.Add(this=value, expression=float_literal(0.0)))
     if kind == "datetime":
         return epoch_us(node)
     if kind == "date":
-        return epoch_us(exp.TryCast(this=node, to=exp.DataType.build("TIMESTAMP")))
+        return epoch_us(exp.TryCast(this=node, to=data_type("TIMESTAMP")))
     return node
 
 
@@ -150,10 +152,9 @@ def _grid(domains: list) -> exp.Select:
     """Every combination of public key values, in the keys' output representation."""
     grid = None
     for i, col in enumerate(domains):
-        to = exp.DataType.build(ENGINE_TYPES[col.type])     # parsed once, copied per value
         values = exp.Values(expressions=[
-            exp.Tuple(expressions=[key_output(exp.TryCast(this=literal(v), to=to.copy()),
-                                              col.type)])
+            exp.Tuple(expressions=[key_output(exp.TryCast(
+                this=literal(v), to=data_type(ENGINE_TYPES[col.type])), col.type)])
             for v in col.values], alias=exp.TableAlias(this=exp.to_identifier(f"_g{i}"),
                                                        columns=[exp.to_identifier(f"_k{i}", quoted=True)]))
         # DISTINCT: two listed values may be one engine value ('2020-01-01' and
