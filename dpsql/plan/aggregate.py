@@ -152,16 +152,20 @@ def _grid(domains: list) -> exp.Select:
     """Every combination of public key values, in the keys' output representation."""
     grid = None
     for i, col in enumerate(domains):
-        values = exp.Values(expressions=[
-            exp.Tuple(expressions=[key_output(exp.TryCast(
-                this=literal(v), to=data_type(ENGINE_TYPES[col.type])), col.type)])
-            for v in col.values], alias=exp.TableAlias(this=exp.to_identifier(f"_g{i}"),
-                                                       columns=[exp.to_identifier(f"_k{i}", quoted=True)]))
+        listed = exp.Values(expressions=[exp.Tuple(expressions=[exp.TryCast(
+            this=literal(v), to=data_type(ENGINE_TYPES[col.type]))]) for v in col.values],
+            alias=exp.TableAlias(this=exp.to_identifier(f"_g{i}"),
+                                 columns=[exp.to_identifier(f"_v{i}", quoted=True)]))
+        # The output representation written once, over the list's column (not per value:
+        # a float key's is a CASE of ten nodes, rendered for each of up to 1,000 values).
+        output = exp.Subquery(this=exp.select(exp.alias_(
+            key_output(column(f"_v{i}"), col.type), f"_k{i}", quoted=True)).from_(
+            listed, copy=False), alias=exp.TableAlias(this=exp.to_identifier(f"_o{i}")))
         # DISTINCT: two listed values may be one engine value ('2020-01-01' and
         # '2020-01-01 00:00:00'); one group must be released once, with one share of noise.
         # NOT NULL: a listed value the engine type cannot hold (an integer beyond 64 bits)
         # converts to NULL, and must not release the NULL group in its place.
-        values = exp.Subquery(this=exp.select(exp.Star()).from_(values, copy=False).distinct(
+        values = exp.Subquery(this=exp.select(exp.Star()).from_(output, copy=False).distinct(
             copy=False).where(exp.Not(this=exp.Is(this=column(f"_k{i}"), expression=exp.Null())),
                               copy=False), alias=exp.TableAlias(this=exp.to_identifier(f"_d{i}")))
         grid = (exp.select(exp.Star()).from_(values, copy=False) if grid is None
