@@ -112,14 +112,17 @@ class ServerEngine:
         """The engine SQL of ``plan`` over the typed relation, after a dry run."""
         tables = plan.query.relation.tables
         typed = {typed_name(t): self._typed(t) for t in tables}
-        check_rows_independent(self.dialect.lower(plan.exact))
-        dry = self.dialect.render(with_source(plan.exact, {typed_name(t): self._dry_relation(t)
-                                                           for t in tables}))
+        # The invariant holds of what runs, this engine's constructs included (the
+        # typed relations have no windows); with_source's copy is lowered in place.
+        lowered = self.dialect.lowered(with_source(plan.exact, typed))
+        check_rows_independent(lowered)
+        nulls = {typed_name(t): self._dry_relation(t) for t in tables}
+        dry = self.dialect.sql(self.dialect.lowered(with_source(plan.exact, nulls)))
         try:
             self._execute(dry)
         except self._errors() as err:
             raise QueryError(f"the engine refuses the query: {self._message(err)}") from None
-        return self.dialect.render(with_source(plan.exact, typed))
+        return self.dialect.sql(lowered)
 
     def public_rows(self, select: exp.Select, tables) -> list:
         """Rows of a query over public tables only."""

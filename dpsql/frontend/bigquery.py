@@ -455,12 +455,14 @@ def sql_privacy(sql: str, privacy: Privacy) -> Privacy:
 
 # ----------------------------------------------------------------- canonical text
 
-def render(tree: exp.Expression, dialect: str = ANALYST_DIALECT) -> str:
+def render(tree: exp.Expression, dialect: str = ANALYST_DIALECT, own: bool = False) -> str:
     """The query's text as dpsql read it, with BigQuery's clause and bounds in a fixed
-    form (release keys and the ledger compare it), or plain ``tree.sql`` without them."""
+    form (release keys and the ledger compare it), or plain ``tree.sql`` without them.
+    ``own``: ``tree`` is the caller's copy, which sqlglot's generator may then use
+    without copying it again."""
     clause = clause_of(tree)
     if clause is None:
-        return tree.sql(dialect)
+        return tree.sql(dialect, copy=not own)
     copy = tree.copy()
     for node in list(copy.walk()):
         bound = bound_of(node)
@@ -472,7 +474,7 @@ def render(tree: exp.Expression, dialect: str = ANALYST_DIALECT) -> str:
     with_ = copy.args.get("with_")
     copy.set("with_", None)
     copy.comments = None
-    body = copy.sql(dialect)
+    body = copy.sql(dialect, copy=False)
     if not body.startswith("SELECT"):
         raise QueryError("dpsql could not render the query with its DIFFERENTIAL_PRIVACY "
                          "clause; please report it")

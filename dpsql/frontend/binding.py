@@ -37,8 +37,12 @@ def expression_weight(expr: exp.Expression, column_weight) -> int:
     """How many base-column references ``expr`` stands for once every derived column it
     reads is expanded (``column_weight(column node)``), a string literal counting one per
     100 characters: the work, and for text the length, of one row's value."""
-    total = sum(column_weight(node) for node in expr.find_all(exp.Column))
-    total += sum(len(str(node.this)) // 100 for node in expr.find_all(exp.Literal) if node.is_string)
+    total = 0
+    for node in expr.walk():
+        if isinstance(node, exp.Column):
+            total += column_weight(node)
+        elif isinstance(node, exp.Literal) and node.is_string:
+            total += len(str(node.this)) // 100
     return max(total, 1)
 
 
@@ -139,7 +143,7 @@ class Binder:
         In ORDER BY an output alias wins over a column (as in DuckDB). In HAVING a
         name outside any aggregate that is not a grouped column binds to an output
         alias of that name, as SmartNoise does (``HAVING income > 100000`` with
-        ``SUM(income) AS income``)."""
+        ``SUM(income) AS income``). ``expr`` is the caller's copy: bound in place."""
         aliases = aliases or {}
         grouped = {k.name.lower() for k in keys or [] if isinstance(k, exp.Column)}
 
@@ -158,4 +162,4 @@ class Binder:
                           f"columns of {self.table.full_name}: {known}", node)
                 return exp.column(col.name, quoted=True)
             return node
-        return expr.transform(rule)
+        return expr.transform(rule, copy=False)

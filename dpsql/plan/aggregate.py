@@ -25,7 +25,7 @@ from ..frontend.parse import literal
 from .quantiles import BOUNDED_CTE, counts_with_histogram, histograms, with_histograms
 from ..privacy.params import Privacy
 from ..privacy.spend import ZERO, Spend
-from .rewrite import column, substitute
+from .rewrite import column, data_type, substitute
 from ..frontend.allowed import ENGINE_TYPES
 from ..frontend.typecheck import Checker, check, float_literal, predicate
 from .aggregates import aggregate_type, plan_aggregates
@@ -66,18 +66,20 @@ class Plan:
     def __post_init__(self) -> None:
         # The query as the analyst wrote it, parameters bound: release keys and the ledger.
         # The plan itself is engine-neutral: only an engine renders it (dpsql.plan.dialect).
+        # (Rendered from a copy each: sqlglot's generator rewrites some trees it renders,
+        # WITHIN GROUP, so a tree rendered once is not rendered again.)
         self.bound_sql = render(self.query.tree, ANALYST_DIALECT)
         # What makes two requests one release: identifiers match metadata names without
         # regard to case, so their case is not part of it (text literals keep theirs).
-        self.key_sql = render(_case_free(self.query.tree), ANALYST_DIALECT)
+        self.key_sql = render(_case_free(self.query.tree.copy()), ANALYST_DIALECT, own=True)
 
 
 def _case_free(tree: exp.Expression) -> exp.Expression:
-    out = tree.copy()
-    for ident in out.find_all(exp.Identifier):
+    """``tree`` (the caller's copy) with every identifier lower case and unquoted."""
+    for ident in tree.find_all(exp.Identifier):
         ident.set("this", ident.this.lower())
         ident.set("quoted", False)
-    return out
+    return tree
 
 
 def metadata_types(table) -> dict:
@@ -118,11 +120,11 @@ def _rows(query: Query, pid: str | None, domains: list | None, types: dict) -> e
         conditions.append(exp.Not(this=exp.Is(this=column(pid), expression=exp.Null())))
     for col in domains or []:
         conditions.append(exp.In(this=column(col.name), expressions=[
-            exp.TryCast(this=literal(v), to=exp.DataType.build(ENGINE_TYPES[col.type]))
+            exp.TryCast(this=literal(v), to=data_type(ENGINE_TYPES[col.type]))
             for v in col.values]))
-    rows = exp.select(exp.Star()).from_(query.relation.source("_src"))
-    for cond in conditions:
-        rows = rows.where(exp.Paren(this=cond))
+    rows = exp.select(exp.Star()).from_(query.relation.source("_src"), copy=False)
+    for cond in conditions:      # each built here: used as it is, not copied
+        rows = rows.where(exp.Paren(this=cond), copy=False)
     return rows
 
 
@@ -132,18 +134,18 @@ def key_output(node: exp.Expression, kind: str) -> exp.Expression:
     turns them back into datetime64), so no key value can fail the conversion."""
     if kind == "int":   # a column of the typed relation is BIGINT already
         return node if isinstance(node, exp.Column) else exp.TryCast(
-            this=node, to=exp.DataType.build("BIGINT"))
+            this=node, to=data_type("BIGINT"))
     if kind == "float":
         # DuckDB puts 0.0 and -0.0 (and NaNs of any sign) in one group and shows the value
         # of whichever row it met first: one canonical value per group, or that would leak.
-        value = exp.TryCast(this=node, to=exp.DataType.build("DOUBLE"))
+        value = exp.TryCast(this=node, to=data_type("DOUBLE"))
         return exp.Case(ifs=[exp.If(this=exp.IsNan(this=value.copy()), true=exp.Cast(
-            this=exp.Literal.string("nan"), to=exp.DataType.build("DOUBLE")))],
+            this=exp.Literal.string("nan"), to=data_type("DOUBLE")))],
             default=exp.Add(this=value, expression=float_literal(0.0)))
     if kind == "datetime":
         return epoch_us(node)
     if kind == "date":
-        return epoch_us(exp.TryCast(this=node, to=exp.DataType.build("TIMESTAMP")))
+        return epoch_us(exp.TryCast(this=node, to=data_type("TIMESTAMP")))
     return node
 
 
@@ -151,19 +153,24 @@ def _grid(domains: list) -> exp.Select:
     """Every combination of public key values, in the keys' output representation."""
     grid = None
     for i, col in enumerate(domains):
-        values = exp.Values(expressions=[
-            exp.Tuple(expressions=[key_output(exp.TryCast(
-                this=literal(v), to=exp.DataType.build(ENGINE_TYPES[col.type])), col.type)])
-            for v in col.values], alias=exp.TableAlias(this=exp.to_identifier(f"_g{i}"),
-                                                       columns=[exp.to_identifier(f"_k{i}", quoted=True)]))
+        listed = exp.Values(expressions=[exp.Tuple(expressions=[exp.TryCast(
+            this=literal(v), to=data_type(ENGINE_TYPES[col.type]))]) for v in col.values],
+            alias=exp.TableAlias(this=exp.to_identifier(f"_g{i}"),
+                                 columns=[exp.to_identifier(f"_v{i}", quoted=True)]))
+        # The output representation written once, over the list's column (not per value:
+        # a float key's is a CASE of ten nodes, rendered for each of up to 1,000 values).
+        output = exp.Subquery(this=exp.select(exp.alias_(
+            key_output(column(f"_v{i}"), col.type), f"_k{i}", quoted=True)).from_(
+            listed, copy=False), alias=exp.TableAlias(this=exp.to_identifier(f"_o{i}")))
         # DISTINCT: two listed values may be one engine value ('2020-01-01' and
         # '2020-01-01 00:00:00'); one group must be released once, with one share of noise.
         # NOT NULL: a listed value the engine type cannot hold (an integer beyond 64 bits)
         # converts to NULL, and must not release the NULL group in its place.
-        values = exp.Subquery(this=exp.select(exp.Star()).from_(values).distinct().where(
-            exp.Not(this=exp.Is(this=column(f"_k{i}"), expression=exp.Null()))),
-            alias=exp.TableAlias(this=exp.to_identifier(f"_d{i}")))
-        grid = exp.select(exp.Star()).from_(values) if grid is None else grid.join(values, join_type="CROSS")
+        values = exp.Subquery(this=exp.select(exp.Star()).from_(output, copy=False).distinct(
+            copy=False).where(exp.Not(this=exp.Is(this=column(f"_k{i}"), expression=exp.Null())),
+                              copy=False), alias=exp.TableAlias(this=exp.to_identifier(f"_d{i}")))
+        grid = (exp.select(exp.Star()).from_(values, copy=False) if grid is None
+                else grid.join(values, join_type="CROSS", copy=False))
     return grid
 
 
@@ -268,9 +275,9 @@ def _exact_query(rows, keys: list, key_names: list, items: list, domains,
     exact = exp.select(*[exp.alias_(key_output(node, kind), name, quoted=True)
                          for (node, kind), name in zip(keys, key_names)],
                        *[exp.alias_(s.aggregate, s.name, quoted=True) for s in plain]
-                       ).from_(source)
+                       ).from_(source, copy=False)    # the rows below, used as they are
     if keys:
-        exact = exact.group_by(*[column(n) for n in key_names])
+        exact = exact.group_by(*[column(n) for n in key_names], copy=False)
     star = exp.Count(this=exp.Star())
     if len(hists) == 1 and all(s.aggregate == star for s in plain):
         exact = counts_with_histogram(rows, [key_output(node, kind) for node, kind in keys],
@@ -315,9 +322,10 @@ def _join_grid(exact: exp.Select, domains, key_names, stats, lists=()) -> exp.Se
                     for s in stats]
     projections += [exp.alias_(exp.column(n, "_agg", quoted=True), n, quoted=True) for n in lists]
     return exp.select(*projections).from_(
-        exp.Subquery(this=grid, alias=exp.TableAlias(this=exp.to_identifier("_grid")))).join(
+        exp.Subquery(this=grid, alias=exp.TableAlias(this=exp.to_identifier("_grid"))),
+        copy=False).join(
         exp.Subquery(this=exact, alias=exp.TableAlias(this=exp.to_identifier("_agg"))),
-        on=on, join_type="LEFT")
+        on=on, join_type="LEFT", copy=False)
 
 
 def _passthrough(query: Query, post: exp.Select) -> list | None:

@@ -34,17 +34,34 @@ class Dialect:
         raise NotImplementedError
 
     def lower(self, tree: exp.Expression) -> exp.Expression:
-        """``tree`` with every engine-neutral node replaced by this engine's construct."""
+        """``tree`` (unchanged) with every engine-neutral node replaced by this engine's
+        construct, in a copy."""
+        return self.lowered(tree.copy())
+
+    def lowered(self, tree: exp.Expression) -> exp.Expression:
+        """``lower`` in place, for a tree of the caller's own (a fresh copy): what an
+        engine overrides to rewrite the whole plan."""
+        return self.compile_nodes(tree)
+
+    def compile_nodes(self, tree: exp.Expression) -> exp.Expression:
+        """``tree`` with its truncations compiled, in place (a truncation's rows are
+        compiled as they are: copying each nested truncation's rows again would make
+        compiling a plan quadratic in its depth)."""
         def compile_node(node):
             if isinstance(node, Truncated):
                 return self.truncated(node)
             if isinstance(node, TruncatedGroups):
                 return self.truncated_groups(node)
             return node
-        return tree.copy().transform(compile_node, copy=False)
+        return tree.transform(compile_node, copy=False)
 
     def render(self, tree: exp.Expression, pretty: bool = False) -> str:
-        return self.lower(tree).sql(self.name, pretty=pretty)
+        return self.sql(self.lower(tree), pretty)
+
+    def sql(self, lowered: exp.Expression, pretty: bool = False) -> str:
+        """The text of a tree already ``lower``ed, which it consumes (sqlglot's generator
+        may rewrite it in place instead of copying it first)."""
+        return lowered.sql(self.name, pretty=pretty, copy=False)
 
 
 def total(node: exp.Expression) -> exp.Expression:

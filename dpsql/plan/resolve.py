@@ -16,7 +16,7 @@ from .rewrite import column
 from ..frontend.allowed import ENGINE_TYPES
 from ..frontend.binding import Binder, fail
 from .bounds import MAX_DOMAIN
-from .comma import comma_joins
+from .comma import comma_joins, in_written_order
 from .joins import Join, conjuncts as _conjuncts, visible_scope
 from .paths import join_to_person
 from .setops import semi_join, union_all
@@ -36,7 +36,8 @@ class Resolver:
     def from_clause(self, tree: exp.Select, env: dict, person: bool = False) -> tuple:
         """(relation, scope, tree) of ``tree``'s FROM and joins, after its own WITH, with
         the semi-joins of its WHERE applied (``tree`` comes back without them, and with
-        its comma joins made the INNER JOINs they stand for: ``dpsql.plan.comma``).
+        its comma joins made the INNER JOINs they stand for, in join-graph order:
+        ``dpsql.plan.comma``).
         ``person``: the relation must have its person (the released aggregation reads
         it), so a referencing relation gets the joins along its references
         (``dpsql.plan.paths``)."""
@@ -49,10 +50,11 @@ class Resolver:
         for node in items:
             rel, names = self.relation_of(node, env)
             sides.append((rel, visible_scope(rel, names)))
-        tree = comma_joins(tree, [_names(rel, scope) for rel, scope in sides])
-        relation, scope = sides[0]
-        for node, (right, rscope) in zip(tree.args.get("joins") or [], sides[1:]):
-            relation, scope = Join(self, relation, scope, right, rscope, node).build()
+        tree, order = comma_joins(tree, [_names(rel, scope) for rel, scope in sides])
+        relation, scope = sides[order[0]]
+        for node, i in zip(tree.args.get("joins") or [], order[1:]):
+            relation, scope = Join(self, relation, scope, *sides[i], node).build()
+        relation = in_written_order(relation, [len(rel.visible()) for rel, _ in sides], order)
         if person:
             relation, scope = join_to_person(self, relation, scope)
         return self.semi_joins(tree, relation, scope, env)

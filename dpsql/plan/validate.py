@@ -39,10 +39,11 @@ FORBIDDEN_FUNCTION_PREFIXES = ("read_", "query", "error", "getenv", "current_set
                                "iceberg_", "delta_", "http", "sqlite_", "postgres_", "mysql_")
 
 
-def normalise_aggregates(tree: exp.Expression) -> exp.Expression:
+def normalise_aggregates(tree: exp.Expression, copy: bool = True) -> exp.Expression:
     """Rewrite rule: SmartNoise's VAR(x)/STD(x) as sqlglot aggregate nodes; every
     quantile spelling (MEDIAN, PERCENTILE_CONT ... WITHIN GROUP, ...) as
-    PercentileCont/PercentileDisc(x, p) (``dpsql.plan.quantiles``)."""
+    PercentileCont/PercentileDisc(x, p) (``dpsql.plan.quantiles``). ``copy=False``:
+    ``tree`` is the caller's own, rewritten in place."""
     def rule(node):
         node = normalise_quantile(node)
         if isinstance(node, exp.Anonymous) and str(node.this).lower() in ANONYMOUS_AGGREGATES:
@@ -50,7 +51,7 @@ def normalise_aggregates(tree: exp.Expression) -> exp.Expression:
                 _fail(f"{node.this}() takes one column{{at}}", node)
             return ANONYMOUS_AGGREGATES[str(node.this).lower()](this=node.expressions[0])
         return node
-    return tree.transform(rule)
+    return tree.transform(rule, copy=copy)
 
 
 def _clauses(tree: exp.Select) -> None:
@@ -60,11 +61,11 @@ def _clauses(tree: exp.Select) -> None:
         _fail(f"{', '.join(k.upper() for k in unknown)} is not supported in a dpsql query")
 
 
-def normalise_filters(tree: exp.Expression) -> exp.Expression:
+def normalise_filters(tree: exp.Expression, copy: bool = True) -> exp.Expression:
     """Rewrite rule: ``agg(x) FILTER (WHERE p)`` as ``agg(CASE WHEN p THEN x END)``.
 
     An aggregate ignores NULLs, so this is the same aggregate over the rows where p
-    holds; ``COUNT(*)`` counts a constant 1 there."""
+    holds; ``COUNT(*)`` counts a constant 1 there. ``copy=False``: in place."""
     def rule(node):
         if not isinstance(node, exp.Filter):
             return node
@@ -83,7 +84,7 @@ def normalise_filters(tree: exp.Expression) -> exp.Expression:
         new = agg.copy()
         new.set("this", exp.Distinct(expressions=[case]) if distinct else case)
         return new
-    return tree.transform(rule)
+    return tree.transform(rule, copy=copy)
 
 
 def _check_contained(tree: exp.Select) -> None:
@@ -208,7 +209,7 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
     original = tree        # the query as asked (parameters bound): its canonical text
     tree = rewrite(tree, metadata)     # BigQuery's differential-privacy syntax, if any
     tree, outer = split_outer(tree)    # an outer query over one aggregation: its inner one
-    tree = normalise_filters(normalise_aggregates(tree))
+    tree = normalise_filters(normalise_aggregates(tree), copy=False)   # one copy for both
     _clauses(tree)
     # FROM, WITH, subqueries, joins, semi-joins of WHERE: one relation
     relation, qualifiers, tree = resolve(tree, metadata, public)

@@ -17,7 +17,9 @@ if an outcome bucket is seen more often on one side than the charge allows.
   orders row.
 - retail: X has 40 orders with 25 lineitems at price 10,000 each (1,000 lines, max_ids
   210), queried alone and through customers x orders x lineitems, which the work bound
-  now allows (30 rows per private row).
+  now allows (30 rows per private row); and (issue 34) through a join condition common to
+  every branch of an OR (lineitems x parts), and through a FROM list written with its public
+  tables first, which is joined along its equalities.
 
 Power was checked by hand-made mutations of a copy of dpsql, each failing the tests named:
 the reference join's relation marked bounded (no truncation): every test here but the
@@ -127,5 +129,32 @@ def test_three_levels(retail):
     sql = ("SELECT c.segment, COUNT(*) AS n FROM retail.customers c, retail.orders o, "
            "retail.lineitems l WHERE c.customer_id = o.customer_id AND o.order_id = l.order_id "
            "GROUP BY c.segment")
+    assert _l1(retail, sql) == [210]
+    _check(retail, sql, {"n": 210}, keys=["segment"])
+
+
+# -- FROM lists in any order, and a join condition common to every branch of an OR (issue 34)
+
+def test_a_join_condition_common_to_every_branch_of_an_or(retail):
+    """The equality both branches repeat is planned as the join (lineitems x parts on a
+    key unique in parts); X's 1,000 lines all match both branches, 210 are charged."""
+    sql = ("SELECT COUNT(*) AS n FROM retail.lineitems l, retail.parts p WHERE "
+           "(p.part_id = l.part_id AND p.brand = 'Brand#12' AND l.quantity > 40) OR "
+           "(l.part_id = p.part_id AND p.size < 10 AND l.quantity BETWEEN 45 AND 50)")
+    text = retail.readers["without"].explain(sql)
+    assert "join (INNER) l.part_id = p.part_id" in text and "join (CROSS)" not in text
+    assert _l1(retail, sql) == [210]
+    _check(retail, sql, {"n": 210})
+
+
+def test_a_from_list_written_out_of_join_order(retail):
+    """Public tables first, as the issue wrote it: joined along the equalities instead
+    (parts x lineitems x orders x customers x nations); X's 40 orders are cut to 30 and
+    their 750 lines to 210."""
+    sql = ("SELECT c.segment, COUNT(*) AS n FROM retail.parts p, retail.nations n, "
+           "retail.lineitems l, retail.orders o, retail.customers c WHERE p.part_id = l.part_id "
+           "AND l.order_id = o.order_id AND o.customer_id = c.customer_id "
+           "AND c.nation_key = n.nation_key GROUP BY c.segment")
+    assert "join (CROSS)" not in retail.readers["without"].explain(sql)
     assert _l1(retail, sql) == [210]
     _check(retail, sql, {"n": 210}, keys=["segment"])

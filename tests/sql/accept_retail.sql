@@ -62,3 +62,9 @@ SELECT p.brand, COUNT(*) AS n FROM retail.lineitems l, retail.parts p WHERE p.pa
 SELECT AVG(discount) AS d, SUM(quantity) AS q FROM retail.lineitems WHERE ship_date >= DATE '1996-01-01' AND return_flag = 'R' -- ok
 # an outer SELECT of one aggregating CTE: post-processing of its release
 WITH by_flag (flag, revenue) AS (SELECT l.return_flag, SUM(l.price * (1 - l.discount)) FROM retail.lineitems l WHERE l.ship_date <= DATE '1998-12-01' - INTERVAL '90' DAY GROUP BY l.return_flag) SELECT flag, revenue FROM by_flag ORDER BY flag -- ok
+# ---- FROM lists in any order (joined along the WHERE equalities) and a join condition common to every branch of an OR (issue 34)
+SELECT n.region, COUNT(*) AS n FROM retail.parts p, retail.nations n, retail.lineitems l, retail.orders o, retail.customers c WHERE p.part_id = l.part_id AND l.order_id = o.order_id AND o.customer_id = c.customer_id AND c.nation_key = n.nation_key GROUP BY n.region -- ok
+SELECT p.brand, SUM(l.quantity) AS q FROM retail.customers c, retail.lineitems l, retail.parts p, retail.orders o WHERE l.order_id = o.order_id AND o.customer_id = c.customer_id AND p.part_id = l.part_id AND c.segment = 'BUILDING' GROUP BY p.brand -- ok
+SELECT COUNT(*) AS n FROM retail.nations n, retail.customers c JOIN retail.orders o ON c.customer_id = o.customer_id WHERE n.nation_key = c.nation_key AND n.region = 'ASIA' -- ok
+SELECT SUM(l.price * (1 - l.discount)) AS revenue FROM retail.lineitems l, retail.parts p WHERE (p.part_id = l.part_id AND p.brand = 'Brand#12' AND l.quantity < 10) OR (p.part_id = l.part_id AND p.brand = 'Brand#23' AND l.quantity BETWEEN 10 AND 20) -- ok
+SELECT COUNT(*) AS n FROM retail.parts p, retail.lineitems l, retail.orders o WHERE (l.part_id = p.part_id AND o.order_id = l.order_id AND p.size < 10) OR (p.part_id = l.part_id AND l.order_id = o.order_id AND o.priority = '1-URGENT') OR (p.part_id = l.part_id AND l.order_id = o.order_id AND p.size > 40) -- ok

@@ -27,8 +27,8 @@ QUERIES = [
 class AsWritten(DuckDB):
     """DuckDB's dialect without the rewrite: the plan's aggregates as they are."""
 
-    def lower(self, tree):
-        return Dialect.lower(self, tree)
+    def lowered(self, tree):
+        return Dialect.lowered(self, tree)
 
 
 @pytest.fixture(scope="module")

@@ -140,13 +140,14 @@ def test_what_stays_in_where(shop):
     tree = parse_query("SELECT COUNT(*) FROM a, b JOIN c ON c.w = b.z WHERE a.x = a.y "
                        "AND (a.x = b.x OR a.y = b.z) AND a.y < b.z AND a.y = c.w AND x = z "
                        "AND y = b.z")
-    out = comma_joins(tree, items)
+    out, order = comma_joins(tree, items)
+    assert order == [0, 1, 2]
     assert out.sql() == ("SELECT COUNT(*) FROM a JOIN b ON y = b.z JOIN c ON c.w = b.z "
                          "WHERE a.x = a.y AND (a.x = b.x OR a.y = b.z) AND a.y < b.z "
                          "AND a.y = c.w AND x = z")
     # x is ambiguous (a and b both have it); nothing moves below a RIGHT JOIN
     tree = parse_query("SELECT COUNT(*) FROM a, b RIGHT JOIN c ON c.w = b.z WHERE a.y = b.z")
-    assert comma_joins(tree, items).sql() == tree.sql()
+    assert comma_joins(tree, items) == (tree, [0, 1, 2])
 
 
 def test_right_join_after_a_comma_join_keeps_the_where(plain):
@@ -159,8 +160,69 @@ def test_right_join_after_a_comma_join_keeps_the_where(plain):
     from dpsql.plan.comma import comma_joins
     tree = parse_query(sql)
     items = [({"a"}, {"x"}), ({"b"}, {"x"}), ({"c"}, {"x"})]
-    assert comma_joins(tree, items).sql() == tree.sql()
+    assert comma_joins(tree, items)[0].sql() == tree.sql()
 
+
+
+# FROM lists in any order: joined along the WHERE equalities (issue 34)
+FIVE = ("SELECT n.region, p.brand, COUNT(*) AS n, SUM(l.quantity) AS q FROM {} WHERE "
+        "p.part_id = l.part_id AND l.order_id = o.order_id AND o.customer_id = c.customer_id "
+        "AND c.nation_key = n.nation_key GROUP BY n.region, p.brand ORDER BY n.region, p.brand")
+FIVE_ITEMS = ["retail.parts p", "retail.nations n", "retail.lineitems l", "retail.orders o",
+              "retail.customers c"]
+
+
+def test_a_from_list_in_any_order_joins_along_its_equalities(retail, plain):
+    """Written orders of the five tables (every fifth of the 120) plan the same joins (no
+    CROSS JOIN: the public tables are not crossed first) at the same cost, and answer as
+    DuckDB does."""
+    import itertools
+    orders = list(itertools.permutations(FIVE_ITEMS))[::5]
+    want = plain.sql(FIVE.format(", ".join(FIVE_ITEMS))).df()
+    costs = set()
+    for i, written in enumerate(orders):
+        sql = FIVE.format(", ".join(written))
+        text = retail.explain(sql)
+        assert "join (CROSS)" not in text, (written, text)
+        costs.add(retail.get_privacy_cost(sql))
+        if i % 8 == 0:
+            _same(retail.execute_df(sql), want)
+    assert len(costs) == 1
+
+
+def test_written_order_stays_when_it_is_already_joined_and_columns_keep_it(retail, plain):
+    """An item joined to none stays a CROSS JOIN, after those that are joined; ``SELECT *``
+    of a reordered FROM list lists the columns in written order."""
+    text = retail.explain("SELECT COUNT(*) AS n FROM retail.nations n, retail.lineitems l, "
+                          "retail.parts p WHERE p.part_id = l.part_id")
+    assert "join (INNER) l.part_id = p.part_id" in text
+    assert "join (CROSS)" in text and text.index("(INNER)") < text.index("(CROSS)")
+    sql = ("SELECT a, b, COUNT(*) AS n FROM (SELECT * FROM retail.parts p, retail.nations n, "
+           "retail.lineitems l WHERE p.part_id = l.part_id AND l.part_id < 3) AS t(a, b) "
+           "GROUP BY a, b ORDER BY a, b")
+    got = retail.execute_df(sql)       # every public (a, b) is a group; the rows are in two
+    _same(got[got.n > 0.5].reset_index(drop=True), plain.sql(sql).df())
+
+
+def test_an_equality_common_to_every_branch_of_an_or_joins(retail, plain):
+    """(TPC-H Q19's form) The equality each branch repeats is the join; the OR stays in
+    WHERE whole. Written in either column order."""
+    sql = ("SELECT COUNT(*) AS n, SUM(l.price) AS s FROM retail.lineitems l, retail.parts p "
+           "WHERE (p.part_id = l.part_id AND p.brand = 'Brand#12' AND l.quantity < 10) OR "
+           "(l.part_id = p.part_id AND p.brand = 'Brand#23' AND l.quantity BETWEEN 10 AND 20)")
+    text = retail.explain(sql)
+    assert "join (INNER) l.part_id = p.part_id" in text and "join (CROSS)" not in text
+    _same(retail.execute_df(sql), plain.sql(sql).df())
+
+
+def test_an_or_without_a_common_equality_stays_a_cross_join(shop_reader):
+    shop = shop_reader(privacy=PRIVACY)
+    sql = ("SELECT COUNT(*) AS n FROM shop.customers c, shop.orders o WHERE "
+           "(c.customer_id = o.customer_id AND c.region = 'west') OR "
+           "(c.customer_id = o.customer_id + 1 AND o.channel = 'web')")
+    with pytest.raises(dpsql.QueryError, match="must equate"):
+        shop.execute_df(sql)
+    assert shop.spent == (0.0, 0.0)
 
 # ------------------------------------------------------------------ joins the plan adds
 

@@ -27,17 +27,17 @@ class DuckDB(Dialect):
 
     name = NAME
 
-    def lower(self, tree: exp.Expression) -> exp.Expression:
-        return restored_filters(inline_deterministic(super().lower(tree)))
+    def lowered(self, tree: exp.Expression) -> exp.Expression:
+        return restored_filters(inline_deterministic(self.compile_nodes(tree)))
 
     def truncated(self, node: Truncated) -> exp.Select:
         # The whole tree gets this dialect's rewrites once, in ``lower``; the rows inside
         # only need their own nodes compiled.
-        return truncated(super().lower(node.this), node.args["pid"], node.args["k"],
+        return truncated(self.compile_nodes(node.this), node.args["pid"], node.args["k"],
                          list(node.args["fields"]), node.args.get("prefix") or "")
 
     def truncated_groups(self, node: TruncatedGroups) -> exp.Select:
-        return truncated_groups(super().lower(node.this), node.args["pid"],
+        return truncated_groups(self.compile_nodes(node.this), node.args["pid"],
                                 [k.copy() for k in node.args["keys"]],
                                 node.args["max_groups"], node.args["max_rows"])
 
@@ -62,32 +62,53 @@ def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = ""
     """
     fields = fields or ["_one"]
     names = {n: f"_{n}{prefix}" for n in ("rows", "heavy", "tagged", "cut")}
-    using = [exp.to_identifier(pid, quoted=True)]
+
+    def using():
+        return [exp.to_identifier(pid, quoted=True)]
+
+    def table(name):
+        return exp.Table(this=exp.to_identifier(names[name]))
 
     def value(f):
         return column(f) if f != "_one" else exp.Literal.number(1)
 
     def kept(source):
-        return exp.select(*[exp.alias_(value(f), f, quoted=True) for f in fields]).from_(source)
+        return _select([exp.alias_(value(f), f, quoted=True) for f in fields], table(source))
 
-    heavy = exp.select(column(pid)).from_(names["rows"]).group_by(column(pid)).having(
-        exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(k)))
-    tagged = exp.select(exp.Star(), exp.alias_(exp.Rand(), TAG, quoted=True)).from_(
-        names["rows"]).join(names["heavy"], using=using, join_type="SEMI")
+    # Built without sqlglot's copying builders: ``rows`` (the whole plan below) is used
+    # once, as it is, so compiling nested truncations stays linear in the plan's size.
+    heavy = _select([column(pid)], table("rows"))
+    heavy.set("group", exp.Group(expressions=[column(pid)]))
+    heavy.set("having", exp.Having(this=exp.GT(this=exp.Count(this=exp.Star()),
+                                               expression=exp.Literal.number(k))))
+    tagged = _select([exp.Star(), exp.alias_(exp.Rand(), TAG, quoted=True)], table("rows"),
+                     exp.Join(this=table("heavy"), using=using(), kind="SEMI"))
     smallest = exp.Anonymous(this="MIN", expressions=[column(TAG), exp.Literal.number(k + 1)])
-    listed = exp.select(column(pid), exp.alias_(smallest, SMALLEST, quoted=True)).from_(
-        names["tagged"]).group_by(column(pid))
-    cut = exp.select(column(pid), exp.alias_(_cut(k), CUT, quoted=True)).from_(
-        exp.Subquery(this=listed, alias=exp.TableAlias(this=exp.to_identifier("_smallest"))))
-    light = kept(names["rows"]).join(names["heavy"], using=using, join_type="ANTI")
-    sampled = kept(names["tagged"]).join(names["cut"], using=using).where(
-        exp.LT(this=column(TAG), expression=column(CUT)))
-    bounded = exp.union(light, sampled, distinct=False)
-    select = exp.select(exp.Star()).from_(exp.Subquery(
+    listed = _select([column(pid), exp.alias_(smallest, SMALLEST, quoted=True)], table("tagged"))
+    listed.set("group", exp.Group(expressions=[column(pid)]))
+    cut = _select([column(pid), exp.alias_(_cut(k), CUT, quoted=True)], exp.Subquery(
+        this=listed, alias=exp.TableAlias(this=exp.to_identifier("_smallest"))))
+    light = kept("rows")
+    light.set("joins", [exp.Join(this=table("heavy"), using=using(), kind="ANTI")])
+    sampled = kept("tagged")
+    sampled.set("joins", [exp.Join(this=table("cut"), using=using())])
+    sampled.set("where", exp.Where(this=exp.LT(this=column(TAG), expression=column(CUT))))
+    bounded = exp.Union(this=light, expression=sampled, distinct=False)
+    select = _select([exp.Star()], exp.Subquery(
         this=bounded, alias=exp.TableAlias(this=exp.to_identifier(f"_kept{prefix}"))))
-    for name, body, stored in ((names["rows"], rows, _volatile(rows)), (names["heavy"], heavy, True),
-                               (names["tagged"], tagged, True), (names["cut"], cut, True)):
-        select = select.with_(name, as_=body, materialized=stored)
+    select.set("with_", exp.With(expressions=[
+        exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(names[name])),
+                materialized=stored)
+        for name, body, stored in (("rows", rows, _volatile(rows)), ("heavy", heavy, True),
+                                   ("tagged", tagged, True), ("cut", cut, True))]))
+    return select
+
+
+def _select(items: list, source: exp.Expression, *joins) -> exp.Select:
+    """``SELECT items FROM source [joins]``, its parts used as they are (not copied)."""
+    select = exp.Select(expressions=items, from_=exp.From(this=source))
+    if joins:
+        select.set("joins", list(joins))
     return select
 
 
@@ -97,9 +118,11 @@ TAG, SMALLEST, CUT = "_dpsql_tag", "_dpsql_smallest", "_dpsql_cut"
 def _cut(k: int) -> exp.Expression:
     """The tag below which a heavy person's rows are kept: the (k+1)-th smallest of
     their tags, or the k-th if the two tie (``MIN(tag, k + 1)`` lists them ascending;
-    sqlglot counts list positions from 0 and renders DuckDB's from 1)."""
-    nth = [exp.Bracket(this=column(SMALLEST), expressions=[exp.Literal.number(i)])
-           for i in (k - 1, k)]
+    DuckDB counts list positions from 1)."""
+    # Positions written 1-based (offset 1, DuckDB's): sqlglot then renders them as they
+    # are, without annotating types to convert them (milliseconds per truncation).
+    nth = [exp.Bracket(this=column(SMALLEST), expressions=[exp.Literal.number(i)], offset=1)
+           for i in (k, k + 1)]
     return exp.If(this=exp.LT(this=nth[0], expression=nth[1]), true=nth[1].copy(),
                   false=nth[0].copy())
 

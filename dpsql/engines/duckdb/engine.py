@@ -154,16 +154,18 @@ class Engine:
         tables = plan.query.relation.tables
         typed = {typed_name(t): typed_relation(t, self.table_node(t), self.column_types(t))
                  for t in tables}
-        # The invariant holds of what runs, this engine's constructs included.
-        check_rows_independent(self.dialect.lower(plan.exact))
-        dry = self.dialect.render(with_source(plan.exact, {typed_name(t): null_relation(t)
-                                                           for t in tables}))
+        # The invariant holds of what runs, this engine's constructs included (the
+        # typed relations have no windows); with_source's copy is lowered in place.
+        lowered = self.dialect.lowered(with_source(plan.exact, typed))
+        check_rows_independent(lowered)
+        nulls = {typed_name(t): null_relation(t) for t in tables}
+        dry = self.dialect.sql(self.dialect.lowered(with_source(plan.exact, nulls)))
         try:
             with self._lock:
                 self.con.execute(dry).fetchall()
         except duckdb.Error as err:
             raise QueryError(f"the engine refuses the query: {_first_line(err)}") from None
-        return self.dialect.render(with_source(plan.exact, typed))
+        return self.dialect.sql(lowered)
 
     def public_rows(self, select: exp.Select, tables) -> list:
         """Rows of a query over public tables only (their data is not private: the planner

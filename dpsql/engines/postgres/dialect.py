@@ -76,13 +76,13 @@ class Postgres(Dialect):
                 exp.LTE(this=_col("_dpsql_r"), expression=_num(node.args["max_rows"]))))
 
     # -- every other node ------------------------------------------------------------
-    def lower(self, tree: exp.Expression) -> exp.Expression:
+    def lowered(self, tree: exp.Expression) -> exp.Expression:
         """The rules, once over the whole plan (truncations' rows and keys included), then
         the truncations (whose own SQL needs no rule)."""
-        return self._truncations(apply_rules(tree.copy(), RULES, _refusal, PLAN_RULES))
+        return self._truncations(apply_rules(tree, RULES, _refusal, PLAN_RULES))
 
     def _truncations(self, tree: exp.Expression) -> exp.Expression:
-        return super().lower(tree)
+        return self.compile_nodes(tree)
 
 
 def _refusal(node: exp.Expression) -> QueryError:

@@ -72,13 +72,13 @@ class Spark(Dialect):
             exp.LTE(this=_col("_dpsql_g"), expression=r._num(node.args["max_groups"])),
             exp.LTE(this=_col("_dpsql_r"), expression=r._num(node.args["max_rows"]))))
 
-    def lower(self, tree: exp.Expression) -> exp.Expression:
+    def lowered(self, tree: exp.Expression) -> exp.Expression:
         """The rules, once over the whole plan (truncations' rows and keys included), then
         the truncations (whose own SQL needs no rule)."""
-        return self._truncations(_apply_rules(tree.copy()))
+        return self._truncations(_apply_rules(tree))
 
     def _truncations(self, tree: exp.Expression) -> exp.Expression:
-        return super().lower(tree)
+        return self.compile_nodes(tree)
 
 
 def _apply_rules(tree: exp.Expression) -> exp.Expression:
