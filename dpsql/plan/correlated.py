@@ -55,9 +55,11 @@ def split(sub: exp.Select, outer_scope: dict) -> tuple:
 
 
 def is_outer(col: exp.Column, outer_scope: dict, inner_names: set) -> bool:
-    """Whether ``col`` names a column of the outer query (by its qualifier)."""
-    return bool(col.table) and col.table.lower() in outer_scope and \
-        col.table.lower() not in inner_names
+    """Whether ``col`` names a column of the outer query (by its qualifier, or as the
+    tested value of a correlated IN)."""
+    return bool(col.meta.get("dpsql_outer")) or (
+        bool(col.table) and col.table.lower() in outer_scope
+        and col.table.lower() not in inner_names)
 
 
 def simple_link(linked: list) -> bool:
@@ -65,6 +67,27 @@ def simple_link(linked: list) -> bool:
     equality of two columns."""
     return len(linked) == 1 and isinstance(linked[0], exp.EQ) and all(
         isinstance(x, exp.Column) for x in (linked[0].this, linked[0].expression))
+
+
+def correlated_in(resolver, sub: exp.Select, target: exp.Expression, negated: bool,
+                  relation: Relation, scope: dict, env: dict, label: str) -> Relation:
+    """``target IN (sub)`` where ``sub`` reads the outer row: ``EXISTS (sub with
+    sub's column = target)``, the same filter (a row whose IN is NULL is dropped too)."""
+    if negated:
+        fail(f"{label}: a NOT IN whose subquery reads the outer row is not supported (SQL's "
+             "NOT IN and NULLs); write NOT EXISTS (SELECT ... WHERE inner.key = outer.key "
+             "AND ...)")
+    if len(sub.expressions) != 1 or isinstance(sub.expressions[0], exp.Star):
+        fail(f"{label}: the subquery must select exactly one column")
+    if not isinstance(target, exp.Column):
+        fail(f"{label}: the tested value must be a column")
+    outer = target.copy()
+    outer.meta["dpsql_outer"] = True
+    new = sub.copy()
+    tie = exp.EQ(this=sub.expressions[0].unalias().copy(), expression=outer)
+    where = sub.args.get("where")
+    new.set("where", exp.Where(this=exp.and_(where.this.copy(), tie) if where else tie))
+    return correlated_filter(resolver, new, False, relation, scope, env, label)
 
 
 def correlated_filter(resolver, sub: exp.Select, negated: bool, relation: Relation,
@@ -99,7 +122,8 @@ def correlated_filter(resolver, sub: exp.Select, negated: bool, relation: Relati
             return binder.bind(node.copy(), "WHERE")
         return column(hidden[_key(node)][0])
     conditions = [part.copy().transform(placed) for part in linked]
-    names = {name: col.sql(ANALYST_DIALECT) for name, col in hidden.values()}
+    names = {name: col.meta.get("dpsql_written") or col.sql(ANALYST_DIALECT)
+             for name, col in hidden.values()}
     return semi_join_on(relation, inner, conditions, negated, label, resolver.metadata, names)
 
 

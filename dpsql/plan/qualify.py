@@ -56,6 +56,7 @@ def qualify_subqueries(tree: exp.Expression, metadata) -> exp.Expression:
     for col in work.find_all(exp.Column):
         i = col.meta.get("dpsql_column")
         if i is not None and col.table and i in originals:
+            originals[i].meta["dpsql_written"] = originals[i].sql(ANALYST_DIALECT)
             originals[i].set("table", exp.to_identifier(col.table))
     return tree
 

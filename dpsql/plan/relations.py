@@ -285,8 +285,9 @@ def select_rows(tree: exp.Select, child: Relation, binder: Binder, name: str) ->
             _select_star(item, child, binder, name, seen, projections, fields)
             continue
         out = _output_name(item)
-        _check_name(out, seen, name, bool(item.meta.get("dpsql_hidden")))
-        bound = binder.bind(item.unalias().copy(), "SELECT")
+        planned = bool(item.meta.get("dpsql_hidden"))   # a column a WHERE reads
+        _check_name(out, seen, name, planned)
+        bound = binder.bind(item.unalias().copy(), "WHERE" if planned else "SELECT")
         if any(isinstance(n, exp.AggFunc) for n in bound.walk()):
             fail(f"aggregate in a row-level SELECT of {name!r}")
         expr, kind = Checker(types, clause=f"SELECT of {name!r}").check(bound)

@@ -17,7 +17,7 @@ from ..frontend.allowed import ENGINE_TYPES
 from ..frontend.binding import Binder, fail
 from .bounds import MAX_DOMAIN
 from .comma import comma_joins
-from .correlated import correlated_filter, is_outer, simple_link, split
+from .correlated import correlated_filter, correlated_in, is_outer, simple_link, split
 from .joins import Join, conjuncts as _conjuncts, visible_scope
 from .paths import join_to_person
 from .setops import semi_join, union_all
@@ -92,6 +92,8 @@ class Resolver:
             target = node.this
             sub = node.args["query"]
             sub = sub.this if isinstance(sub, exp.Subquery) else sub
+            if isinstance(sub, exp.Select) and split(sub, scope)[1]:
+                return correlated_in(self, sub, target, negated, relation, scope, env, label)
         elif isinstance(node, exp.Exists):
             sub = node.this
             sub = sub.this if isinstance(sub, exp.Subquery) else sub
