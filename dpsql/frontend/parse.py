@@ -63,6 +63,7 @@ from . import bigquery
 from .dialect import ANALYST_DIALECT
 from .params import bind_params, literal, typed_params  # noqa: F401 - re-exported
 from .parse_errors import parse_error
+from .spellings import date_spellings
 
 
 
@@ -433,7 +434,7 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
     if len(statements) != 1:
         raise QueryError(f"expected one SQL statement, got {len(statements)}; "
                          "send each query separately")
-    tree = bigquery.attach(statements[0], clause)
+    tree = date_spellings(bigquery.attach(statements[0], clause))
     if isinstance(tree, exp.Union) and not isinstance(tree, (exp.Intersect, exp.Except)):
         _union_of_queries(tree)
         tree = _balance_connectors(tree)
