@@ -434,14 +434,14 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
     if len(statements) != 1:
         raise QueryError(f"expected one SQL statement, got {len(statements)}; "
                          "send each query separately")
-    tree = date_spellings(bigquery.attach(statements[0], clause))
+    tree = bigquery.attach(statements[0], clause)
     if isinstance(tree, exp.Union) and not isinstance(tree, (exp.Intersect, exp.Except)):
         _union_of_queries(tree)
         tree = _balance_connectors(tree)
         check_size(tree)
         check_relation_depth(tree)
         check_reserved_names(tree)
-        return bind_params(tree, params)
+        return date_spellings(bind_params(tree, params))
     if not isinstance(tree, exp.Select):
         kind = tree.key.upper() if tree.key in ("insert", "update", "delete", "create", "drop",
                                                  "alter", "merge", "command", "union", "intersect",
@@ -452,7 +452,7 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
     check_size(tree)
     check_relation_depth(tree)
     check_reserved_names(tree)
-    return bind_params(tree, params)
+    return date_spellings(bind_params(tree, params))
 
 
 def _union_of_queries(tree: exp.Union) -> None:

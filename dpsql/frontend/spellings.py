@@ -13,7 +13,8 @@ Owns: what each spelling means, decided here from the text alone and written as 
 
 DuckDB's own ``DATE_SUB('part', a, b)`` (whole units) stays refused by the allow-list. The
 rewrite runs on the parsed tree, before anything else reads it, so every engine renders the
-rule it already has for the result.
+rule it already has for the result. It runs after parameters are bound, so ``DATE_ADD(t, ?)``
+with an integer parameter is ``DATE_ADD(t, 30)``.
 """
 from __future__ import annotations
 
