@@ -21,6 +21,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.qualify_columns import qualify_columns
+from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
 
 from ..frontend.allowed import ENGINE_TYPES
@@ -48,17 +49,39 @@ def qualify_subqueries(tree: exp.Expression, metadata) -> exp.Expression:
         col.meta["dpsql_column"] = i
         originals[i] = col
     work = normalize_identifiers(tree.copy(), dialect=ANALYST_DIALECT)
+    schema = schema_of(metadata)
     try:
-        work = qualify_columns(work, schema=schema_of(metadata), expand_alias_refs=False,
-                               expand_stars=False, allow_partial_qualification=True)
+        work = qualify_columns(work, schema=schema, expand_alias_refs=False,
+                               expand_stars=True, allow_partial_qualification=True)
     except (SqlglotError, KeyError, ValueError):
         return tree                # the planner explains what it cannot resolve
-    for col in work.find_all(exp.Column):
-        i = col.meta.get("dpsql_column")
-        if i is not None and col.table and i in originals:
+    seen = set()
+    for scope in traverse_scope(work):          # innermost first; a correlated column is
+        for col in scope.columns:               # listed again in the enclosing scopes
+            i = col.meta.get("dpsql_column")
+            if i is None or not col.table or i in seen:
+                continue
+            seen.add(i)
+            if col.table not in scope.sources and any(
+                    _may_hold(source, col.name, schema) for source in scope.sources.values()):
+                continue         # ambiguous in its own FROM: the planner says so
             originals[i].meta["dpsql_written"] = originals[i].sql(ANALYST_DIALECT)
             originals[i].set("table", exp.to_identifier(col.table))
     return tree
+
+
+def _may_hold(source, name: str, schema: MappingSchema) -> bool:
+    """Whether a FROM item of a subquery may have a column ``name`` (then an unqualified
+    ``name`` is not the outer query's, whatever sqlglot concluded: SQL looks inside first)."""
+    try:
+        if isinstance(source, exp.Table):
+            return name.lower() in {c.lower() for c in schema.column_names(source)}
+        selects = source.expression.named_selects if isinstance(source, Scope) else None
+    except (SqlglotError, KeyError, ValueError, AttributeError):
+        return True
+    if selects is None or "*" in selects or not selects:
+        return True
+    return name.lower() in {c.lower() for c in selects}
 
 
 def _in_subquery(node: exp.Expression) -> bool:
