@@ -11,7 +11,7 @@ import pytest
 
 import dpsql
 
-from tests.paths import DATA, RETAIL_TABLES, SHOP_TABLES
+from tests.paths import DATA, RETAIL_TABLES, SHOP_TABLES, TPCH_TABLES
 
 
 @pytest.fixture(scope="session")
@@ -90,11 +90,11 @@ def retail_reader():
 
 @pytest.fixture(scope="session")
 def plain():
-    """Plain DuckDB over the shop and retail CSV files (schemas ``shop``, ``retail``), for
-    comparing a release at large epsilon with the exact answer: ``plain.sql(q).df()``."""
+    """Plain DuckDB over the shop, retail and tpch CSV files (schemas ``shop``, ``retail``,
+    ``tpch``), for comparing a release at large epsilon with the exact answer: ``plain.sql(q).df()``."""
     import duckdb
     con = duckdb.connect()
-    for name, path in {**SHOP_TABLES, **RETAIL_TABLES}.items():
+    for name, path in {**SHOP_TABLES, **RETAIL_TABLES, **TPCH_TABLES}.items():
         schema = name.split(".")[0]
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_csv_auto('{path}')")

@@ -14,9 +14,13 @@ RETAIL_TABLES = {f"retail.{t}": DATA / f"retail_{t}.csv"
                  for t in ("customers", "orders", "lineitems", "parts", "nations")}
 """The retail star schema (metadata tests/data/retail.yaml, written by make_retail.py)."""
 
+TPCH_TABLES = {f"tpch.{t}": DATA / f"tpch_{t}.csv" for t in ("customers", "orders", "lineitems")}
+"""Retail's first 150 customers under TPC-H-style prefixed column names (tests/data/tpch.yaml)."""
+
 DATA_SETS = {"pums": (DATA / "PUMS_pid.yaml", {"PUMS.PUMS": DATA / "PUMS_pid.csv"}),
              "shop": (DATA / "shop.yaml", SHOP_TABLES),
-             "retail": (DATA / "retail.yaml", RETAIL_TABLES)}
+             "retail": (DATA / "retail.yaml", RETAIL_TABLES),
+             "tpch": (DATA / "tpch.yaml", TPCH_TABLES)}
 """The data sets of the fixture files tests/sql/{accept,refuse}_<name>.sql: name ->
 (metadata, {table: CSV file}), loaded into every engine the tests compare."""
 

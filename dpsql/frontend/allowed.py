@@ -167,18 +167,21 @@ ENTRIES: tuple[Entry, ...] = (
     E("DATE_TRUNC('part', t)", (exp.TimestampTrunc, exp.DateTrunc), "trunc",
       "part literal, datetime or date -> datetime", "try",
       "the part must be a literal from a fixed list (TRY for infinite dates)"),
-    E("t + INTERVAL 'n' unit, t - INTERVAL 'n' unit, DATE_ADD(t, INTERVAL ...)",
+    E("t + INTERVAL 'n' unit, t - INTERVAL 'n' unit, DATE_ADD(t, INTERVAL ...), "
+      "DATE_SUB(t, INTERVAL ...), DATE_ADD(t, n), DATE_SUB(t, n)",
       (exp.Interval, exp.DateAdd), "interval",
-      "datetime or date, interval literal -> datetime", "plan",
+      "datetime or date, interval literal (n: whole days, an integer literal) -> datetime",
+      "plan",
       "the interval is a literal of whole counts of year, quarter, month, week, day, hour, "
       "minute, second, millisecond or microsecond; NULL unless t and the result lie in "
       "years 1 to 9999: the plan computes which t qualify and adds only to those (a "
       "literal t is moved at plan time)"),
-    E("DATE_DIFF('part', a, b), DATEDIFF", (exp.DateDiff,), "date_diff",
+    E("DATE_DIFF('part', a, b), DATEDIFF, DATE_DIFF(a, b, PART)", (exp.DateDiff,), "date_diff",
       "part literal, datetime or date, datetime or date -> int", "try",
       "the part must be year, quarter, month, week, day, hour, minute or second, written "
       "literally; it counts the part's boundaries from a to b, as DuckDB (week: whole weeks); "
-      "infinite dates give NULL (TRY)"),
+      "BigQuery's DATE_DIFF(a, b, PART) counts them from b to a (PART: YEAR, QUARTER, MONTH, "
+      "DAY, HOUR, MINUTE or SECOND); infinite dates give NULL (TRY)"),
 )
 
 _BY_NODE = {n: e for e in ENTRIES for n in e.nodes if isinstance(n, type)}

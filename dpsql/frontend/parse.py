@@ -63,6 +63,7 @@ from . import bigquery
 from .dialect import ANALYST_DIALECT
 from .params import bind_params, literal, typed_params  # noqa: F401 - re-exported
 from .parse_errors import parse_error
+from .spellings import date_spellings
 
 
 
@@ -440,7 +441,7 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
         check_size(tree)
         check_relation_depth(tree)
         check_reserved_names(tree)
-        return bind_params(tree, params)
+        return date_spellings(bind_params(tree, params))
     if not isinstance(tree, exp.Select):
         kind = tree.key.upper() if tree.key in ("insert", "update", "delete", "create", "drop",
                                                  "alter", "merge", "command", "union", "intersect",
@@ -451,7 +452,7 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
     check_size(tree)
     check_relation_depth(tree)
     check_reserved_names(tree)
-    return bind_params(tree, params)
+    return date_spellings(bind_params(tree, params))
 
 
 def _union_of_queries(tree: exp.Union) -> None:

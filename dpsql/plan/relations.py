@@ -268,8 +268,9 @@ def _output_name(item: exp.Expression) -> str:
          "... AS name")
 
 
-def _check_name(name: str, seen: set, where: str) -> None:
-    if name.lower().startswith("_dpsql"):
+def _check_name(name: str, seen: set, where: str, planned: bool = False) -> None:
+    """``planned``: a name dpsql chose (``dpsql.plan.correlated``), not the analyst."""
+    if name.lower().startswith("_dpsql") and not planned:
         fail(f"column names starting with _dpsql are reserved (in {where!r})")
     if name.lower() in seen:
         fail(f"two columns of {where!r} are named {name!r}; give each a different alias")
@@ -284,8 +285,9 @@ def select_rows(tree: exp.Select, child: Relation, binder: Binder, name: str) ->
             _select_star(item, child, binder, name, seen, projections, fields)
             continue
         out = _output_name(item)
-        _check_name(out, seen, name)
-        bound = binder.bind(item.unalias().copy(), "SELECT")
+        planned = bool(item.meta.get("dpsql_hidden"))   # a column a WHERE reads
+        _check_name(out, seen, name, planned)
+        bound = binder.bind(item.unalias().copy(), "WHERE" if planned else "SELECT")
         if any(isinstance(n, exp.AggFunc) for n in bound.walk()):
             fail(f"aggregate in a row-level SELECT of {name!r}")
         expr, kind = Checker(types, clause=f"SELECT of {name!r}").check(bound)

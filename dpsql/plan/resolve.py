@@ -17,6 +17,7 @@ from ..frontend.allowed import ENGINE_TYPES
 from ..frontend.binding import Binder, fail
 from .bounds import MAX_DOMAIN
 from .comma import comma_joins, in_written_order
+from .correlated import correlated_filter, correlated_in, is_outer, simple_link, split
 from .joins import Join, conjuncts as _conjuncts, visible_scope
 from .paths import join_to_person
 from .setops import semi_join, union_all
@@ -93,9 +94,15 @@ class Resolver:
             target = node.this
             sub = node.args["query"]
             sub = sub.this if isinstance(sub, exp.Subquery) else sub
+            if isinstance(sub, exp.Select) and split(sub, scope)[1]:
+                return correlated_in(self, sub, target, negated, relation, scope, env, label)
         elif isinstance(node, exp.Exists):
             sub = node.this
             sub = sub.this if isinstance(sub, exp.Subquery) else sub
+            if isinstance(sub, exp.Select):
+                linked = split(sub, scope)[1]
+                if linked and not simple_link(linked):
+                    return correlated_filter(self, sub, negated, relation, scope, env, label)
             target, sub = self._decorrelate(sub, scope)
         else:
             fail("scalar and correlated subqueries in WHERE are not supported (one row's answer "
@@ -115,40 +122,17 @@ class Resolver:
 
     def _decorrelate(self, sub: exp.Select, outer_scope: dict) -> tuple:
         """EXISTS (SELECT ... FROM t WHERE t.a = o.b AND p) as o.b IN (SELECT t.a FROM t WHERE p)."""
-        where = sub.args.get("where")
-        inner_names = set()
-        for t in sub.find_all(exp.Table):
-            inner_names |= {(t.alias or t.name).lower(), t.name.lower()}
-        link, rest = None, []
-        for part in _conjuncts(where.this) if where is not None else []:
-            outer_cols = [c for c in part.find_all(exp.Column)
-                          if c.table and c.table.lower() in outer_scope
-                          and c.table.lower() not in inner_names]
-            if not outer_cols:
-                rest.append(part)
-                continue
-            if link is not None or not (isinstance(part, exp.EQ) and all(
-                    isinstance(x, exp.Column) for x in (part.this, part.expression))):
-                fail("EXISTS: the subquery may refer to the outer query once, as inner.id = "
-                     "outer.id or inner.key = outer.key for a key that references tie to one "
-                     "person (i.order_id = o.order_id); qualify both columns")
-            link = part
-        if link is None:
+        inner_names, linked, rest = split(sub, outer_scope)
+        if not linked:
             fail("EXISTS: the subquery must be tied to the outer rows by inner.id = outer.id, "
-                 "or by a key that references tie to one person (i.order_id = o.order_id), "
-                 "qualifying both columns; an uncorrelated EXISTS would test other persons' rows")
-        outer = link.this if link.this.table.lower() in outer_scope and \
-            link.this.table.lower() not in inner_names else link.expression
+                 "or by a key that references tie to one person (i.order_id = o.order_id); "
+                 "an uncorrelated EXISTS would test other persons' rows")
+        link = linked[0]
+        outer = link.this if is_outer(link.this, outer_scope, inner_names) else link.expression
         inner = link.expression if outer is link.this else link.this
         new = sub.copy()
         new.set("expressions", [inner.copy()])
-        if rest:
-            cond = rest[0]
-            for p in rest[1:]:
-                cond = exp.and_(cond, p)
-            new.set("where", exp.Where(this=cond.copy()))
-        else:
-            new.set("where", None)
+        new.set("where", exp.Where(this=exp.and_(*[p.copy() for p in rest])) if rest else None)
         return outer, new
 
     def with_clause(self, tree: exp.Select, env: dict) -> dict:

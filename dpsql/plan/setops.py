@@ -60,6 +60,14 @@ def semi_join(outer: Relation, column_name: str, inner: Relation, negated: bool,
     cond = exp.In(this=column(outer_f.name), query=exp.Subquery(this=values))
     if negated:
         cond = _absent(cond, column(outer_f.name), inner, inner_col, not_in, label)
+    return filtered_by(outer, inner, cond, key, f"{'anti' if negated else 'semi'}-join "
+                       f"{label}: rows kept by their own person's rows only", label)
+
+
+def filtered_by(outer: Relation, inner: Relation, cond: exp.Expression, key: tuple | None,
+                step: str, label: str) -> Relation:
+    """``outer``'s rows (as ``_o``) for which ``cond``, a test against ``inner``'s rows,
+    holds: a filter (``k`` unchanged); the work per private row is both sides'."""
     sql = exp.select(exp.Star()).from_(outer.source("_o")).where(cond)
     rel = outer.derived(dict(outer.fields), outer.pid, outer.k, outer.bounded, sql,
                         outer.steps + [s for s in inner.steps if s not in outer.steps])
@@ -71,8 +79,7 @@ def semi_join(outer: Relation, column_name: str, inner: Relation, negated: bool,
                  f"than dpsql's limit of {MAX_FANOUT:,} per private row")
     through = (f" (through {key[0].full_name}.{key[1]}; a value it gives to more than one "
                f"{key[2]} matches nothing)" if key else "")
-    rel.steps.append(f"{'anti' if negated else 'semi'}-join {label}: rows kept by their own "
-                     f"person's rows only{through}; rows per person unchanged")
+    rel.steps.append(f"{step}{through}; rows per person unchanged")
     return rel
 
 

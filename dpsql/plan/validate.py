@@ -19,6 +19,7 @@ from .outer import compose, split_outer
 from .query import Query
 from .contributions import apply_options, output_name as _output_name, rewrite
 from .resolve import resolve
+from .qualify import qualify_subqueries
 from .aggregates import RELEASED
 from .quantiles import normalise_quantile
 from ..frontend.binding import Binder as _Binder
@@ -211,6 +212,7 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
     tree, outer = split_outer(tree)    # an outer query over one aggregation: its inner one
     tree = normalise_filters(normalise_aggregates(tree), copy=False)   # one copy for both
     _clauses(tree)
+    tree = qualify_subqueries(tree, metadata)   # names in subqueries scoped as SQL does
     # FROM, WITH, subqueries, joins, semi-joins of WHERE: one relation
     relation, qualifiers, tree = resolve(tree, metadata, public)
     table = relation.table()

@@ -1,5 +1,9 @@
 """Writes the retail star schema (retail.yaml, retail_*.csv): a TPC-H-like test data set.
 
+Also tpch_*.csv (metadata tpch.yaml): the rows of the first 150 customers, with TPC-H's
+column names (c_, o_, l_ prefixes: no two tables share a name), for the SQL analysts write
+over such schemas (unqualified names in correlated subqueries).
+
 Four levels: a customer (the person), their orders (at most 30), each order's lines (at
 most 7), and public dimensions (parts, nations) with several columns. Synthetic and
 seeded, so the files are reproducible: ``python tests/data/make_retail.py``.
@@ -20,8 +24,12 @@ BRANDS = ["Brand#11", "Brand#12", "Brand#23", "Brand#34", "Brand#45"]
 TYPES = ["ECONOMY BRASS", "LARGE STEEL", "PROMO TIN", "SMALL COPPER", "STANDARD NICKEL"]
 
 
-def write(name: str, header: list, rows) -> None:
-    with open(HERE / f"retail_{name}.csv", "w") as f:
+TPCH_CUSTOMERS = 150
+TPCH_PREFIX = {"customers": "c_", "orders": "o_", "lineitems": "l_"}
+
+
+def write(name: str, header: list, rows, prefix: str = "retail") -> None:
+    with open(HERE / f"{prefix}_{name}.csv", "w") as f:
         f.write(",".join(header) + "\n")
         for row in rows:
             f.write(",".join(str(v) for v in row) + "\n")
@@ -51,6 +59,20 @@ def main() -> None:
     write("orders", ["order_id", "customer_id", "order_date", "priority"], orders)
     write("lineitems", ["order_id", "line_no", "part_id", "quantity", "price", "discount",
                         "ship_date", "return_flag"], lines)
+    write_tpch(customers, orders, lines)
+
+
+def write_tpch(customers: list, orders: list, lines: list) -> None:
+    """The first TPCH_CUSTOMERS customers' rows under TPC-H-style prefixed names."""
+    kept = [c for c in customers if c[0] <= TPCH_CUSTOMERS]
+    kept_orders = [o for o in orders if o[1] <= TPCH_CUSTOMERS]
+    last = max(o[0] for o in kept_orders)
+    for name, header, rows in (
+            ("customers", ["customer_id", "nation_key", "segment"], kept),
+            ("orders", ["order_id", "customer_id", "order_date", "priority"], kept_orders),
+            ("lineitems", ["order_id", "line_no", "part_id", "quantity", "price", "discount",
+                           "ship_date", "return_flag"], [r for r in lines if r[0] <= last])):
+        write(name, [TPCH_PREFIX[name] + h for h in header], rows, "tpch")
 
 
 if __name__ == "__main__":

@@ -100,8 +100,9 @@ VALUE_ROWS = """
   (8, -7, -2.5, '', FALSE, CAST('2024-12-30 01:02:03' AS TIMESTAMP)),
   (9, 3, 0.07, 'y', NULL, CAST('infinity' AS TIMESTAMP)),
   (10, 4, 0.06999999999999999, 'z', TRUE, CAST('-infinity' AS TIMESTAMP))"""
-ROW_BY_ROW = ("literal", "t + INTERVAL 'n' unit, t - INTERVAL 'n' unit, DATE_ADD(t, INTERVAL ...)",
-              "DATE_DIFF('part', a, b), DATEDIFF")
+ROW_BY_ROW = ("literal", "t + INTERVAL 'n' unit, t - INTERVAL 'n' unit, DATE_ADD(t, INTERVAL ...), "
+              "DATE_SUB(t, INTERVAL ...), DATE_ADD(t, n), DATE_SUB(t, n)",
+              "DATE_DIFF('part', a, b), DATEDIFF, DATE_DIFF(a, b, PART)")
 EXTRA = ["f = 0.06 + 0.01", "f BETWEEN 0.06 - 0.01 AND 0.06 + 0.01", "f * (1 - 0.05)",
          "i + 0.5 * 3", "CAST(t AS DATE) - INTERVAL 1 DAY",
          "t + INTERVAL '1 month 1 day' < TIMESTAMP '2021-03-02'"]

@@ -22,10 +22,14 @@ exact count without X, in the direction X moves it: within the bound (20), beyon
 beyond half of what X moves the exact answer (plain DuckDB, no truncation, broken keys
 trusted).
 
+The ``-multi`` queries add a second condition on the outer row (``i.level <=
+LENGTH(o.channel)``), planned as a correlated EXISTS by ``dpsql.plan.correlated``.
+
 Power, checked by hand on a copy of dpsql: with the filter that keeps only order_ids owned
 by one customer left out of the semi-join (``setops.owned_once``), the three hostile tests
 fail; with the semi-join's relation marked bounded (no truncation after it), the three
-extreme tests fail.
+extreme tests fail. For the ``-multi`` queries: with ``owned_once`` left out of
+``correlated.semi_join_on``, both hostile ``-multi`` tests fail.
 """
 from __future__ import annotations
 
@@ -102,12 +106,23 @@ IN_PER_KEY_EXACT = ("SELECT COUNT(*) AS n FROM shop.orders WHERE order_id IN (SE
                     "FROM shop.order_items GROUP BY order_id HAVING "
                     "SUM(LEAST(GREATEST(amount, 0), 500)) > 2000)")
 
+# several conditions on the outer row, tied to its person by the order's key
+# (dpsql.plan.correlated): the further condition reads the outer order's channel
+EXISTS_MULTI = ("SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT * FROM "
+                "shop.order_items i WHERE i.order_id = o.order_id AND i.amount > 400 "
+                "AND i.level <= LENGTH(o.channel))")
+NOT_EXISTS_MULTI = ("SELECT COUNT(*) AS n FROM shop.orders o WHERE NOT EXISTS (SELECT * FROM "
+                    "shop.order_items i WHERE i.order_id = o.order_id AND i.amount {op} 400 "
+                    "AND i.level <= LENGTH(o.channel))")
+
 
 # -- the extreme customer: truncation after the filter ----------------------------------
 
 @pytest.mark.parametrize("sql, exact", [(EXISTS, None), (NOT_EXISTS_SMALL, None),
-                                        (IN_PER_KEY, IN_PER_KEY_EXACT)],
-                         ids=["exists", "not-exists", "in-per-key"])
+                                        (IN_PER_KEY, IN_PER_KEY_EXACT), (EXISTS_MULTI, None),
+                                        (NOT_EXISTS_MULTI.format(op="<"), None)],
+                         ids=["exists", "not-exists", "in-per-key", "exists-multi",
+                              "not-exists-multi"])
 def test_correlated_filter_keeps_the_outer_bound(extreme, sql, exact):
     # X's 180 orders all pass each filter; the count is charged max_ids = 20
     _check_count(extreme, sql, exact)
@@ -116,8 +131,10 @@ def test_correlated_filter_keeps_the_outer_bound(extreme, sql, exact):
 # -- the hostile customer: another customer's order_id -----------------------------------
 
 @pytest.mark.parametrize("sql, exact", [(EXISTS, None), (NOT_EXISTS, None),
-                                        (IN_PER_KEY, IN_PER_KEY_EXACT)],
-                         ids=["exists", "not-exists", "in-per-key"])
+                                        (IN_PER_KEY, IN_PER_KEY_EXACT), (EXISTS_MULTI, None),
+                                        (NOT_EXISTS_MULTI.format(op=">"), None)],
+                         ids=["exists", "not-exists", "in-per-key", "exists-multi",
+                              "not-exists-multi"])
 def test_an_order_id_of_another_customer_moves_no_one_else(hostile, sql, exact):
     """Trusting the broken keys would keep (EXISTS, IN) or drop (NOT EXISTS) 100 orders of
     other customers when X is there; the exact answer (which trusts them) moves by at

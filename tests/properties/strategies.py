@@ -631,7 +631,7 @@ REFUSED = (
     "*", "GROUPING(1)", "typeof({x})", "nextval('s')", "{n} @ 2", "{s} ^@ {s}",
     "coalesce()", "greatest({n})", "substring({s})", "POWER({n})", "{n} << 70",
     "{t} + INTERVAL ({n}) DAY", "{t} - {t}", "INTERVAL 1 DAY - {t}", "{n} + INTERVAL 1 DAY",
-    "DATE_SUB('day', {t}, {t})", "DATE_ADD({t}, 3)",
+    "DATE_SUB('day', {t}, {t})", "DATE_ADD({t}, {s})",
 )
 
 

@@ -49,6 +49,15 @@ SELECT COUNT(*) AS n FROM retail.orders o WHERE NOT EXISTS (SELECT * FROM retail
 SELECT COUNT(*) AS n FROM retail.orders o WHERE o.order_id IN (SELECT order_id FROM retail.lineitems GROUP BY order_id HAVING SUM(quantity) > 100) -- ok
 SELECT priority, COUNT(*) AS n FROM retail.orders o WHERE o.order_id NOT IN (SELECT order_id FROM retail.lineitems GROUP BY order_id HAVING SUM(quantity) > 100) GROUP BY priority -- ok
 SELECT segment, COUNT(*) AS n FROM retail.customers c WHERE EXISTS (SELECT * FROM retail.orders o WHERE o.customer_id = c.customer_id AND o.priority = '1-URGENT') GROUP BY segment -- ok
+# unqualified names in a correlated subquery: the innermost table that has the name (order_id is lineitems'), then outward (docs/sql.md)
+SELECT priority, COUNT(*) AS n FROM retail.orders o WHERE EXISTS (SELECT * FROM retail.lineitems l WHERE order_id = o.order_id AND ship_date > order_date + INTERVAL 100 DAY) GROUP BY priority -- ok
+SELECT priority, COUNT(*) AS n FROM retail.orders WHERE EXISTS (SELECT * FROM retail.lineitems WHERE lineitems.order_id = orders.order_id AND ship_date > order_date) GROUP BY priority -- ok
+# several conditions on the outer row, tied to its person by the order's key
+SELECT COUNT(*) AS n FROM retail.lineitems l1 WHERE EXISTS (SELECT * FROM retail.lineitems l2 WHERE l2.order_id = l1.order_id AND l2.part_id <> l1.part_id) -- ok
+SELECT return_flag, COUNT(*) AS n FROM retail.lineitems l1 WHERE NOT EXISTS (SELECT * FROM retail.lineitems l2 WHERE l2.order_id = l1.order_id AND l2.part_id <> l1.part_id) GROUP BY return_flag -- ok
+# dates as other dialects spell them: DATE_SUB(t, INTERVAL ...), DATE_ADD(t, n days), BigQuery's DATE_DIFF(a, b, PART)
+SELECT COUNT(*) AS n FROM retail.orders WHERE DATE_SUB(order_date, INTERVAL 3 MONTH) >= DATE '1994-01-01' AND DATE_ADD(order_date, 10) < DATE '1996-01-01' -- ok
+SELECT DATE_DIFF(l.ship_date, o.order_date, MONTH) AS months, COUNT(*) AS n FROM retail.orders o JOIN retail.lineitems l ON o.order_id = l.order_id GROUP BY 1 -- ok
 SELECT l.return_flag, COUNT(*) AS n FROM retail.lineitems l JOIN retail.orders o ON o.order_id = l.order_id WHERE o.order_id IN (SELECT order_id FROM retail.lineitems WHERE discount >= 0.09) GROUP BY l.return_flag -- ok
 SELECT AVG(t.q) AS q FROM (SELECT order_id, SUM(quantity) AS q FROM retail.lineitems GROUP BY order_id) t JOIN retail.orders o ON t.order_id = o.order_id -- ok
 # ---- three levels (customers -> orders -> lineitems), comma joins, and lineitems alone (the plan

@@ -103,6 +103,8 @@ SELECT COUNT(*) AS n FROM shop.order_items i JOIN shop.orders o ON i.order_id = 
 SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT * FROM shop.order_items i WHERE i.order_id = o.order_id AND i.amount > 400) -- ok
 SELECT COUNT(*) AS n FROM shop.orders o WHERE NOT EXISTS (SELECT * FROM shop.order_items i WHERE i.order_id = o.order_id AND i.amount > 400) -- ok
 SELECT channel, COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT 1 FROM shop.order_items i WHERE i.order_id = o.order_id AND i.amount > 300) GROUP BY channel -- ok
+SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT * FROM shop.order_items i WHERE i.order_id = o.order_id AND i.amount > o.order_id) -- ok
+WITH x AS (SELECT * FROM shop.order_items) SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT * FROM x WHERE order_id = o.order_id AND channel = 'web') -- ok
 SELECT COUNT(*) AS n FROM shop.orders WHERE order_id IN (SELECT order_id FROM shop.order_items GROUP BY order_id HAVING SUM(amount) > 300) -- ok
 SELECT COUNT(*) AS n FROM shop.orders WHERE order_id NOT IN (SELECT order_id FROM shop.order_items WHERE level = 2) -- ok
 SELECT SUM(i.amount) AS s FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id WHERE i.order_id IN (SELECT order_id FROM shop.orders WHERE channel = 'web') -- ok

@@ -70,7 +70,12 @@ SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT * FROM shop.order_i
 SELECT COUNT(*) AS n FROM shop.orders o WHERE NOT EXISTS (SELECT * FROM shop.order_items i WHERE i.order_id = o.customer_id) -- QueryError: customer_id and order_id are neither
 SELECT COUNT(*) AS n FROM shop.orders WHERE customer_id IN (SELECT order_id FROM shop.order_items) -- QueryError: or one key that the metadata's references tie to one person's rows
 SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT * FROM shop.order_items i WHERE i.amount > 400) -- QueryError: or by a key that references tie to one person
-SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT * FROM shop.order_items i WHERE i.order_id = o.order_id AND i.amount > o.order_id) -- QueryError: may refer to the outer query once
+# an unqualified name two tables of the subquery share is ambiguous there, never the outer query's (SQL looks inside first)
+SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT * FROM shop.order_items i JOIN shop.orders o2 ON i.order_id = o2.order_id WHERE order_id = o.order_id) -- QueryError: column name 'order_id' is ambiguous
+# several conditions on the outer row: one of them must tie the inner rows to the outer row's person (docs/sql.md)
+SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT * FROM shop.order_items i WHERE i.level = o.order_id AND i.amount > o.order_id) -- QueryError: order_id and i.level are neither
+SELECT COUNT(*) AS n FROM shop.orders o WHERE NOT EXISTS (SELECT * FROM shop.order_items i WHERE i.amount > o.order_id AND i.level < o.order_id) -- QueryError: none of its conditions on the outer row is such an equality
+SELECT COUNT(*) AS n FROM shop.orders o WHERE EXISTS (SELECT order_id FROM shop.order_items i WHERE i.order_id = o.order_id AND i.amount > o.order_id GROUP BY order_id) -- QueryError: a subquery that groups rows may refer to the outer query once
 SELECT COUNT(*) AS n FROM shop.order_items i JOIN shop.orders o ON i.order_id = o.order_id WHERE i.amount > (SELECT AVG(amount) FROM shop.order_items) -- QueryError: ask for the aggregate as a query of its own and use the released value as a literal or ? parameter
 SELECT COUNT(*) AS n FROM shop.orders WHERE order_id IN (SELECT level FROM shop.order_items GROUP BY level) -- QueryError: GROUP BY inside 'IN (SELECT ...)' must include order_id: the rows of shop.order_items belong to persons only through order_id -> shop.orders.order_id
 SELECT COUNT(*) AS n FROM (SELECT level, COUNT(*) AS c FROM shop.order_items GROUP BY level) t -- QueryError: GROUP BY inside 't' must include order_id

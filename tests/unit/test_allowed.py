@@ -85,21 +85,27 @@ SAMPLES = {
         "YEAR(t)", "QUARTER(t)", "MONTH(t)", "DAY(t)", "HOUR(t)", "MINUTE(t)", "SECOND(t)",
         "DAYOFWEEK(t)", "DAYOFYEAR(t)"],
     "DATE_TRUNC('part', t)": ["DATE_TRUNC('month', t)", "DATE_TRUNC('year', CAST(s AS DATE))"],
-    "t + INTERVAL 'n' unit, t - INTERVAL 'n' unit, DATE_ADD(t, INTERVAL ...)": [
+    "t + INTERVAL 'n' unit, t - INTERVAL 'n' unit, DATE_ADD(t, INTERVAL ...), "
+    "DATE_SUB(t, INTERVAL ...), DATE_ADD(t, n), DATE_SUB(t, n)": [
         "t + INTERVAL 30 DAY", "t - INTERVAL '3 months'", "DATE_ADD(t, INTERVAL 1 YEAR)",
         "CAST(t AS DATE) + INTERVAL '1 month 2 days 3 hours'", "t - INTERVAL '-2' SECOND",
         "t + INTERVAL 99999999999999999999999999999999999999999 DAY", "t - INTERVAL '9999' YEAR",
         "INTERVAL '1' QUARTER + t", "t + INTERVAL '-1 week 5 milliseconds 7 microseconds'",
         "DATE '1998-12-01' - INTERVAL '90' DAY", "TIMESTAMP '9999-12-31 23:59:59' + INTERVAL 1 SECOND",
-        "t + INTERVAL 1 MONTH > t", "DATE_TRUNC('month', t) + INTERVAL 1 MONTH - INTERVAL 1 DAY"],
-    "DATE_DIFF('part', a, b), DATEDIFF": [
+        "t + INTERVAL 1 MONTH > t", "DATE_TRUNC('month', t) + INTERVAL 1 MONTH - INTERVAL 1 DAY",
+        "DATE_SUB(t, INTERVAL 1 MONTH)", "DATE_SUB(CAST(t AS DATE), INTERVAL '2 days')",
+        "DATE_ADD(t, 30)", "DATE_ADD(CAST(t AS DATE), -3)", "DATE_SUB(t, 99999999999999999999)",
+        "DATE_SUB(DATE '2020-03-01', 1)"],
+    "DATE_DIFF('part', a, b), DATEDIFF, DATE_DIFF(a, b, PART)": [
         "DATE_DIFF('day', t, TIMESTAMP '2020-01-01')", "DATEDIFF('month', t, t + INTERVAL 1 DAY)",
         "DATE_DIFF('second', TIMESTAMP '0001-01-01', t)", "DATE_DIFF('week', CAST(t AS DATE), t)",
         "DATE_DIFF('year', t, '2020-02-29')", "DATE_DIFF('hour', t, t - INTERVAL '90' MINUTE)",
         "DATE_DIFF('quarter', TIMESTAMP '1999-12-31 23:59:59', t)", "DATE_DIFF('minute', t, t)",
         "DATE_DIFF('day', DATE '2020-03-01', DATE '2019-02-28')",
         "DATE_DIFF('hour', CAST(t AS DATE), CAST(t + INTERVAL 36 HOUR AS DATE))",
-        "DATE_DIFF('month', CAST(t AS DATE), DATE '2020-02-29')"],
+        "DATE_DIFF('month', CAST(t AS DATE), DATE '2020-02-29')",
+        "DATE_DIFF(t, TIMESTAMP '2020-01-01', DAY)", "DATE_DIFF(DATE '2020-02-29', CAST(t AS DATE), MONTH)",
+        "DATE_DIFF(t, t - INTERVAL '90' MINUTE, HOUR)", "DATE_DIFF(DATE '2020-03-01', DATE '2019-02-28', DAY)"],
 }
 
 
