@@ -10,6 +10,7 @@ protocol loses its own connection, never anything else.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from .. import errors
 from . import protocol as p
@@ -38,7 +39,7 @@ class Connection:
         self.limits = server.deployment.limits
         self.waiting = None                       # stops the wait for the analyst's turn
         self.busy = False                         # a statement was read and not answered
-        self.progress = 0                         # authentication steps done (Server._evict)
+        self.stage, self.progressed = 0, time.monotonic()   # authentication (Server._evict)
         self.task = None
         self.state: SessionState | None = None
         self.statements: dict = {}
@@ -99,6 +100,10 @@ class Connection:
         startup = await self._negotiate()
         return startup is not None and await self._authenticate(startup)
 
+    def _progress(self, stage: int) -> None:
+        """An authentication step done: TLS (1), startup (2), SCRAM begun (3)."""
+        self.stage, self.progressed = stage, time.monotonic()
+
     def drop(self) -> None:
         """Close a connection that has not authenticated (the pool of those is full)."""
         transport = self.writer.transport
@@ -141,7 +146,7 @@ class Connection:
                         self.writer._transport = plain
                     raise Closed() from None
                 self.tls = True
-                self.progress = max(self.progress, 1)
+                self._progress(1)
             elif isinstance(message, (p.SSLRequest, p.GSSENCRequest)):
                 await self._send(p.SSL_NO)
             elif isinstance(message, p.CancelRequest):
@@ -157,7 +162,7 @@ class Connection:
         user = startup.params.get("user")
         if not user:
             await self._fatal("28000", "no user name given in the startup message")
-        self.progress = 2
+        self._progress(2)
         account = self.server.accounts.by_name.get(user)
         exchange = ScramExchange(account.analyst.verifier if account else None,
                                  username=user, server_secret=self.server.secret)
@@ -167,7 +172,7 @@ class Connection:
             mechanism, response = p.sasl_initial(first)
             if mechanism != MECHANISM or response is None:
                 raise AuthenticationFailed("unsupported SASL mechanism", "28000")
-            self.progress = 3
+            self._progress(3)
             await self._send(p.authentication_sasl_continue(exchange.first(response)))
             final = exchange.final(await self._password())
         except AuthenticationFailed as err:

@@ -121,6 +121,13 @@ class Watch:
             self.interruptible = True
         try:
             result = function(*args, **kwargs)
+        except Exception:
+            # An error the stop caused (the engine's interrupt during the dry run came back
+            # as "the engine refuses the query: INTERRUPT Error", 42601: fifth review of
+            # issue 33) is the stop: 57014, never the engine's words.
+            if self.reason is not None:
+                raise StatementCancelled() from None
+            raise
         finally:
             self._leave()
         self.check()

@@ -15,6 +15,7 @@ import secrets
 import socket
 import ssl
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import OperationalError
@@ -32,11 +33,17 @@ logging.getLogger("dpsql").addHandler(logging.NullHandler())
 logging.getLogger("sqlglot").setLevel(logging.ERROR)   # its parse warnings are not ours to print
 
 
-BACKLOG = 4096
-"""Connections the kernel queues for accept (capped by net.core.somaxconn). With asyncio's
-default of 100, one local loop of connects (1,900 a second, no credentials) kept the unix
-socket's queue full, and every analyst's connect failed at once with EAGAIN (fourth review
-of issue 33)."""
+BACKLOG = 100
+"""Connections the kernel queues for accept (asyncio's default, stated). A local loop of
+connects (1,900 a second, no credentials) keeps the unix socket's queue full whatever its
+size (fourth review of issue 33, F3: docs/deployment.md). A queue of 4,096 was tried and
+made things worse: the server then accepted a TCP flood faster than it could turn the
+connections away (2,700 a second, 12,000-16,000 open descriptors, 430-490 MB), and no
+analyst's connect got through during it (fifth review: 0 of 12, against 87 of 87 with
+100)."""
+STALLED_S = 1.0
+"""An unauthenticated connection without an authentication step for this long is stalled:
+the first to make room in a full pool (``Server._evict``)."""
 SWITCH_INTERVAL_S = 0.0005
 """How long a thread computing (a statement being planned) may hold the interpreter lock
 while another waits for it (Python's default: 5 ms). The event loop takes the lock several
@@ -94,11 +101,11 @@ class Server:
             await server.wait_closed()
         connections = list(self.sessions.values()) + list(self.pending)
         tasks = [c.task for c in connections if getattr(c, "task", None)]
+        for task in tasks:           # first: a handshake cut by its writer's close would end
+            task.cancel()            # its task with an error no one retrieves (a traceback)
+        await asyncio.gather(*tasks, return_exceptions=True)
         for connection in connections:
             connection.writer.close()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.accounts.close()
         self.runner.guard.stop()
@@ -132,12 +139,19 @@ class Server:
             self.pending.pop(connection, None)
 
     def _evict(self, candidates: list) -> None:
-        """Drop the connection of ``candidates`` (oldest first) that is least far in its
-        authentication (``Connection.progress``): the fourth review of issue 33 filled the
-        pool with fresh TLS requests from many addresses, and the oldest connection, an
-        analyst's half-way through TLS and SCRAM on a loaded server, was the one dropped in
-        4-17% of their connects."""
-        victim = min(candidates, key=lambda c: c.progress)
+        """Drop a connection of ``candidates``: one stalled (no authentication step for
+        STALLED_S) first, then the one least far in authentication (``Connection.stage``:
+        accepted, TLS done, startup sent, SCRAM begun), the longest without a step among
+        equals. The fourth review of issue 33 filled the pool with fresh TLS requests
+        from many addresses, and the oldest connection, an analyst's half-way through TLS
+        and SCRAM on a loaded server, was dropped in 4-17% of their connects; the fifth
+        stalled 64 connections at "SCRAM begun" (no credentials needed: an unknown user
+        gets a mock exchange), which outranked every analyst still in TLS when the rank
+        was how far a connection had got alone. A client that is authenticating moves on
+        within a round trip."""
+        now = time.monotonic()
+        victim = min(candidates, key=lambda c: (now - c.progressed <= STALLED_S, c.stage,
+                                                c.progressed))
         self.pending.pop(victim, None)
         victim.drop()
 
