@@ -425,3 +425,35 @@ def test_tls_handshakes_cut_off_by_the_pool_leave_the_log_clean(tmp_path, monkey
             s.close()
         served.stop()
         logging.getLogger("asyncio").removeHandler(handler)
+
+
+def test_an_error_the_stop_caused_is_the_stop():
+    """Fifth review of issue 33: a statement stopped while its dry run ran answered 42601
+    "the engine refuses the query: INTERRUPT Error: Interrupted!" (the engine's words, and
+    a refusal instead of a timeout): the engine turned the interrupt into its own error,
+    and the exception meant for the thread was withdrawn as the call ended. An error
+    raised by a call after the statement was stopped is now the stop itself."""
+    from dpsql.errors import QueryError
+    from dpsql.server.deadline import StatementCancelled, Watch
+
+    def converts_the_interrupt():            # as DuckDB does with its interrupt
+        try:
+            while True:
+                sum(range(1000))
+        except BaseException:
+            raise QueryError("the engine refuses the query: INTERRUPT Error: Interrupted!")
+
+    watch = Watch(0.2).start()
+    try:
+        with pytest.raises(StatementCancelled):
+            watch.call(converts_the_interrupt)
+    finally:
+        watch.close()
+    assert watch.reason == "timeout"
+    # a call that fails on its own, unstopped, fails as itself
+    other = Watch(30).start()
+    try:
+        with pytest.raises(QueryError):
+            other.call(lambda: (_ for _ in ()).throw(QueryError("refused")))
+    finally:
+        other.close()
