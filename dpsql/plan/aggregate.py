@@ -36,6 +36,7 @@ from .query import Query
 from .relations import Field, censored, check_work
 from ..frontend.binding import expression_weight
 from .split import query_events, split
+from .selection import plan_selection
 from .threshold import Threshold, choose_threshold
 from ..frontend.dialect import ANALYST_DIALECT
 from ..frontend.bigquery import render
@@ -212,6 +213,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
         stats.bound_groups(*group_bounds)
     stats.in_bounds = {name for name, f in query.relation.fields.items() if f.in_bounds}
     aggregate_outputs = plan_aggregates(query.aggregates, table, stats)
+    selection = plan_selection(query, stats, bool(domains))
     if needs_threshold:
         choice, spend = choose_threshold(stats, privacy)
         threshold, delta_t = choice.statistic, choice.delta
@@ -242,7 +244,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
                 threshold=threshold, threshold_delta=delta_t, spend=spend, cost=spend.pair,
                 events=query_events(stats.items, spend),
                 threshold_choice=choice, tau=choice.tau if choice else None)
-    plan.notes += query.notes + _notes(group_bounds, bool(query.keys and not domains
+    plan.notes += query.notes + ([selection] if selection else []) + _notes(group_bounds, bool(query.keys and not domains
                                                           and not needs_threshold))
     return plan
 
