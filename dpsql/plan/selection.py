@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ..errors import QueryError
 from ..mechanisms.selection import TopK
 from .query import Query
 
@@ -46,3 +47,29 @@ def plan_selection(query: Query, stats, public_keys: bool) -> str | None:
     return (f"private selection: only the top {k} key(s) by COUNT(*) are released, by {k} "
             f"round(s) of permute-and-flip (one person moves one key's count by at most "
             f"{rows} row(s)); the cost grows with k, not with the number of keys")
+
+
+def normalise_mode(tree: exp.Expression) -> exp.Expression:
+    """``SELECT MODE(x) [AS m] FROM ... [WHERE ...]`` as ``SELECT x AS m FROM ... GROUP BY x
+    ORDER BY COUNT(*) DESC LIMIT 1``: the most frequent value is a top-1 selection (over
+    x's public values; without them, the thresholded histogram's noisy top count)."""
+    if not isinstance(tree, exp.Select) or not any(
+            part.find(exp.Mode) for part in [*tree.expressions, tree.args.get("having"),
+                                             tree.args.get("order")] if part):
+        return tree        # a MODE in a subquery (a per-person aggregation) is not this one
+    items = tree.expressions
+    item = items[0] if len(items) == 1 else None
+    mode = item.this if isinstance(item, exp.Alias) else item
+    if not isinstance(mode, exp.Mode) or any(tree.args.get(c) for c in (
+            "group", "having", "order", "limit", "offset", "distinct")):
+        raise QueryError("MODE(x) is released as a private selection of x's most frequent "
+                         "value: it must be the only item of the SELECT list, without GROUP "
+                         "BY, HAVING, ORDER BY, LIMIT or DISTINCT (for the top k values, write "
+                         "SELECT x FROM t GROUP BY x ORDER BY COUNT(*) DESC LIMIT k)")
+    if not isinstance(mode.this, exp.Column):
+        raise QueryError("MODE takes a column of the table (its values are the candidates)")
+    name = item.alias if isinstance(item, exp.Alias) else "mode"
+    out = tree.copy()
+    out.set("expressions", [exp.alias_(mode.this.copy(), name)])
+    return out.group_by(mode.this.copy(), copy=False).order_by(
+        exp.Ordered(this=exp.Count(this=exp.Star()), desc=True), copy=False).limit(1, copy=False)

@@ -21,6 +21,7 @@ from .contributions import apply_options, output_name as _output_name, rewrite
 from .resolve import resolve
 from .aggregates import RELEASED
 from .quantiles import normalise_quantile
+from .selection import normalise_mode
 from ..frontend.binding import Binder as _Binder
 from ..frontend.binding import fail as _fail
 from ..frontend.dialect import ANALYST_DIALECT
@@ -208,7 +209,7 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
     original = tree        # the query as asked (parameters bound): its canonical text
     tree = rewrite(tree, metadata)     # BigQuery's differential-privacy syntax, if any
     tree, outer = split_outer(tree)    # an outer query over one aggregation: its inner one
-    tree = normalise_filters(normalise_aggregates(tree))
+    tree = normalise_filters(normalise_aggregates(normalise_mode(tree)))
     _clauses(tree)
     # FROM, WITH, subqueries, joins, semi-joins of WHERE: one relation
     relation, qualifiers, tree = resolve(tree, metadata, public)

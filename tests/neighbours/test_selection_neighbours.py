@@ -63,3 +63,18 @@ def test_selection_releases_winners_only_and_costs_by_k():
     one, ten = (wide._plan(sql.format(k)).statistics[0].mechanism for k in (1, 10))
     assert one.epsilon == pytest.approx(EPSILON) and ten.epsilon == pytest.approx(EPSILON)
     assert ten.scale == pytest.approx(10 * one.scale)
+
+
+def test_mode_is_a_top1_selection_and_misuse_is_refused_free():
+    frame = pd.DataFrame({"g": ["a"] * 40 + ["b"] * 300 + ["c"] * 200})
+    reader = dpsql.from_df(frame, META_ROWS, privacy=dpsql.Privacy(epsilon=EPSILON, delta=1e-6))
+    out = reader.execute_df("SELECT MODE(g) AS m FROM s.t WHERE g <> 'c'", replay=False)
+    assert out.to_dict("list") == {"m": ["b"]}
+    mech = reader._plan("SELECT MODE(g) FROM s.t").statistics[0].mechanism
+    assert (mech.name, mech.k, mech.epsilon) == ("top_k_permute_and_flip", 1, pytest.approx(1.0))
+    before = reader.spent
+    for sql in ("SELECT MODE(g), COUNT(*) FROM s.t", "SELECT g, MODE(g) FROM s.t GROUP BY g",
+                "SELECT MODE(g) FROM s.t LIMIT 2"):
+        with pytest.raises(dpsql.QueryError, match="MODE"):
+            reader.execute_df(sql)
+    assert reader.spent == before

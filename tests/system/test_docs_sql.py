@@ -37,7 +37,7 @@ def reader():
 
 def test_the_tables_name_aggregates():
     assert len(NAMES) >= 15 and {"COUNT", "SUM", "MEDIAN", "MIN"} <= set(NAMES)
-    assert {"MODE", "STRING_AGG"} <= set(REFUSED_NAMES)
+    assert "STRING_AGG" in REFUSED_NAMES and "MODE" not in REFUSED_NAMES   # MODE: a selection
 
 
 @pytest.mark.parametrize("name", NAMES)
