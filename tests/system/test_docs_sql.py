@@ -26,6 +26,8 @@ def _call(name: str) -> str:
         return f"{name}(0.5) WITHIN GROUP (ORDER BY age)"
     if name == "COUNT":
         return "COUNT(age)"
+    if name in ("CORR", "COVAR_POP", "COVAR_SAMP", "REGR_SLOPE", "REGR_INTERCEPT"):
+        return f"{name}(income, age)"
     return f"{name}(age)"
 
 
