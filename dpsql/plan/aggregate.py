@@ -63,6 +63,7 @@ class Plan:
     notes: list = field(default_factory=list)
     passthrough: list | None = None        # statistic per output when post-processing is a no-op
     key_kinds: list = field(default_factory=list)   # language type of each group key
+    selection: bool = False                # only the top k keys are released (plan/selection)
 
     def __post_init__(self) -> None:
         # The query as the analyst wrote it, parameters bound: release keys and the ledger.
@@ -243,7 +244,8 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
                 passthrough=_passthrough(query, post), key_kinds=[kind for _, kind in keys],
                 threshold=threshold, threshold_delta=delta_t, spend=spend, cost=spend.pair,
                 events=query_events(stats.items, spend),
-                threshold_choice=choice, tau=choice.tau if choice else None)
+                threshold_choice=choice, tau=choice.tau if choice else None,
+                selection=selection is not None)
     plan.notes += query.notes + ([selection] if selection else []) + _notes(group_bounds, bool(query.keys and not domains
                                                           and not needs_threshold))
     return plan

@@ -78,3 +78,16 @@ def test_mode_is_a_top1_selection_and_misuse_is_refused_free():
         with pytest.raises(dpsql.QueryError, match="MODE"):
             reader.execute_df(sql)
     assert reader.spent == before
+
+
+def test_per_key_bound_from_max_rows_per_group_and_explain(shop_reader):
+    reader = shop_reader(privacy=dpsql.Privacy(epsilon=2.0))
+    sql = "SELECT channel FROM shop.orders GROUP BY channel ORDER BY COUNT(*) DESC LIMIT 2"
+    mech = reader._plan(sql).statistics[0].mechanism
+    # max_ids 20 rows, but max_rows_per_group 10 in one key: Delta = 10 rows, 1.0 per round
+    assert (mech.k, mech.rows, mech.epsilon) == (2, 10, pytest.approx(2.0))
+    assert mech.scale == pytest.approx(10.0)
+    text = reader.explain(sql)
+    assert "top-2 selection by 2 rounds of permute-and-flip" in text
+    assert "only the winners of the private selection are released" in text
+    assert len(reader.execute_df(sql, replay=False)) == 2
