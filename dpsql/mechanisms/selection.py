@@ -58,12 +58,13 @@ class TopK(NoiseMechanism):
     a: int
     m: int                  # each round: a coin per key of probability exp(-gap * a / m)
     epsilon: float          # charged: k rounds of Delta * a / m each
+    keys: int = 2           # candidates (the public keys listed; for the accuracy statement)
     delta: float = 0.0
     rho: float | None = None
     integer_output: bool = True
 
     @classmethod
-    def calibrate(cls, k: int, rows: int, epsilon: float) -> "TopK":
+    def calibrate(cls, k: int, rows: int, epsilon: float, keys: int = 2) -> "TopK":
         if k < 1:
             raise QueryError("a top-k selection needs LIMIT k with k >= 1")
         a, m = _rate(int(rows), epsilon / k)
@@ -71,7 +72,7 @@ class TopK(NoiseMechanism):
         charged = float(cost)
         if Fraction(charged) < cost:
             charged = math.nextafter(charged, math.inf)
-        return cls(int(k), int(rows), a, m, charged)
+        return cls(int(k), int(rows), a, m, charged, keys=max(int(keys), 2))
 
     @property
     def name(self) -> str:
@@ -96,16 +97,14 @@ class TopK(NoiseMechanism):
             left = np.delete(left, won)
         return ranks
 
-    def accuracy(self, beta: float, keys: int = 1000) -> float:
-        """t with P(each winner's count is within t rows of the best remaining) >= 1 - beta,
-        over ``keys`` keys (union bound over the k rounds and the keys)."""
-        return self.scale * math.log(max(keys, 2) * self.k / beta)
+    def accuracy(self, beta: float) -> float:
+        """t with P(each winner's count is within t rows of the best key not yet picked)
+        >= 1 - beta (union bound over the k rounds and the keys)."""
+        return self.scale * math.log(self.keys * self.k / beta)
 
     def accuracy_text(self, beta: float = 0.05) -> str:
-        return (f"{1 - beta:.0%}: each winner's count is within {self.scale:.4g} x "
-                f"ln(keys x {self.k} / {beta:g}) rows of the best key not yet picked "
-                f"({self.accuracy(beta, 10):.4g} rows over 10 keys, "
-                f"{self.accuracy(beta, 1000):.4g} over 1,000)")
+        return (f"{1 - beta:.0%}: each winner's count is within {self.accuracy(beta):.4g} rows "
+                f"of the best key not yet picked (over {self.keys:,} keys)")
 
     def value_bounds(self) -> tuple:
         return (0.0, float(self.k))
@@ -123,4 +122,6 @@ class TopK(NoiseMechanism):
 
     def report(self, stat) -> dict:
         return {"mechanism": self.name, "k": self.k, "scale": self.scale,
-                "accuracy95": self.accuracy_text(0.05)}
+                "rank_error95": self.accuracy(0.05),
+                "accuracy95": f"each winner's count is within {self.accuracy(0.05):.4g} rows of "
+                              "the best key not yet picked (95%)"}

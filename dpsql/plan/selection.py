@@ -10,6 +10,8 @@ rounds of selection, whatever the number of keys.
 """
 from __future__ import annotations
 
+import math
+
 from sqlglot import exp
 
 from ..errors import QueryError
@@ -43,7 +45,8 @@ def plan_selection(query: Query, stats, public_keys: bool) -> str | None:
         return None
     # Delta (L-inf): rows one person adds to one key's count.
     rows = stats.per_group if stats.per_group else stats.k
-    stats.items[0].calibrator = lambda eps: TopK.calibrate(k, rows, eps)
+    keys = math.prod(len(query.table.column(key.name).values) for key in query.keys)
+    stats.items[0].calibrator = lambda eps: TopK.calibrate(k, rows, eps, keys)
     return (f"private selection: only the top {k} key(s) by COUNT(*) are released, by {k} "
             f"round(s) of permute-and-flip (one person moves one key's count by at most "
             f"{rows} row(s)); the cost grows with k, not with the number of keys")
