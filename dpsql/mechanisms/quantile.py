@@ -220,7 +220,14 @@ def permute_and_flip(gaps: np.ndarray, a: int, m: int) -> np.ndarray:
 
 def _rational_rate(delta_int: int, epsilon: float) -> tuple[int, int]:
     """(a, M) with gamma = d * a / M, 2 Delta a / M <= epsilon as close as fits, a * M < 2^62."""
-    target = Fraction(2 * delta_int) / Fraction(epsilon)     # temperature in score units
+    return rational_rate(Fraction(2 * delta_int) / Fraction(epsilon),
+                         f"epsilon={epsilon:.3g} is too small for a quantile with this "
+                         "contribution bound (its temperature exceeds 2^62); raise epsilon")
+
+
+def rational_rate(target: Fraction, refusal: str) -> tuple[int, int]:
+    """(a, M) with M / a >= ``target`` (a temperature in score units) as close as fits,
+    a * M < 2^62; a temperature beyond that is refused with ``refusal``."""
     bits = max(0, min(24, (61 - target.numerator.bit_length() + target.denominator.bit_length()) // 2))
     a = 2 ** bits
     m = math.ceil(target * a)
@@ -228,8 +235,7 @@ def _rational_rate(delta_int: int, epsilon: float) -> tuple[int, int]:
         a //= 2
         m = math.ceil(target * a)
     if a * m >= 2 ** 62:
-        raise QueryError(f"epsilon={epsilon:.3g} is too small for a quantile with this "
-                         "contribution bound (its temperature exceeds 2^62); raise epsilon")
+        raise QueryError(refusal)
     return a, m
 
 

@@ -36,6 +36,7 @@ from .query import Query
 from .relations import Field, censored, check_work
 from ..frontend.binding import expression_weight
 from .split import query_events, split
+from .selection import plan_selection
 from .threshold import Threshold, choose_threshold
 from ..frontend.dialect import ANALYST_DIALECT
 from ..frontend.bigquery import render
@@ -62,6 +63,7 @@ class Plan:
     notes: list = field(default_factory=list)
     passthrough: list | None = None        # statistic per output when post-processing is a no-op
     key_kinds: list = field(default_factory=list)   # language type of each group key
+    selection: bool = False                # only the top k keys are released (plan/selection)
 
     def __post_init__(self) -> None:
         # The query as the analyst wrote it, parameters bound: release keys and the ledger.
@@ -219,6 +221,7 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
         stats.bound_groups(*group_bounds)
     stats.in_bounds = {name for name, f in query.relation.fields.items() if f.in_bounds}
     aggregate_outputs = plan_aggregates(query.aggregates, table, stats)
+    selection = plan_selection(query, stats, bool(domains))
     if needs_threshold:
         choice, spend = choose_threshold(stats, privacy)
         threshold, delta_t = choice.statistic, choice.delta
@@ -248,8 +251,9 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
                 passthrough=_passthrough(query, post), key_kinds=[kind for _, kind in keys],
                 threshold=threshold, threshold_delta=delta_t, spend=spend, cost=spend.pair,
                 events=query_events(stats.items, spend),
-                threshold_choice=choice, tau=choice.tau if choice else None)
-    plan.notes += query.notes + _notes(group_bounds, bool(query.keys and not domains
+                threshold_choice=choice, tau=choice.tau if choice else None,
+                selection=selection is not None)
+    plan.notes += query.notes + ([selection] if selection else []) + _notes(group_bounds, bool(query.keys and not domains
                                                           and not needs_threshold))
     return plan
 

@@ -14,6 +14,7 @@ from typing import Callable
 
 from sqlglot import exp
 
+from .bivariate import plan_bivariate
 from .quantiles import output_type, plan_quantile, quantile_bounds
 from .statistics import (StatisticSet, column_of, plan_average, plan_count, plan_spread,
                          plan_sum, sum_type, value_of)
@@ -46,6 +47,7 @@ def _float_type(node, table) -> str:
 
 
 _MOMENT = dict(output_type=_float_type, bounded=True, reads_count=True)
+_PAIR = dict(output_type=_float_type, bounded=True, reads_count=False)
 _QUANTILE = dict(plan=_quantile, output_type=output_type, bounded=True, reads_count=False)
 
 REGISTRY: dict = {
@@ -58,6 +60,11 @@ REGISTRY: dict = {
     exp.Stddev: Aggregate(plan_spread, per_person=False, **_MOMENT),
     exp.StddevPop: Aggregate(plan_spread, per_person=False, **_MOMENT),
     exp.StddevSamp: Aggregate(plan_spread, per_person=False, **_MOMENT),
+    exp.Corr: Aggregate(plan_bivariate, per_person=False, **_PAIR),
+    exp.CovarPop: Aggregate(plan_bivariate, per_person=False, **_PAIR),
+    exp.CovarSamp: Aggregate(plan_bivariate, per_person=False, **_PAIR),
+    exp.RegrSlope: Aggregate(plan_bivariate, per_person=False, **_PAIR),
+    exp.RegrIntercept: Aggregate(plan_bivariate, per_person=False, **_PAIR),
     exp.PercentileCont: Aggregate(per_person=False, **_QUANTILE),
     exp.PercentileDisc: Aggregate(per_person=False, **_QUANTILE),
     exp.Min: Aggregate(per_person=True, **_QUANTILE),

@@ -22,6 +22,7 @@ from .resolve import resolve
 from .qualify import qualify_subqueries
 from .aggregates import RELEASED
 from .quantiles import normalise_quantile
+from .selection import normalise_mode
 from ..frontend.binding import Binder as _Binder
 from ..frontend.binding import fail as _fail
 from ..frontend.dialect import ANALYST_DIALECT
@@ -210,7 +211,7 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
     original = tree        # the query as asked (parameters bound): its canonical text
     tree = rewrite(tree, metadata)     # BigQuery's differential-privacy syntax, if any
     tree, outer = split_outer(tree)    # an outer query over one aggregation: its inner one
-    tree = normalise_filters(normalise_aggregates(tree), copy=False)   # one copy for both
+    tree = normalise_filters(normalise_aggregates(normalise_mode(tree)), copy=False)
     _clauses(tree)
     tree = qualify_subqueries(tree, metadata)   # names in subqueries scoped as SQL does
     # FROM, WITH, subqueries, joins, semi-joins of WHERE: one relation

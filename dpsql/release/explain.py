@@ -61,6 +61,9 @@ def describe(plan: Plan, engine_sql: str, post_sql: str) -> str:
                      + _centring(stat))
     if plan.threshold_choice is not None:
         lines.append(plan.threshold_choice.describe())
+    elif plan.selection:
+        lines.append("  group keys: public values (from the metadata); only the winners of the "
+                     "private selection are released, without their counts; no threshold needed")
     elif plan.public_keys:
         lines.append("  group keys: every public value (from the metadata or the query) is released "
                      "(absent ones as noisy zeros); no threshold needed")

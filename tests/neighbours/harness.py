@@ -226,3 +226,14 @@ def address_space_limit(extra_bytes: int = 3 * 2 ** 30):
         yield
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def neighbour_readers(meta, base, extra, epsilon: float, delta: float = 1e-6) -> dict:
+    """Readers on ``base`` with the person's rows ``extra`` added, and on ``base`` alone
+    (pandas frames; the keys name the sides in failure messages)."""
+    import pandas as pd
+
+    privacy = dpsql.Privacy(epsilon=epsilon, delta=delta)
+    return {name: dpsql.from_df(frame, meta, privacy=privacy)
+            for name, frame in (("with the person", pd.concat([base, extra], ignore_index=True)),
+                                ("without", base))}

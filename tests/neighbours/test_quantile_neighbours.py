@@ -8,8 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-import dpsql
-from tests.neighbours.harness import attack
+from tests.neighbours.harness import attack, neighbour_readers
 
 EPSILON = 1.0
 RUNS = 300
@@ -28,10 +27,7 @@ def _bucket(value) -> str:
 
 
 def _readers(meta, extra: pd.DataFrame, base: pd.DataFrame) -> dict:
-    privacy = dpsql.Privacy(epsilon=EPSILON, delta=1e-6)
-    return {name: dpsql.from_df(frame, meta, privacy=privacy)
-            for name, frame in (("with the person", pd.concat([base, extra], ignore_index=True)),
-                                ("without", base))}
+    return neighbour_readers(meta, base, extra, EPSILON)
 
 
 def test_ungrouped_median_row_privacy():

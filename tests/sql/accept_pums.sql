@@ -151,3 +151,7 @@ SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = 3) educ, VAR_
 SELECT WITH DIFFERENTIAL_PRIVACY sex, PERCENTILE_CONT(age, 0.5, contribution_bounds_per_row => (0, 100)) AS median_age FROM PUMS.PUMS GROUP BY sex -- ok
 SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1e5) age // 10 AS decade, AVG(income) AS a FROM PUMS.PUMS WHERE income > 0 GROUP BY 1 HAVING COUNT(*) > 10 -- ok
 WITH adults AS (SELECT pid, income FROM PUMS.PUMS WHERE age >= 18) SELECT WITH DIFFERENTIAL_PRIVACY AVG(income, contribution_bounds_per_group => (0, 200000)) AS a FROM adults -- ok
+# Two-column moments (dpsql.plan.bivariate)
+SELECT CORR(age, income) AS r, COVAR_POP(age, income) AS c, COVAR_SAMP(age, income) AS cs FROM PUMS.PUMS -- ok
+SELECT sex, REGR_SLOPE(income, age) AS b, REGR_INTERCEPT(income, age) AS a FROM PUMS.PUMS WHERE age >= 18 GROUP BY sex -- ok
+SELECT MODE(sex) AS m FROM PUMS.PUMS -- ok

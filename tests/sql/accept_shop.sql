@@ -161,3 +161,6 @@ SELECT * FROM (SELECT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel) 
 # its own HAVING, ORDER BY and LIMIT bind to its own SELECT list and apply first; the outer clauses then apply to the groups kept
 SELECT channel FROM (SELECT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel ORDER BY n DESC LIMIT 2) t -- ok
 SELECT channel AS c, n AS orders FROM (SELECT channel, COUNT(*) AS n FROM shop.orders GROUP BY channel HAVING n > 10) t -- ok
+# Private selection over public keys (dpsql.plan.selection)
+SELECT channel FROM shop.orders GROUP BY channel ORDER BY COUNT(*) DESC LIMIT 2 -- ok
+SELECT MODE(channel) AS c FROM shop.orders WHERE customer_id > 10 -- ok

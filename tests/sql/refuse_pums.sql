@@ -174,3 +174,5 @@ SELECT COUNT(*) AS n FROM (SELECT WITH DIFFERENTIAL_PRIVACY pid FROM PUMS.PUMS) 
 SELECT WITH DIFFERENTIAL_PRIVACY SUM(income, contribution_bounds_per_group => (100, 0)) AS s FROM PUMS.PUMS -- QueryError: the lower bound is above the upper bound
 SELECT WITH DIFFERENTIAL_PRIVACY SUM(income, contribution_bounds_per_group => (0, 'x')) AS s FROM PUMS.PUMS -- QueryError: must be a number literal
 SELECT WITH DIFFERENTIAL_PRIVACY AVG(income, contribution_bounds_per_group => (0, 1)) AS a, VAR_POP(age, contribution_bounds_per_row => (0, 1)) AS v FROM PUMS.PUMS -- QueryError: ask the per-row aggregates in a query of their own
+SELECT CORR(age, income * 2) AS r FROM PUMS.PUMS -- QueryError: takes two columns
+SELECT sex, MODE(age) AS m FROM PUMS.PUMS GROUP BY sex -- QueryError: must be the only item of the SELECT list
