@@ -39,7 +39,7 @@ class Connection:
         self.limits = server.deployment.limits
         self.waiting = None                       # stops the wait for the analyst's turn
         self.busy = False                         # a statement was read and not answered
-        self.stage, self.progressed = 0, time.monotonic()   # authentication (Server._evict)
+        self.progressed = time.monotonic()        # last authentication step (Server._evict)
         self.task = None
         self.state: SessionState | None = None
         self.statements: dict = {}
@@ -100,9 +100,9 @@ class Connection:
         startup = await self._negotiate()
         return startup is not None and await self._authenticate(startup)
 
-    def _progress(self, stage: int) -> None:
-        """An authentication step done: TLS (1), startup (2), SCRAM begun (3)."""
-        self.stage, self.progressed = stage, time.monotonic()
+    def _progress(self) -> None:
+        """An authentication step done: TLS, startup, SCRAM begun."""
+        self.progressed = time.monotonic()
 
     def drop(self) -> None:
         """Close a connection that has not authenticated (the pool of those is full)."""
@@ -146,7 +146,7 @@ class Connection:
                         self.writer._transport = plain
                     raise Closed() from None
                 self.tls = True
-                self._progress(1)
+                self._progress()
             elif isinstance(message, (p.SSLRequest, p.GSSENCRequest)):
                 await self._send(p.SSL_NO)
             elif isinstance(message, p.CancelRequest):
@@ -162,7 +162,7 @@ class Connection:
         user = startup.params.get("user")
         if not user:
             await self._fatal("28000", "no user name given in the startup message")
-        self._progress(2)
+        self._progress()
         account = self.server.accounts.by_name.get(user)
         exchange = ScramExchange(account.analyst.verifier if account else None,
                                  username=user, server_secret=self.server.secret)
@@ -172,7 +172,7 @@ class Connection:
             mechanism, response = p.sasl_initial(first)
             if mechanism != MECHANISM or response is None:
                 raise AuthenticationFailed("unsupported SASL mechanism", "28000")
-            self._progress(3)
+            self._progress()
             await self._send(p.authentication_sasl_continue(exchange.first(response)))
             final = exchange.final(await self._password())
         except AuthenticationFailed as err:
