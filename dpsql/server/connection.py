@@ -97,8 +97,14 @@ class Connection:
             self.writer.close()
 
     async def _start(self) -> bool:
-        startup = await self._negotiate()
-        return startup is not None and await self._authenticate(startup)
+        """Negotiate and authenticate; False if the client left (also when the server
+        stops it: asyncio's wait_for would leave a Closed raised then unretrieved, one
+        traceback per connection in the owner's log)."""
+        try:
+            startup = await self._negotiate()
+            return startup is not None and await self._authenticate(startup)
+        except Closed:
+            return False
 
     def _progress(self) -> None:
         """An authentication step done: TLS, startup, SCRAM begun."""
