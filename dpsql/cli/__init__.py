@@ -24,13 +24,27 @@ def _load_engine_libraries(argv) -> None:
     args = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
     if any(a in ("-h", "--help", "--version", "--hash-password") for a in args):
         return
-    if not any(tuple(args[:len(c)]) == c for c in HEAVY):
+    if not any(tuple(args[:len(c)]) == c for c in HEAVY) or not _parses(args):
         return
     for name in ("duckdb", "pandas"):
         try:
             __import__(name)
         except ImportError:            # reported by the command that needs it
             pass
+
+
+def _parses(args: list) -> bool:
+    """Whether the arguments parse (a usage error loads no engine library: the command
+    then reports it, from its own parse)."""
+    import contextlib
+    import io
+    from .parsers import build_parser
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            build_parser().parse_args(args)
+    except (SystemExit, Exception):   # noqa: BLE001 - the parser's UsageError, or --help
+        return False
+    return True
 
 
 def main(argv=None) -> int:
