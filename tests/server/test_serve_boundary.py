@@ -462,3 +462,67 @@ def test_an_error_the_stop_caused_is_the_stop():
             other.call(lambda: (_ for _ in ()).throw(QueryError("refused")))
     finally:
         other.close()
+
+
+FLOOD = """
+import socket, struct, sys, threading, time
+port, seconds = int(sys.argv[1]), float(sys.argv[2])
+def loop(i):
+    end = time.time() + seconds
+    while time.time() < end:
+        s = socket.socket()
+        try:
+            s.bind((f"127.0.{60 + i // 240}.{i % 240 + 2}", 0)); s.settimeout(5)
+            s.connect(("127.0.0.1", port)); s.sendall(struct.pack("!II", 8, 80877103))
+            while s.recv(64):
+                pass
+        except OSError:
+            time.sleep(0.01)
+        finally:
+            s.close()
+threads = [threading.Thread(target=loop, args=(i,)) for i in range(100)]
+[t.start() for t in threads]; [t.join() for t in threads]
+"""
+
+
+def test_a_reconnect_flood_from_new_addresses_leaves_known_ones_room(tmp_path):
+    """Seventh review of issue 33: 100 source addresses, each reconnecting the moment it was
+    dropped (thousands of connections a second, no credentials), churned the pool faster
+    than an analyst's handshake took its steps: 0 of 48 connects succeeded. A connection
+    from an address that has authenticated before now goes only when no other is left."""
+    import subprocess
+    import sys
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    path = write_deployment(tmp_path, tls=True)
+    with open(path) as f:
+        config = yaml.safe_load(f)
+    config["listen"]["port"] = port
+    with open(path, "w") as f:
+        yaml.safe_dump(config, f)
+    served = Served(path)
+
+    def connect():
+        with psycopg.connect(host="127.0.0.1", port=port, user="alice", dbname="dpsql",
+                             password="alice's secret", sslmode="require", autocommit=True,
+                             connect_timeout=10) as con:
+            return con.execute("SELECT 1 AS one").fetchone()
+    try:
+        assert connect() == (1,)                     # 127.0.0.1 is known from now on
+        flood = subprocess.Popen([sys.executable, "-c", FLOOD, str(port), "6"])
+        try:
+            time.sleep(1.5)
+            results = []
+            for _ in range(8):
+                try:
+                    results.append(connect())
+                except psycopg.OperationalError as err:
+                    results.append(str(err)[:80])
+                time.sleep(0.2)
+        finally:
+            flood.wait(timeout=60)
+        assert results == [(1,)] * 8, results
+    finally:
+        served.stop()
