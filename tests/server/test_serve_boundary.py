@@ -267,11 +267,8 @@ def test_cancels_at_any_moment_are_never_lost_and_never_wedge_the_account(tmp_pa
         server.stop()
 
 
-def test_silent_sockets_from_one_address_cannot_keep_it_out(tmp_path):
-    """Hostile review of issue 33 (F3): when one address's share of the unauthenticated
-    pool (8) was full, the server refused that address's next connection: eight silent
-    TCP sockets from 127.0.0.1 kept every analyst there out. Its oldest now makes room.
-    (F4: the unix socket of a TLS deployment takes clients without TLS, as documented.)"""
+def _served_on_tcp(tmp_path):
+    """A TLS deployment served on a free loopback TCP port: (Served, port)."""
     probe = socket.socket()
     probe.bind(("127.0.0.1", 0))
     port = probe.getsockname()[1]
@@ -282,7 +279,15 @@ def test_silent_sockets_from_one_address_cannot_keep_it_out(tmp_path):
     config["listen"]["port"] = port
     with open(path, "w") as f:
         yaml.safe_dump(config, f)
-    served = Served(path)
+    return Served(path), port
+
+
+def test_silent_sockets_from_one_address_cannot_keep_it_out(tmp_path):
+    """Hostile review of issue 33 (F3): when one address's share of the unauthenticated
+    pool (8) was full, the server refused that address's next connection: eight silent
+    TCP sockets from 127.0.0.1 kept every analyst there out. Its oldest now makes room.
+    (F4: the unix socket of a TLS deployment takes clients without TLS, as documented.)"""
+    served, port = _served_on_tcp(tmp_path)
     try:
         silent = []
         for _ in range(20):
@@ -492,17 +497,7 @@ def test_a_reconnect_flood_from_new_addresses_leaves_known_ones_room(tmp_path):
     from an address that has authenticated before now goes only when no other is left."""
     import subprocess
     import sys
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    path = write_deployment(tmp_path, tls=True)
-    with open(path) as f:
-        config = yaml.safe_load(f)
-    config["listen"]["port"] = port
-    with open(path, "w") as f:
-        yaml.safe_dump(config, f)
-    served = Served(path)
+    served, port = _served_on_tcp(tmp_path)
 
     def connect():
         with psycopg.connect(host="127.0.0.1", port=port, user="alice", dbname="dpsql",
