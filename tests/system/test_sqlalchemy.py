@@ -16,7 +16,7 @@ import pytest
 
 import dpsql
 
-sa = pytest.importorskip("sqlalchemy")
+import sqlalchemy as sa  # noqa: E402 - in the test extra: a missing one fails, never skips
 
 from tests.paths import DATA, ROOT  # noqa: E402
 
