@@ -46,6 +46,7 @@ def plan_selection(query: Query, stats, public_keys: bool) -> str | None:
     # Delta (L-inf): rows one person adds to one key's count.
     rows = stats.per_group if stats.per_group else stats.k
     keys = math.prod(len(query.table.column(key.name).values) for key in query.keys)
+    k = min(k, keys)         # public: a LIMIT past the key set spends no round for nothing
     stats.items[0].calibrator = lambda eps: TopK.calibrate(k, rows, eps, keys)
     return (f"private selection: only the top {k} key(s) by COUNT(*) are released, by {k} "
             f"round(s) of permute-and-flip (one person moves one key's count by at most "

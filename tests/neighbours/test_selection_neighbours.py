@@ -63,6 +63,9 @@ def test_selection_releases_winners_only_and_costs_by_k():
     one, ten = (wide._plan(sql.format(k)).statistics[0].mechanism for k in (1, 10))
     assert one.epsilon == pytest.approx(EPSILON) and ten.epsilon == pytest.approx(EPSILON)
     assert ten.scale == pytest.approx(10 * one.scale)
+    # A LIMIT past the public key set spends no round on nothing: k is at most the keys.
+    three, huge = (reader._plan(sql.format(k)).statistics[0].mechanism for k in (4, 10 ** 6))
+    assert huge.scale == pytest.approx(three.scale)
 
 
 def test_mode_is_a_top1_selection_and_misuse_is_refused_free():
