@@ -385,9 +385,9 @@ def test_a_statement_too_long_for_a_catalog_statement_is_not_analysed_as_one(tmp
     chain = "WITH " + ", ".join(["c0 AS (SELECT age FROM PUMS.PUMS)"] + [
         f"c{i} AS (SELECT age FROM c{i - 1})" for i in range(1, 1200)]) + \
         " SELECT COUNT(*) AS n FROM c1199"
-    started = time.process_time()
+    started = time.thread_time()      # this thread's CPU only: not the other servers' threads
     assert catalog_scope.parse(chain) is None
-    assert time.process_time() - started < 0.5          # tokens only (0.11 s measured)
+    assert time.thread_time() - started < 0.5          # tokens only (0.11 s measured)
     served = Served(write_deployment(tmp_path))      # a 30 s timeout: a loaded machine
     try:
         with psycopg.connect(served.dsn("bob"), autocommit=True) as con:
@@ -521,3 +521,36 @@ def test_a_reconnect_flood_from_new_addresses_leaves_known_ones_room(tmp_path):
         assert results == [(1,)] * 8, results
     finally:
         served.stop()
+
+
+def test_a_stop_swallowed_by_a_finalizer_is_delivered_again(capfd):
+    """CI, after the seventh review: the stop landed in a ``__del__`` and was swallowed; the
+    hook that delivered it again started a thread, the stop arrived inside the hook while
+    it waited for that thread, and was lost for good ("Exception ignored in
+    sys.unraisablehook"): a statement ran 3.5 s past a 1 s timeout. Half of this call's
+    time is spent in finalizers; it must still stop within a second of its timeout."""
+    from dpsql.server import deadline
+
+    def spin(seconds):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+
+    class Finalized:
+        def __del__(self):
+            spin(0.0002)
+
+    def plan():
+        end = time.monotonic() + 20
+        while time.monotonic() < end:
+            Finalized()
+            spin(0.0002)
+
+    for _ in range(5):
+        watch = deadline.Watch(0.1).start()
+        start = time.monotonic()
+        with pytest.raises(deadline.StatementCancelled):
+            watch.call(plan)
+        watch.close()
+        assert time.monotonic() - start < 1.1
+    assert "Exception ignored" not in capfd.readouterr().err
