@@ -135,14 +135,11 @@ def connect(database=None, *, metadata, tables=None, privacy=None, budget=None,
     ``budget``: the session total; ``ledger``: a ledger file path (or a
     ``dpsql.privacy.ledger.Ledger``) that keeps it across processes.
     """
-    import duckdb
-
+    from ..engines import registry
     from ..privacy.ledger import Ledger
     from .session import open_session
 
-    from .session import is_connection, is_spark
-
-    both_spark = database is not None and tables is not None and is_spark(database)
+    both_spark = database is not None and tables is not None and registry.takes_tables(database)
     if (database is None) == (tables is None) and not both_spark:
         raise InterfaceError("connect: give either database= (a DuckDB file) or tables= "
                              "(DataFrames or .csv/.parquet paths), not both and not neither")
@@ -150,7 +147,7 @@ def connect(database=None, *, metadata, tables=None, privacy=None, budget=None,
         raise OperationalError(f"connect: budget {budget} differs from the budget "
                                f"recorded in {ledger.path}; a ledger's budget is fixed "
                                "when it is created")
-    if is_connection(database):
+    if registry.is_connection(database):
         source = {"connection": database, "tables": tables}
     elif database is not None:
         source = {"database": database}
@@ -159,7 +156,7 @@ def connect(database=None, *, metadata, tables=None, privacy=None, budget=None,
     try:
         reader, owned = open_session(metadata, privacy=privacy, budget=budget, ledger=ledger,
                                      **source)
-    except (duckdb.Error, OSError) as exc:
+    except (*registry.driver_errors(), OSError) as exc:
         raise OperationalError(f"connect: could not open the data: {exc}") from None
     return Connection(reader, owned)
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import os
 
-import duckdb
 import numpy as np
 import pandas as pd
 
-from ..engines.duckdb.engine import Engine, own_connection
-from ..errors import DataError, NotSupportedError, OperationalError, ProgrammingError
+from ..engines import registry
+from ..errors import ProgrammingError
 from ..metadata.model import Metadata
 from ..privacy.params import Budget, Privacy
 from .options import session_budget, session_privacy
@@ -35,7 +34,7 @@ def open_session(metadata, *, tables=None, connection=None, database=None,
     meta = Metadata.load(metadata)
     if tables is not None and connection is None:
         return _reader(_engine_over_tables(tables, meta), meta, privacy, budget, ledger), None
-    owned = _open_database(database) if database is not None else None
+    owned = registry.open_database(database) if database is not None else None
     try:
         bound = _engine_over_connection(owned or connection, meta, engine, tables)
         return _reader(bound, meta, privacy, budget, ledger), owned
@@ -92,106 +91,13 @@ def _engine_over_tables(data, meta: Metadata):
         data = {name: _scannable(source) for name, source in data.items()}
     else:
         data = _scannable(data)
-    try:
-        return Engine.from_data(data, meta)
-    except duckdb.Error as err:
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise DataError(f"DuckDB cannot scan the data: {first}; pass DataFrames with plain "
-                        "columns (e.g. df.copy()) or .csv/.parquet paths") from None
-
-
-ENGINES = ("duckdb", "postgres", "spark", "postgresql")
+    return registry.engine_over_tables(data, meta)
 
 
 def _engine_over_connection(connection, meta: Metadata, engine: str | None,
                             spark_tables: dict | None = None):
-    """The engine that reaches ``connection``'s tables, from the connection's type."""
-    named = None if engine is None else str(engine).lower()
-    if named is not None and named not in ENGINES:
-        raise ProgrammingError(f"engine {engine!r} is not supported; dpsql runs on "
-                               f"{', '.join(ENGINES[:3])} (or leave engine out: it follows "
-                               "from the connection)")
-    if is_spark(connection):
-        if named not in (None, "spark"):
-            raise ProgrammingError(f"engine={engine!r} but the connection is a SparkSession")
-        from ..engines.spark.engine import SparkEngine
-        return SparkEngine.from_session(connection, meta, spark_tables)
-    if spark_tables is not None:
-        raise ProgrammingError("tables= with a connection binds Spark DataFrames or Parquet "
-                               "paths, and needs a SparkSession")
-    if type(connection).__module__.startswith("psycopg2"):
-        raise NotSupportedError(_PSYCOPG2)
-    if _is_postgres(connection):
-        if named not in (None, "postgres", "postgresql"):
-            raise ProgrammingError(f"engine={engine!r} but the connection is PostgreSQL's")
-        from ..engines.postgres.engine import PostgresEngine
-        return PostgresEngine.from_connection(connection, meta)
-    if not isinstance(connection, duckdb.DuckDBPyConnection):
-        kind = type(connection)
-        raise ProgrammingError(f"from_connection needs a duckdb.DuckDBPyConnection (from "
-                               f"duckdb.connect()), a psycopg 3 connection or a "
-                               f"pyspark.sql.SparkSession, not "
-                               f"{kind.__module__}.{kind.__qualname__} (for DataFrames or "
-                               "files use dpsql.from_df)")
-    if named not in (None, "duckdb"):
-        raise ProgrammingError(f"engine={engine!r} but the connection is DuckDB's")
-    return Engine.from_connection(connection, meta)
-
-
-_PSYCOPG2 = (
-    "a psycopg2 connection is not supported: dpsql's PostgreSQL engine runs on psycopg 3 "
-    "(pip install 'psycopg[binary]'). Open the same server with it, e.g. from the psycopg2 "
-    "connection conn: psycopg.connect(**conn.get_dsn_parameters(), "
-    "password=conn.info.password); or give dpsql.connect the server's URL, "
-    "'postgresql://user@host/db' (the password from PGPASSWORD or ~/.pgpass)")
-
-
-def is_connection(obj) -> bool:
-    """An open connection a session can run on: DuckDB's, psycopg's, or a SparkSession."""
-    return isinstance(obj, duckdb.DuckDBPyConnection) or _is_postgres(obj) or is_spark(obj)
-
-
-def is_spark(connection) -> bool:
-    kind = type(connection)
-    return kind.__module__.startswith("pyspark.sql") and kind.__name__ == "SparkSession"
-
-
-def _is_postgres(connection) -> bool:
-    kind = type(connection)
-    return kind.__module__.startswith("psycopg") and hasattr(connection, "cursor") and not \
-        isinstance(connection, duckdb.DuckDBPyConnection)
-
-
-def _open_database(path):
-    """A DuckDB database file, read-only; or a PostgreSQL server named by a libpq URL
-    (``postgresql://user@host/db``; the password comes from libpq's environment or
-    password file, and no URL is ever repeated in a message)."""
-    if isinstance(path, str) and path.startswith(("postgresql://", "postgres://")):
-        return _connect_postgres(path)
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        kind = type(path)
-        raise ProgrammingError(
-            f"connect: database must be the path of a DuckDB file, a postgresql:// URL or "
-            f"a duckdb.DuckDBPyConnection, not {kind.__module__}.{kind.__qualname__}")
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise OperationalError(f"connect: database file not found: {path}")
-    return own_connection(path, read_only=True)
-
-
-def _connect_postgres(url: str):
-    try:
-        import psycopg
-    except ImportError:
-        raise OperationalError("a postgresql:// database needs psycopg 3 (pip install "
-                               "'psycopg[binary]')") from None
-    try:
-        return psycopg.connect(url)
-    except psycopg.Error as err:
-        # libpq's message names the host and user, never the password; the URL (which
-        # may hold one) is not repeated.
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise OperationalError(f"cannot connect to the PostgreSQL server: {first}") from None
+    """The engine that reaches ``connection``'s tables (engines/registry.py)."""
+    return registry.engine_for(connection, meta, engine, spark_tables)
 
 
 def _reversed_view(array) -> bool:

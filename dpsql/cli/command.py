@@ -22,7 +22,7 @@ from .text import (EXIT_BUDGET, EXIT_CODES, EXIT_DATA, EXIT_INTERNAL, EXIT_METAD
                    EXIT_OK, EXIT_QUERY, EXIT_USAGE, BindingError, ConfigurationError,
                    UsageError, _pair, _require_file, _warn, _write, format_frame)
 from .parsers import build_parser
-from ..errors import Error, MetadataError, OperationalError, ProgrammingError, QueryError
+from ..errors import Error, MetadataError, ProgrammingError, QueryError
 
 # ----------------------------------------------------------------- commands
 
@@ -117,36 +117,12 @@ def _open(metadata: str, **session) -> tuple:
 
 
 def _spark_session(master: str | None):
-    """A Spark session for one command (local[*] unless a master is given), quiet."""
+    """A Spark session for one command (engines/spark/session.py)."""
+    from ..engines.spark.session import SparkMissing, command_session
     try:
-        with warnings.catch_warnings():    # pyspark's own remarks on the pandas version
-            warnings.simplefilter("ignore")
-            from pyspark.sql import SparkSession
-    except ImportError:
+        return command_session(master)
+    except SparkMissing:
         raise UsageError("--engine spark needs pyspark (pip install pyspark) and Java 17") from None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            spark = (SparkSession.builder.master(master or "local[*]").appName("dpsql")
-                     .config("spark.ui.showConsoleProgress", "false")
-                     .config("spark.sql.warehouse.dir", _temporary_warehouse())
-                     .getOrCreate())
-    except Exception as err:  # noqa: BLE001 - Java missing, a master unreachable: one line
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise OperationalError(f"cannot start Spark: {first}") from None
-    spark.sparkContext.setLogLevel("FATAL")
-    return spark
-
-
-def _temporary_warehouse() -> str:
-    """Where Spark may keep tables of its own: a temporary directory removed at exit, never
-    ./spark-warehouse in the user's working directory."""
-    import atexit
-    import shutil
-    import tempfile
-    path = tempfile.mkdtemp(prefix="dpsql-spark-warehouse-")
-    atexit.register(shutil.rmtree, path, True)
-    return path
 
 
 def _check_query_args(args) -> None:

@@ -87,23 +87,8 @@ def check(path: str) -> int:
 
 def describe(path: str) -> list:
     """[(column name, DuckDB type)] of a .csv/.parquet file: schema only."""
-    import duckdb
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"data file not found: {path}")
-    suffix = os.path.splitext(path)[1].lower()  # the same rule as dpsql.from_df
-    if suffix not in (".csv", ".parquet", ".pq"):
-        raise DataError(f"{path}: unsupported file type; give a .csv or .parquet file")
-    reader = "read_csv" if suffix == ".csv" else "read_parquet"
-    con = duckdb.connect()
-    try:
-        # DESCRIBE returns (column_name, column_type, ...); the path is a bound
-        # parameter, never pasted into the SQL text. DuckDB sniffs a CSV's types
-        # from a sample of rows; that stays in this process and only the type
-        # names are written out.
-        rows = con.execute(f"DESCRIBE SELECT * FROM {reader}(?)", [path]).fetchall()
-    finally:
-        con.close()
-    return [(r[0], r[1]) for r in rows]
+    from ..engines.duckdb.describe import describe as file_columns
+    return file_columns(path)
 
 
 def metadata_type(duck_type: str) -> tuple:

@@ -26,6 +26,6 @@ def test_the_test_sessions_warehouse_is_a_temporary_directory(spark):
 
 
 def test_the_commands_spark_session_uses_a_temporary_warehouse():
-    from dpsql.cli.command import _temporary_warehouse
+    from dpsql.engines.spark.session import _temporary_warehouse
     where = Path(_temporary_warehouse()).resolve()
     assert where.is_dir() and ROOT.resolve() not in where.parents

@@ -104,6 +104,27 @@ def long_functions(root: Path, limit: int) -> list:
     return out
 
 
+DRIVERS = ("duckdb", "psycopg", "psycopg2", "pyspark")
+"""Engine drivers: imported only under ``engines/`` (and by the server's catalog, which
+runs on its own DuckDB connection), so that an engine plugs in at engines/registry.py."""
+
+DRIVER_IMPORTERS = ("engines", "server.catalog")
+
+
+def driver_imports(root: Path) -> list:
+    """Modules outside the engines that import an engine's driver."""
+    out = []
+    for name, path in modules(root).items():
+        inner = name.split(".", 1)[1] if "." in name else ""
+        if inner.startswith(DRIVER_IMPORTERS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            found = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            out += [f"{name}: {m}" for m in found if m.split(".")[0] in DRIVERS]
+    return sorted(out)
+
+
 def long_modules(root: Path, limit: int) -> list:
     return [f"{name}: {n}" for name, path in modules(root).items()
             if (n := len(path.read_text().splitlines())) > limit]
@@ -122,6 +143,10 @@ def test_imports_only_go_down_the_pipeline():
     assert upward(imports(PACKAGE)) == []
 
 
+def test_engine_drivers_are_imported_only_by_the_engines():
+    assert driver_imports(PACKAGE) == []
+
+
 def test_no_module_over_500_lines():
     assert long_modules(PACKAGE, MAX_MODULE_LINES) == []
 
@@ -138,7 +163,7 @@ def broken(tmp_path) -> Path:
         (root / part).mkdir(parents=True)
         (root / part / "__init__.py").write_text("")
     (root / "__init__.py").write_text("")
-    (root / "frontend" / "parse.py").write_text("from ..plan import build\n")
+    (root / "frontend" / "parse.py").write_text("from ..plan import build\nimport duckdb\n")
     (root / "plan" / "build.py").write_text(
         "from dpsql.frontend.parse import x\n\ndef f():\n" + "    pass\n" * 90)
     (root / "plan" / "big.py").write_text("x = 1\n" * 501)
@@ -151,6 +176,7 @@ def test_the_checks_find_what_they_look_for(broken):
     assert upward(graph) == ["dpsql.frontend.parse -> dpsql.plan.build"]
     assert long_functions(broken, MAX_FUNCTION_LINES) == ["dpsql.plan.build.f: 91 lines"]
     assert long_modules(broken, MAX_MODULE_LINES) == ["dpsql.plan.big: 501"]
+    assert driver_imports(broken) == ["dpsql.frontend.parse: duckdb"]
 
 
 def test_every_package_is_installed():
