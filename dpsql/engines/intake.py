@@ -66,8 +66,8 @@ def text_to_boolean(text):
     others)."""
     from sqlglot import exp
     lowered = exp.Lower(this=text.copy())
-    return exp.Case(ifs=[
-        exp.If(this=exp.In(this=lowered.copy(), expressions=[exp.Literal.string(s) for s in TRUE_TEXT]),
-               true=exp.true()),
-        exp.If(this=exp.In(this=lowered, expressions=[exp.Literal.string(s) for s in FALSE_TEXT]),
-               true=exp.false())])
+
+    def among(node, texts):
+        return exp.In(this=node, expressions=[exp.Literal.string(s) for s in texts])
+    return exp.Case(ifs=[exp.If(this=among(lowered.copy(), TRUE_TEXT), true=exp.true()),
+                         exp.If(this=among(lowered, FALSE_TEXT), true=exp.false())])

@@ -15,7 +15,7 @@ from tests.engines.intake_checks import (duckdb_rows, frame, meta_of, plain_rows
 from tests.paths import ROOT
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
-PUMS_CSV, PUMS_YAML = ROOT / "examples" / "data" / "PUMS.csv", ROOT / "examples" / "data" / "PUMS.yaml"
+PUMS_CSV, PUMS_YAML = (ROOT / "examples" / "data" / n for n in ("PUMS.csv", "PUMS.yaml"))
 PG_TEXT = {"n": "bigint", "i": "text", "f": "text", "b": "text"}
 PG_FLOAT = {"n": "bigint", "i": "double precision", "s": "double precision"}
 

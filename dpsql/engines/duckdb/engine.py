@@ -145,9 +145,9 @@ class Engine:
                                 f"{_first_line(err)}") from None
             _check_columns(table, list(stored))
             self._types[key] = stored
-            warn_cast(table, [(c.name, duckdb_family(stored[c.name.lower()]), stored[c.name.lower()])
-                              for c in table.columns.values()
-                              if is_cast(c.type, duckdb_family(stored[c.name.lower()]))])
+            kinds = [(c, duckdb_family(stored[c.name.lower()])) for c in table.columns.values()]
+            warn_cast(table, [(c.name, family, stored[c.name.lower()]) for c, family in kinds
+                              if is_cast(c.type, family)])
         return self._types[key]
 
     def compile(self, plan) -> str:

@@ -90,20 +90,18 @@ def _two_to(power: int) -> exp.Expression:
 
 
 def _exact_double(exact: exp.Expression) -> exp.Expression:
-    """An exact NUMERIC as the nearest DOUBLE, as DuckDB reads its text: beyond the largest
-    DOUBLE (from 2^1024 - 2^970 on, which rounds up) an infinity, at most 2^-1075 (which
-    rounds down) zero; never PostgreSQL's error."""
-    magnitude = exp.Abs(this=exact.copy())
+    """An exact NUMERIC as the nearest DOUBLE, as DuckDB reads its text: from 2^1024 - 2^970
+    on (which rounds up past the largest DOUBLE) an infinity, as on DuckDB; a value too
+    small for a DOUBLE (``_float_fits``) NULL; never PostgreSQL's error."""
     double = exp.DataType.build("DOUBLE")
     inf = exp.Cast(this=exp.Literal.string("Infinity"), to=double.copy())
+    beyond = exp.GTE(this=exp.Abs(this=exact.copy()), expression=exp.Sub(
+        this=_two_to(1024), expression=_two_to(970)))
     return exp.Case(ifs=[
-        exp.If(this=exp.GTE(this=magnitude.copy(), expression=exp.Sub(
-            this=_two_to(1024), expression=_two_to(970))), true=exp.Case(ifs=[exp.If(
-                this=exp.GT(this=exact.copy(), expression=_num(0)), true=inf.copy())],
-                default=exp.Neg(this=inf))),
-        exp.If(this=exp.LTE(this=magnitude, expression=_two_to(-1075)),
-               true=exp.Cast(this=_num(0), to=double.copy()))],
-        default=exp.Cast(this=exact, to=double))
+        exp.If(this=beyond, true=exp.Case(ifs=[exp.If(
+            this=exp.GT(this=exact.copy(), expression=_num(0)), true=inf.copy())],
+            default=exp.Neg(this=inf))),
+        exp.If(this=_float_fits(exact.copy()), true=exp.Cast(this=exact, to=double))])
 
 
 def _case_bool_text(node):
@@ -120,6 +118,7 @@ def _float_text(node, to):
         exp.If(this=exp.EQ(this=node.copy(), expression=exp.Cast(
             this=exp.Literal.string("NaN"), to=exp.DataType.build("DOUBLE"))),
             true=exp.Literal.string("nan")),
-        exp.If(this=exp.EQ(this=node.copy(), expression=inf.copy()), true=exp.Literal.string("inf")),
+        exp.If(this=exp.EQ(this=node.copy(), expression=inf.copy()),
+               true=exp.Literal.string("inf")),
         exp.If(this=exp.EQ(this=node.copy(), expression=exp.Neg(this=inf)),
                true=exp.Literal.string("-inf"))], default=exp.Cast(this=node, to=to))
