@@ -1,9 +1,10 @@
 """What the engines that run on a server (PostgreSQL, Spark) share: typed tables in a catalog.
 
-Owns: binding each metadata table to a typed table of the server (every metadata column
-must exist there, declared in a type that holds the metadata type; a mismatch is a
-``MetadataError`` that names both, so nothing downstream reads a type from the data), the
-typed relation a plan reads, the dry run, and the error policy: an error before the data is
+Owns: binding each metadata table to a table of the server (every metadata column must
+exist there; one declared in a type that does not hold its metadata type is cast to it as
+DuckDB casts it, ``dpsql.engines.intake``, and named in a warning; a stored type the engine
+cannot convert as DuckDB does is a ``MetadataError`` that names both), the typed relation a
+plan reads, the dry run, and the error policy: an error before the data is
 read depends on the query alone (a free ``QueryError``); one while running on the data is
 reported by its class only. An engine supplies its dialect, its type tables, how it runs a
 statement (``_execute``) and reads a result column (``_column``), and its dry-run relation.
@@ -19,7 +20,8 @@ from ..errors import InternalError, MetadataError, OperationalError, QueryError
 from ..frontend.allowed import ENGINE_TYPES
 from ..metadata.model import Metadata, Table
 from ..plan.aggregate import check_rows_independent
-from ..plan.rewrite import capped_text, null_relation, typed_name, with_source
+from ..plan.rewrite import capped_text, converted, null_relation, typed_name, with_source
+from .intake import NEUTRAL, is_cast, warn_cast
 
 log = logging.getLogger("dpsql")
 # Logged for the operator, never shown to the analyst: nothing reaches stderr unless
@@ -31,7 +33,7 @@ class ServerEngine:
     """The private tables of one session on a server, found in its catalog."""
 
     dialect = None
-    COMPATIBLE: dict = {}       # metadata type -> the server's types that hold it
+    FAMILY: dict = {}           # the server's type -> its family (dpsql.engines.intake)
     TARGET: dict = {}           # metadata type -> the engine type it is read as
     WHERE = ""                  # "on the PostgreSQL server", for messages
     COLUMN = ""                 # "the server's column", for messages
@@ -39,6 +41,7 @@ class ServerEngine:
 
     def __init__(self, physical: dict, metadata: Metadata) -> None:
         self.physical = physical          # Table.full_name.lower() -> (exp.Table, {column: type})
+        self._bound: dict = {}            # Table.full_name.lower() -> column_types' answer
         for table in metadata.tables.values():
             if table.full_name.lower() in physical:
                 self.column_types(table)      # every metadata column must exist, typed alike
@@ -75,20 +78,50 @@ class ServerEngine:
 
     def column_types(self, table: Table) -> dict:
         """Lower-cased metadata column name -> (the server's name, its type); a column the
-        table lacks, or one whose type does not hold the metadata type, is refused."""
+        table lacks, or one of a type the engine cannot cast as DuckDB does, is refused. The
+        first call (when the table is bound) warns of the columns cast."""
+        key = table.full_name.lower()
+        if key in self._bound:
+            return self._bound[key]
         self.table_node(table)
-        declared = {c.lower(): (c, t) for c, t in self.physical[table.full_name.lower()][1].items()}
-        out = {}
+        declared = {c.lower(): (c, t) for c, t in self.physical[key][1].items()}
+        out, cast = {}, []
         for col in table.columns.values():
             hit = declared.get(col.name.lower())
             if hit is None:
                 raise MetadataError(f"{table.full_name}.{col.name}: no such column {self.WHERE} "
                                     f"(it has {', '.join(sorted(declared))})")
-            if hit[1] not in self.COMPATIBLE[col.type]:
-                raise MetadataError(f"{table.full_name}.{col.name}: the metadata says {col.type}, "
-                                    f"{self.COLUMN} is {hit[1]}; make them agree")
+            family = self.FAMILY.get(hit[1])
+            if is_cast(col.type, family):
+                self._check_cast(table, col, hit, family)
+                cast.append((col.name, family, hit[1]))
             out[col.name.lower()] = hit
+        self._bound[key] = out
+        warn_cast(table, cast)
         return out
+
+    def _check_cast(self, table: Table, col, hit: tuple, family: str | None) -> None:
+        """Refuse a stored type this engine cannot cast to ``col``'s as DuckDB does (its
+        dialect refuses the TRY_CAST, for free, as it would an analyst's)."""
+        problem = family is None or family == "decimal"
+        if not problem:
+            try:
+                self.dialect.lower(exp.select(self._cast_value(col, hit[0], family)))
+            except QueryError:
+                problem = True
+        if problem:
+            raise MetadataError(f"{table.full_name}.{col.name}: the metadata says {col.type}, "
+                                f"{self.COLUMN} is {hit[1]}, which dpsql does not cast to "
+                                f"{col.type} {self.WHERE}; make them agree")
+
+    @staticmethod
+    def _cast_value(col, name: str, family: str) -> exp.Expression:
+        """The stored column ``name`` of ``family`` cast to ``col``'s metadata type, as on
+        DuckDB (``dpsql.plan.rewrite.converted``), typed so that the dialect's TRY_CAST
+        rules know its source type."""
+        node = exp.column(name, quoted=True)
+        node.type = exp.DataType.build(NEUTRAL[family])
+        return converted(col, NEUTRAL[family], node)
 
     def _typed(self, table: Table) -> exp.Select:
         """Every metadata column read as its engine type, under the metadata's name; text
@@ -98,7 +131,11 @@ class ServerEngine:
         for col in table.columns.values():
             name, kind = stored[col.name.lower()]
             target = exp.DataType.build(self.TARGET[col.type], dialect=self.dialect.name)
-            value = self._read(col, exp.column(name, quoted=True), kind, target)
+            family = self.FAMILY.get(kind)
+            if is_cast(col.type, family):
+                value = self._cast_value(col, name, family)
+            else:
+                value = self._read(col, exp.column(name, quoted=True), kind, target)
             if col.type == "string":
                 value = capped_text(value, col.text_length)
             if col.missing_value is not None:

@@ -32,36 +32,41 @@ def typed_column(col: Column, stored_type: str) -> exp.Expression:
 
     Types come from the metadata, never from the data: a CSV column of whole numbers
     and one with a single fraction must behave alike, so every column is converted
-    to the one engine type its metadata type names, with TRY_CAST (a cell that does
-    not convert is NULL, never an error). Codes stored as floats (a pandas column
-    with NaN) keep the text they have elsewhere: 1.0 reads as '1'.
-    """
+    to the one engine type its metadata type names (``converted``)."""
     target = ENGINE_TYPES[col.type]
-    base = _base(stored_type)
-    node: exp.Expression = exp.column(col.name, quoted=True)
-    if base == target:
-        pass
-    elif col.type == "string" and (base in ("DOUBLE", "FLOAT", "REAL") or base.startswith("DECIMAL")):
-        whole = exp.and_(exp.EQ(this=node.copy(), expression=exp.Anonymous(this="TRUNC", expressions=[node.copy()])),
-                         exp.LT(this=exp.Abs(this=node.copy()), expression=exp.Literal.number(2 ** 53)))
-        as_int = exp.TryCast(this=exp.TryCast(this=node.copy(), to=exp.DataType.build("BIGINT")),
-                             to=exp.DataType.build("VARCHAR"))
-        node = exp.Case(ifs=[exp.If(this=whole, true=as_int)],
-                        default=exp.TryCast(this=node.copy(), to=exp.DataType.build(target)))
-    elif col.type == "int" and base == "VARCHAR":
-        # '3.0' (an int column written by pandas with NaN) is 3, as it is when read as a float.
-        node = exp.Coalesce(this=exp.TryCast(this=node.copy(), to=exp.DataType.build("BIGINT")),
-                            expressions=[exp.TryCast(this=exp.TryCast(
-                                this=node.copy(), to=exp.DataType.build("DOUBLE")),
-                                to=exp.DataType.build("BIGINT"))])
-    else:
-        node = exp.TryCast(this=node, to=exp.DataType.build(target))
+    node = converted(col, stored_type, exp.column(col.name, quoted=True))
     if col.type == "string":
         node = capped_text(node, col.text_length)
     if col.missing_value is not None:
         node = exp.Coalesce(this=node, expressions=[exp.TryCast(
             this=literal(col.missing_value), to=exp.DataType.build(target))])
     return node
+
+
+def converted(col: Column, stored_type: str, node: exp.Expression) -> exp.Expression:
+    """``node``, stored as ``stored_type`` (a DuckDB type name), as ``col``'s metadata type:
+    the intake rule of every engine (``dpsql.engines.intake``). With TRY_CAST: a cell that
+    does not convert is NULL, never an error (PostgreSQL and Spark compile it with their
+    total TRY_CAST rules). Codes stored as floats (a pandas column with NaN) keep the text
+    they have elsewhere: 1.0 reads as '1'; text such as '3.0' (an int column written by
+    pandas with NaN) is the int 3, as it is when read as a float."""
+    target = ENGINE_TYPES[col.type]
+    base = _base(stored_type)
+    if base == target:
+        return node
+    if col.type == "string" and (base in ("DOUBLE", "FLOAT", "REAL") or base.startswith("DECIMAL")):
+        whole = exp.and_(exp.EQ(this=node.copy(), expression=exp.Anonymous(this="TRUNC", expressions=[node.copy()])),
+                         exp.LT(this=exp.Abs(this=node.copy()), expression=exp.Literal.number(2 ** 53)))
+        as_int = exp.TryCast(this=exp.TryCast(this=node.copy(), to=exp.DataType.build("BIGINT")),
+                             to=exp.DataType.build("VARCHAR"))
+        return exp.Case(ifs=[exp.If(this=whole, true=as_int)],
+                        default=exp.TryCast(this=node.copy(), to=exp.DataType.build(target)))
+    if col.type == "int" and base == "VARCHAR":
+        return exp.Coalesce(this=exp.TryCast(this=node.copy(), to=exp.DataType.build("BIGINT")),
+                            expressions=[exp.TryCast(this=exp.TryCast(
+                                this=node.copy(), to=exp.DataType.build("DOUBLE")),
+                                to=exp.DataType.build("BIGINT"))])
+    return exp.TryCast(this=node, to=exp.DataType.build(target))
 
 
 def capped_text(node: exp.Expression, length: int) -> exp.Expression:

@@ -129,15 +129,20 @@ def test_guards_give_null_where_postgres_would_raise(hostile):
     assert round(df.n[0]) == 1                 # ' 3.5 ' rounds half away from zero, as DuckDB
 
 
-def test_binding_refuses_a_column_whose_type_differs_from_the_metadata(postgres):
+def test_binding_casts_a_column_whose_type_differs_and_refuses_what_it_cannot_cast(postgres):
+    """Issue 35: text for an int is cast as on DuckDB, with a warning; text for a datetime is
+    refused (PostgreSQL cannot read it as DuckDB does without raising)."""
     con = postgres.connect()
     with con.cursor() as cur:
         cur.execute("CREATE SCHEMA IF NOT EXISTS m; DROP TABLE IF EXISTS m.t")
-        cur.execute("CREATE TABLE m.t (pid bigint, age text)")
+        cur.execute("CREATE TABLE m.t (pid bigint, age text, d text)")
     con.commit()
     meta = {"": {"m": {"t": {"pid": {"type": "int", "private_id": True},
                              "age": {"type": "int", "lower": 0, "upper": 100}}}}}
-    with pytest.raises(dpsql.MetadataError, match=r"m\.t\.age: the metadata says int, the "
+    with pytest.warns(UserWarning, match=r"m\.t: column age \(stored VARCHAR\) is cast"):
+        dpsql.from_connection(con, meta)
+    meta[""]["m"]["t"]["d"] = {"type": "datetime"}
+    with pytest.raises(dpsql.MetadataError, match=r"m\.t\.d: the metadata says datetime, the "
                                                   r"server's column is text"):
         dpsql.from_connection(con, meta)
     con.close()

@@ -74,11 +74,16 @@ def test_a_random_cte_read_twice_is_computed_once(spark):
     assert row.s1 == row.s2
 
 
-def test_binding_refuses_a_column_whose_type_differs_from_the_metadata(spark):
-    frame = spark.createDataFrame([(1, "40")], "pid bigint, age string")
+def test_binding_casts_a_column_whose_type_differs_and_refuses_what_it_cannot_cast(spark):
+    """Issue 35: text for an int is cast as on DuckDB, with a warning; text for a datetime
+    is refused (Spark reads text as a date otherwise than DuckDB)."""
+    frame = spark.createDataFrame([(1, "40", "2020-01-01")], "pid bigint, age string, d string")
     meta = {"": {"m": {"t": {"pid": {"type": "int", "private_id": True},
                              "age": {"type": "int", "lower": 0, "upper": 100}}}}}
-    with pytest.raises(dpsql.MetadataError, match=r"m\.t\.age: the metadata says int, the "
+    with pytest.warns(UserWarning, match=r"m\.t: column age \(stored VARCHAR\) is cast"):
+        dpsql.from_connection(spark, meta, tables={"m.t": frame})
+    meta[""]["m"]["t"]["d"] = {"type": "datetime"}
+    with pytest.raises(dpsql.MetadataError, match=r"m\.t\.d: the metadata says datetime, the "
                                                   r"Spark column is string"):
         dpsql.from_connection(spark, meta, tables={"m.t": frame})
     with pytest.raises(dpsql.MetadataError, match="does not describe"):

@@ -29,6 +29,7 @@ from ...errors import (DataError, InternalError, MetadataError, OperationalError
 from ...metadata.model import Metadata, Table
 from .dialect import DuckDB
 from ...plan.aggregate import check_rows_independent
+from ..intake import duckdb_family, is_cast, warn_cast
 from ...plan.rewrite import null_relation, typed_name, typed_relation, with_source
 
 DIALECT = "duckdb"
@@ -130,7 +131,8 @@ class Engine:
         """Lower-cased column name -> stored DuckDB type, read from the schema only.
 
         Used only to choose the casts of the typed relation; a metadata column the
-        data lacks is a MetadataError here, when the table is bound."""
+        data lacks is a MetadataError here, when the table is bound, and the columns cast
+        are named in a warning, once (``dpsql.engines.intake``)."""
         key = table.full_name.lower()
         if key not in self._types:
             node = self.table_node(table)
@@ -143,6 +145,9 @@ class Engine:
                                 f"{_first_line(err)}") from None
             _check_columns(table, list(stored))
             self._types[key] = stored
+            kinds = [(c, duckdb_family(stored[c.name.lower()])) for c in table.columns.values()]
+            warn_cast(table, [(c.name, family, stored[c.name.lower()]) for c, family in kinds
+                              if is_cast(c.type, family)])
         return self._types[key]
 
     def compile(self, plan) -> str:

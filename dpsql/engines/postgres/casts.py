@@ -9,6 +9,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import QueryError
+from ..intake import text_to_boolean
 from .guards import _and, _case, _float_fits, _fn, _not, _num, _type, _within_int64
 
 _FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "TINYINT": "int",
@@ -31,6 +32,8 @@ def try_cast(node):
     if source is None or source == target or target == "string":
         if source == "boolean" and target == "string":
             return _case_bool_text(node.this)
+        if source == "float" and target == "string":
+            return _float_text(node.this, to)
         return exp.Cast(this=node.this, to=to)
     if (source, target) in {("int", "float"), ("date", "datetime"), ("datetime", "date")}:
         return exp.Cast(this=node.this, to=to)
@@ -41,7 +44,9 @@ def try_cast(node):
     if (source, target) == ("int", "boolean"):
         return _case(_not(exp.Is(this=node.this.copy(), expression=exp.Null())),
                      exp.NEQ(this=node.this, expression=_num(0)))
-    if (source, target) == ("boolean", "int"):
+    if (source, target) == ("string", "boolean"):
+        return text_to_boolean(node.this)
+    if (source, target) in {("boolean", "int"), ("boolean", "float")}:
         return exp.Cast(this=exp.Cast(this=node.this, to=exp.DataType.build("INT")), to=to)
     if source == "string" and target in ("int", "float"):
         return _string_to_number(node.this, target)
@@ -74,12 +79,46 @@ def _string_to_number(text: exp.Expression, target: str) -> exp.Expression:
         return _case(short, _case(matches, value))
     special = exp.RegexpILike(this=text.copy(), expression=exp.Literal.string(_SPECIAL))
     double = exp.DataType.build("DOUBLE")
-    number = _case(_float_fits(exact.copy()), exp.Cast(this=exact, to=double.copy()))
     return exp.Case(ifs=[
         exp.If(this=special, true=exp.Cast(this=_fn("TRIM", text.copy()), to=double)),
-        exp.If(this=_and(short, matches), true=number)])
+        exp.If(this=_and(short, matches), true=_exact_double(exact))])
+
+
+def _two_to(power: int) -> exp.Expression:
+    return exp.Pow(this=exp.Cast(this=_num(2), to=exp.DataType.build("DECIMAL")),
+                   expression=_num(power))
+
+
+def _exact_double(exact: exp.Expression) -> exp.Expression:
+    """An exact NUMERIC as the nearest DOUBLE, as DuckDB reads its text: from 2^1024 - 2^970
+    on (which rounds up past the largest DOUBLE) an infinity, as on DuckDB; a value too
+    small for a DOUBLE (``_float_fits``) NULL; never PostgreSQL's error."""
+    double = exp.DataType.build("DOUBLE")
+    inf = exp.Cast(this=exp.Literal.string("Infinity"), to=double.copy())
+    beyond = exp.GTE(this=exp.Abs(this=exact.copy()), expression=exp.Sub(
+        this=_two_to(1024), expression=_two_to(970)))
+    return exp.Case(ifs=[
+        exp.If(this=beyond, true=exp.Case(ifs=[exp.If(
+            this=exp.GT(this=exact.copy(), expression=_num(0)), true=inf.copy())],
+            default=exp.Neg(this=inf))),
+        exp.If(this=_float_fits(exact.copy()), true=exp.Cast(this=exact, to=double))])
 
 
 def _case_bool_text(node):
     return exp.Case(ifs=[exp.If(this=node.copy(), true=exp.Literal.string("true")),
                          exp.If(this=_not(node.copy()), true=exp.Literal.string("false"))])
+
+
+def _float_text(node, to):
+    """A DOUBLE as text, spelled as DuckDB spells NaN and the infinities (PostgreSQL: NaN,
+    Infinity); other values in the shortest text that reads back as the same DOUBLE, as
+    DuckDB's."""
+    inf = exp.Cast(this=exp.Literal.string("Infinity"), to=exp.DataType.build("DOUBLE"))
+    return exp.Case(ifs=[
+        exp.If(this=exp.EQ(this=node.copy(), expression=exp.Cast(
+            this=exp.Literal.string("NaN"), to=exp.DataType.build("DOUBLE"))),
+            true=exp.Literal.string("nan")),
+        exp.If(this=exp.EQ(this=node.copy(), expression=inf.copy()),
+               true=exp.Literal.string("inf")),
+        exp.If(this=exp.EQ(this=node.copy(), expression=exp.Neg(this=inf)),
+               true=exp.Literal.string("-inf"))], default=exp.Cast(this=node, to=to))

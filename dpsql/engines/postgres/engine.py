@@ -22,15 +22,11 @@ from .guards import _float_fits
 STATEMENT_TIMEOUT_MS = 600_000
 """Longest a statement may run (10 minutes); PostgreSQL cancels it after that."""
 
-# Declared PostgreSQL types that hold each metadata type without loss.
-_COMPATIBLE = {
-    "int": {"smallint", "integer", "bigint"},
-    "float": {"real", "double precision", "numeric", "smallint", "integer", "bigint"},
-    "string": {"text", "character varying", "character", "name"},
-    "boolean": {"boolean"},
-    "datetime": {"timestamp without time zone", "date"},
-    "date": {"date"},
-}
+# Declared PostgreSQL types -> their family (``dpsql.engines.intake``).
+_FAMILY = {"smallint": "int", "integer": "int", "bigint": "int", "real": "float",
+           "double precision": "float", "numeric": "decimal", "text": "string",
+           "character varying": "string", "character": "string", "name": "string",
+           "boolean": "boolean", "timestamp without time zone": "timestamp", "date": "date"}
 _TARGET = {"int": "BIGINT", "float": "DOUBLE PRECISION", "string": "TEXT", "boolean": "BOOLEAN",
            "datetime": "TIMESTAMP", "date": "DATE"}
 
@@ -39,7 +35,7 @@ class PostgresEngine(ServerEngine):
     """The private tables of one session, and how to reach them on a PostgreSQL server."""
 
     dialect = Postgres()
-    COMPATIBLE, TARGET = _COMPATIBLE, _TARGET
+    FAMILY, TARGET = _FAMILY, _TARGET
     WHERE, COLUMN = "on the PostgreSQL server", "the server's column"
     MISSING = "looked for it in its schema and in public"
 

@@ -7,7 +7,7 @@ TIMESTAMP meaning TIMESTAMP_NTZ, and UTC), where its tables are, and how a state
 catalog's ``database.table`` (or the caller's temporary view ``table``);
 ``tables={"schema.table": DataFrame or Parquet path}`` binds others. Each is registered as a
 global temporary view under a name dpsql draws, the only name its SQL reads. Binding (Spark
-column types checked against the metadata), the typed relation, the dry run (on a row of
+column types cast to the metadata types as on DuckDB), the typed relation, the dry run (on a row of
 NULLs Spark cannot fold) and the error policy are ``dpsql.engines.server``'s.
 """
 from __future__ import annotations
@@ -46,15 +46,11 @@ _JOB_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.inte
 _PLACEHOLDER = {"int": "0", "float": "0.0", "string": "''", "boolean": "FALSE",
                 "datetime": "TIMESTAMP '1970-01-01 00:00:00'", "date": "DATE '1970-01-01'"}
 
-# Spark column types (``DataType.typeName()``) that hold each metadata type without loss.
-_COMPATIBLE = {
-    "int": {"byte", "short", "integer", "long"},
-    "float": {"float", "double", "decimal", "byte", "short", "integer", "long"},
-    "string": {"string", "varchar", "char"},
-    "boolean": {"boolean"},
-    "datetime": {"timestamp", "timestamp_ntz", "date"},
-    "date": {"date"},
-}
+# Spark column types (``DataType.typeName()``) -> their family (``dpsql.engines.intake``).
+_FAMILY = {"byte": "int", "short": "int", "integer": "int", "long": "int", "float": "float",
+           "double": "float", "decimal": "decimal", "string": "string", "varchar": "string",
+           "char": "string", "boolean": "boolean", "timestamp": "timestamp",
+           "timestamp_ntz": "timestamp", "date": "date"}
 _TARGET = {"int": "BIGINT", "float": "DOUBLE", "string": "STRING", "boolean": "BOOLEAN",
            "datetime": "TIMESTAMP", "date": "DATE"}
 
@@ -63,7 +59,7 @@ class SparkEngine(ServerEngine):
     """The private tables of one session, and how to reach them on a Spark cluster."""
 
     dialect = Spark()
-    COMPATIBLE, TARGET = _COMPATIBLE, _TARGET
+    FAMILY, TARGET = _FAMILY, _TARGET
     WHERE, COLUMN = "in the Spark catalog", "the Spark column"
     MISSING = "looked for it as database.table and as a view; bind it with tables={...}"
 

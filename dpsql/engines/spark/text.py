@@ -12,6 +12,7 @@ from sqlglot import exp
 
 from ...errors import QueryError
 from ...plan.dialect import date_diff_tree
+from ..intake import text_to_boolean
 from .rules import _and, _cases, _fn, _num, _or, _to_bigint, _type
 
 _FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "TINYINT": "int",
@@ -52,6 +53,8 @@ def try_cast(node):
         return exp.Cast(this=value, to=to)
     if (source, target) == ("string", "float"):
         return _string_to_float(value)
+    if (source, target) == ("string", "boolean"):
+        return text_to_boolean(value)
     raise QueryError(f"CAST from {source} to {target} is not supported on Spark (it reads "
                      "some values otherwise than DuckDB); use the DuckDB engine")
 
