@@ -11,6 +11,7 @@ import dpsql
 DATA = Path(__file__).parent / "data"
 
 df = pd.read_csv(DATA / "PUMS.csv")
+df["income"] = df["income"].astype("int64")   # '1e+05' in the file made it float; the metadata says int
 reader = dpsql.from_df(df, metadata=DATA / "PUMS.yaml",
                        privacy=dpsql.Privacy(epsilon=1.0),      # the most one query may cost
                        budget=dpsql.Budget(epsilon=3.0))        # the session's total

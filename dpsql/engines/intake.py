@@ -35,15 +35,24 @@ def duckdb_family(stored_type: str) -> str | None:
 
 
 def is_cast(metadata_type: str, family: str | None) -> bool:
-    """Whether a column of ``family`` is cast (and named in the warning) to be read as
-    ``metadata_type``."""
+    """Whether a column of ``family`` is cast to be read as ``metadata_type``."""
     return family not in HOLDS[metadata_type]
 
 
+LOSSLESS = {("string", f) for f in ("int", "boolean", "date", "timestamp")}
+"""(metadata type, stored family) casts that every cell survives unchanged (a number or a
+date as its text): made, never warned about (pandas stores a column of codes such as
+PUMS's ``sex`` as int64 where SmartNoise's metadata says string)."""
+
+
 def warn_cast(table, cast: list) -> None:
-    """One warning per table binding naming the columns cast: ``cast`` lists (metadata
-    column name, stored family, the engine's name of the stored type) in the metadata's
-    order; the warning names the family's neutral type, the same on every engine."""
+    """One warning per table binding naming the columns cast where a cell could become
+    NULL or change (text to a number, a float to an integer, ...): ``cast`` lists
+    (metadata column name, stored family, the engine's name of the stored type) in the
+    metadata's order; the warning names the family's neutral type, the same on every
+    engine."""
+    types = {c.name: c.type for c in table.columns.values()}
+    cast = [c for c in cast if (types.get(c[0]), c[1]) not in LOSSLESS]
     if not cast:
         return
     named = ", ".join(f"{name} (stored {NEUTRAL.get(family) or stored.upper()})"
