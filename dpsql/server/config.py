@@ -27,7 +27,8 @@ LIMITS = {"statement_timeout_s": 60.0, "max_sessions": 64, "max_message_bytes": 
           "statements_per_analyst": 1, "max_statement_bytes": 100_000,
           "auth_timeout_s": 10.0, "max_unauthenticated": 64,
           "max_unauthenticated_per_address": 8, "max_prepared": 256,
-          "max_prepared_bytes": 8 << 20, "max_portals": 64, "statement_memory_mb": 1024}
+          "max_prepared_bytes": 8 << 20, "max_portals": 64, "statement_memory_mb": 1024,
+          "max_portal_bytes": 16 << 20}
 """docs/deployment.md ("Limits"): what each bounds, and why these defaults."""
 PERIOD = re.compile(r"^(\d+)\s*([dhw])$")
 PERIOD_SECONDS = {"h": 3600, "d": 86400, "w": 7 * 86400}

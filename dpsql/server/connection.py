@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import NamedTuple
 
 from .. import errors
 from . import protocol as p
 from .queries import duck_oid, required_params
 from .scram import MECHANISM, AuthenticationFailed, ScramExchange
-from .statements import Result, SessionState, sqlstate, strip
+from .statements import LEXEMES, Result, SessionState, sqlstate, strip
 from .values import UNKNOWN, TEXT, decode_param, text_field, text_value
 
 AUTH_TIMEOUT_S = 10.0
@@ -189,7 +190,7 @@ class Connection:
         if refused is not None:
             await self._fatal("53300", refused)
         self.pid, self.secret = self.server.new_key(self)
-        self.server.authenticated(self)
+        self.server.authenticated(self, account.analyst.name)
         self.state = SessionState(account, self.server.catalog, client=self.client,
                                   database=startup.params.get("database") or user)
         self.state.interrupt = None
@@ -326,7 +327,8 @@ class Connection:
             raise _Refused("the prepared statements of this connection are too large in all "
                            f"(at most {self.limits['max_prepared_bytes']:,} characters); "
                            "Close some", "54000")
-        self.statements[message.name] = message
+        self.statements[message.name] = _Prepared(message.sql, message.param_types,
+                                                   required_params(message.sql))
 
     async def _bind(self, bind: p.Bind) -> None:
         statement = self.statements.get(bind.statement)
@@ -335,7 +337,7 @@ class Connection:
         if any(bind.result_format(i) != 0 for i in range(max(len(bind.result_formats), 1))):
             raise _Refused("dpsql serve sends results in text format only", "0A000")
         types = statement.param_types
-        needed = required_params(statement.sql)
+        needed = statement.needed
         if len(bind.params) != needed:
             raise _Refused(f"bind message supplies {len(bind.params)} parameters, but prepared "
                            f"statement \"{bind.statement}\" requires {needed}", "08P01")
@@ -373,7 +375,8 @@ class Connection:
         chunks = [p.data_row([cell(v) for v in row]) for row in rows]
         if portal["sent"] < len(result.rows):
             await self._send(*chunks, p.portal_suspended())
-        else:
+        else:       # a portal run to its end keeps no rows (executed again, it sends none)
+            portal["result"], portal["sent"] = Result(result.tag, result.columns), 0
             await self._send(*chunks, p.command_complete(result.tag))
 
     def _portal(self, name: str) -> dict:
@@ -383,9 +386,29 @@ class Connection:
         return portal
 
     async def _portal_result(self, portal: dict) -> Result:
+        """The portal's result, run on first use. The rows open portals keep (inside a
+        transaction, until it ends) are at most ``max_portal_bytes`` in all: past it a
+        portal is refused before it runs (free), and a free result that would pass it is
+        not kept (eighth review of issue 33: 64 portals of an 8 MB catalog result each,
+        in three transactions, grew the server by 1.6 GB)."""
         if portal["result"] is None:
-            portal["result"] = await self._run(portal["sql"], portal["params"])
+            limit = self.limits["max_portal_bytes"]
+            if self._held() >= limit:
+                raise _Refused(self._too_much(limit), "54000")
+            result = await self._run(portal["sql"], portal["params"])
+            if result.cost is None and self._held() + result.size > limit:
+                raise _Refused(self._too_much(limit), "54000")
+            portal["result"] = result      # a charged result is kept: it was paid for
         return portal["result"]
+
+    def _held(self) -> int:
+        return sum(q["result"].size for q in self.portals.values() if q["result"] is not None)
+
+    @staticmethod
+    def _too_much(limit: int) -> str:
+        return (f"the open portals of this connection hold too many rows (at most "
+                f"{limit:,} bytes in all); fetch them to their end, Close them, or end the "
+                "transaction")
 
 
 def cell(value) -> bytes | None:
@@ -394,6 +417,14 @@ def cell(value) -> bytes | None:
         parts = [text_value(v) for v in value]
         return b"{" + b",".join(b"NULL" if v is None else v for v in parts) + b"}"
     return text_value(value)
+
+
+class _Prepared(NamedTuple):
+    """A prepared statement: its text, parameter types, and how many parameters it
+    needs (counted once at Parse, not at every Bind)."""
+    sql: str
+    param_types: tuple
+    needed: int
 
 
 class _Refused(errors.ProgrammingError):
@@ -405,25 +436,14 @@ class _Refused(errors.ProgrammingError):
 def split_statements(sql: str) -> list:
     """The statements of a simple-protocol query string, split at ``;`` outside quotes
     and comments (blank ones dropped)."""
-    out, start, i, n = [], 0, 0, len(sql)
-    while i < n:
-        c = sql[i]
-        if c in "'\"":
-            j = sql.find(c, i + 1)
-            while j >= 0 and j + 1 < n and sql[j + 1] == c:
-                j = sql.find(c, j + 2)
-            i = n if j < 0 else j + 1
-        elif sql.startswith("--", i):
-            j = sql.find("\n", i)
-            i = n if j < 0 else j + 1
-        elif sql.startswith("/*", i):
-            j = sql.find("*/", i + 2)
-            i = n if j < 0 else j + 2
-        elif c == ";":
-            out.append(sql[start:i])
-            start = i = i + 1
-        else:
-            i += 1
-    out.append(sql[start:])
-    return [s.strip() for s in out if strip(s)]
+    if not any(c in sql for c in "'\"-/"):         # no quote or comment: split in C
+        out = sql.split(";")
+    else:
+        out, start = [], 0
+        for found in LEXEMES.finditer(sql):
+            if found.group() == ";":
+                out.append(sql[start:found.start()])
+                start = found.end()
+        out.append(sql[start:])
+    return [t for t in (s.strip() for s in out) if t and strip(t)]
 

@@ -41,8 +41,10 @@ made things worse: the server then accepted a TCP flood faster than it could tur
 connections away (2,700 a second, 12,000-16,000 open descriptors, 430-490 MB), and no
 analyst's connect got through during it (fifth review: 0 of 12, against 87 of 87 with
 100)."""
-MAX_KNOWN = 10_000
-"""TCP addresses remembered as having authenticated (most recent first kept)."""
+MAX_KNOWN = 100
+"""TCP addresses remembered per analyst as having authenticated (their most recent ones):
+an analyst who logs in from 10,100 addresses cycles their own, never another's (eighth
+review of issue 33: with one list for all, that pushed alice's address out)."""
 SWITCH_INTERVAL_S = 0.0005
 """How long a thread computing (a statement being planned) may hold the interpreter lock
 while another waits for it (Python's default: 5 ms). The event loop takes the lock several
@@ -63,7 +65,8 @@ class Server:
         self.tls_context = _tls_context(deployment) if deployment.tls else None
         self.sessions: dict = {}                     # pid -> authenticated Connection
         self.pending: dict = {}                      # Connection -> address, before auth
-        self.known: dict = {}                        # addresses that authenticated (LRU)
+        self.known: dict = {}                        # analyst -> their addresses (LRU)
+        self.owners: dict = {}                       # address -> analysts it authenticated
         self.servers: list = []
         self.addresses: list = []
 
@@ -151,21 +154,49 @@ class Server:
         an analyst still in TLS; this rule alone, 100% under a reconnect loop from 100
         addresses (seventh review). So a connection from an address that has authenticated
         before goes only when no other is left: a flood from new addresses churns only
-        itself."""
-        victim = min(candidates, key=lambda c: (self.pending.get(c) in self.known,
-                                                c.progressed))
+        itself; among known addresses, the most crowded analyst's go first
+        (``_crowding``)."""
+        victim = max(candidates, key=self._crowding())
         self.pending.pop(victim, None)
         victim.drop()
 
-    def authenticated(self, connection) -> None:
-        """``connection`` has authenticated: it leaves the unauthenticated pool, and its
-        address is known from now on (the most recent MAX_KNOWN addresses)."""
+    def _crowding(self):
+        """The eviction order (highest goes first): a connection from an address no
+        analyst has authenticated from; then one from the addresses of the analyst with
+        the most connections waiting (eighth review: bob logged in from 100 addresses,
+        then flooded from them without credentials, and alice's connects from her own
+        address got through 4-7 of 41-55 times when every known address ranked alike);
+        the one longest without an authentication step among equals. An address shared
+        by several analysts counts for the least crowded of them."""
+        waiting: dict = {}
+        for address in self.pending.values():
+            for analyst in self.owners.get(address, ()):
+                waiting[analyst] = waiting.get(analyst, 0) + 1
+
+        def rank(c):
+            owners = self.owners.get(self.pending.get(c), ())
+            if not owners:
+                return (1, 0, -c.progressed)
+            return (0, min(waiting.get(a, 0) for a in owners), -c.progressed)
+        return rank
+
+    def authenticated(self, connection, analyst: str) -> None:
+        """``connection`` has authenticated as ``analyst``: it leaves the unauthenticated
+        pool, and its address is one of that analyst's known ones from now on (their most
+        recent MAX_KNOWN)."""
         address = self.pending.pop(connection, None)
-        if address is not None:
-            self.known.pop(address, None)
-            self.known[address] = True
-            if len(self.known) > MAX_KNOWN:
-                self.known.pop(next(iter(self.known)))
+        if address is None:
+            return
+        mine = self.known.setdefault(analyst, {})
+        mine.pop(address, None)
+        mine[address] = True
+        self.owners.setdefault(address, set()).add(analyst)
+        if len(mine) > MAX_KNOWN:
+            gone = next(iter(mine))
+            del mine[gone]
+            self.owners[gone].discard(analyst)
+            if not self.owners[gone]:
+                del self.owners[gone]
 
     def new_key(self, connection) -> tuple:
         while True:

@@ -13,8 +13,8 @@ from .. import errors
 from ..frontend.bigquery import sql_privacy
 from ..privacy.params import Privacy
 from .deadline import MemoryGuard, StatementCancelled, Watch, release_memory
-from .statements import Result, ServerError, SessionState, first_word, session_command, \
-    sqlstate, strip
+from .statements import LEXEMES, Result, ServerError, SessionState, first_word, \
+    held_bytes, session_command, sqlstate, strip
 
 _DUCK_OIDS = {"BIGINT": 20, "HUGEINT": 1700, "INTEGER": 23, "SMALLINT": 21, "TINYINT": 21,
               "UBIGINT": 1700, "UINTEGER": 20, "USMALLINT": 23, "UTINYINT": 21,
@@ -34,6 +34,10 @@ def duck_oid(type_name: str) -> int:
     return _DUCK_OIDS.get(name, 25)
 
 
+MAX_PARAMS = 65535
+"""The most parameters a Bind message can carry (a 16-bit count, as in PostgreSQL)."""
+
+
 def required_params(sql: str) -> int:
     """The highest ``$n`` of ``sql`` (outside quotes and comments): the parameters it needs."""
     return max(_placeholders(sql)[1], default=0)
@@ -51,31 +55,16 @@ def qmark(sql: str, params: list) -> tuple:
 
 def _placeholders(sql: str) -> tuple:
     """(``sql`` with each ``$n`` as ``?``, the n of each in order); quotes and comments are
-    skipped."""
-    out, numbers, i, n = [], [], 0, len(sql)
-    while i < n:
-        c = sql[i]
-        if c in "'\"":
-            j = i + 1
-            while j < n and not (sql[j] == c and (j + 1 >= n or sql[j + 1] != c)):
-                j += 2 if sql[j] == c else 1
-            out.append(sql[i:j + 1])
-            i = j + 1
-        elif sql.startswith("--", i) or sql.startswith("/*", i):
-            end = sql.find("\n" if c == "-" else "*/", i)
-            j = n if end < 0 else end + (1 if c == "-" else 2)
-            out.append(sql[i:j])
-            i = j
-        elif c == "$" and i + 1 < n and sql[i + 1].isdigit():
-            j = i + 1
-            while j < n and sql[j].isdigit():
-                j += 1
-            out.append("?")
-            numbers.append(int(sql[i + 1:j]))
-            i = j
-        else:
-            out.append(c)
-            i += 1
+    skipped. A number past ``MAX_PARAMS`` is kept as ``MAX_PARAMS + 1`` (no statement has
+    that many parameters; Python refuses ints of over 4,300 digits)."""
+    out, numbers, start = [], [], 0
+    for found in LEXEMES.finditer(sql):
+        token = found.group()
+        if token.startswith("$"):
+            out.append(sql[start:found.start()] + "?")
+            numbers.append(int(token[1:]) if len(token) <= 7 else MAX_PARAMS + 1)
+            start = found.end()
+    out.append(sql[start:])
     return "".join(out), numbers
 
 
@@ -108,6 +97,7 @@ class Runner:
                 if watch.reason == "memory":
                     release_memory()
             cost = result.cost
+            result.size = held_bytes(result.rows)
             return result
         except BaseException as exc:   # noqa: BLE001 - audited, then re-raised
             outcome, code = type(exc).__name__, sqlstate(exc)

@@ -490,34 +490,44 @@ threads = [threading.Thread(target=loop, args=(i,)) for i in range(100)]
 """
 
 
-def test_a_reconnect_flood_from_new_addresses_leaves_known_ones_room(tmp_path):
-    """Seventh review of issue 33: 100 source addresses, each reconnecting the moment it was
-    dropped (thousands of connections a second, no credentials), churned the pool faster
-    than an analyst's handshake took its steps: 0 of 48 connects succeeded. A connection
-    from an address that has authenticated before now goes only when no other is left."""
+def alice_under_flood(port: int, before=None) -> list:
+    """Alice connects once from 127.0.0.1 (known from then on), ``before()`` runs, then
+    FLOOD runs for 6 s from 100 loopback addresses while she connects 8 times: what each
+    connect gave."""
     import subprocess
     import sys
-    served, port = _served_on_tcp(tmp_path)
 
     def connect():
         with psycopg.connect(host="127.0.0.1", port=port, user="alice", dbname="dpsql",
                              password="alice's secret", sslmode="require", autocommit=True,
                              connect_timeout=10) as con:
             return con.execute("SELECT 1 AS one").fetchone()
+    assert connect() == (1,)
+    if before is not None:
+        before()
+    flood = subprocess.Popen([sys.executable, "-c", FLOOD, str(port), "6"])
     try:
-        assert connect() == (1,)                     # 127.0.0.1 is known from now on
-        flood = subprocess.Popen([sys.executable, "-c", FLOOD, str(port), "6"])
-        try:
-            time.sleep(1.5)
-            results = []
-            for _ in range(8):
-                try:
-                    results.append(connect())
-                except psycopg.OperationalError as err:
-                    results.append(str(err)[:80])
-                time.sleep(0.2)
-        finally:
-            flood.wait(timeout=60)
+        time.sleep(1.5)
+        results = []
+        for _ in range(8):
+            try:
+                results.append(connect())
+            except psycopg.OperationalError as err:
+                results.append(str(err)[:80])
+            time.sleep(0.2)
+    finally:
+        flood.wait(timeout=60)
+    return results
+
+
+def test_a_reconnect_flood_from_new_addresses_leaves_known_ones_room(tmp_path):
+    """Seventh review of issue 33: 100 source addresses, each reconnecting the moment it was
+    dropped (thousands of connections a second, no credentials), churned the pool faster
+    than an analyst's handshake took its steps: 0 of 48 connects succeeded. A connection
+    from an address that has authenticated before now goes only when no other is left."""
+    served, port = _served_on_tcp(tmp_path)
+    try:
+        results = alice_under_flood(port)
         assert results == [(1,)] * 8, results
     finally:
         served.stop()
