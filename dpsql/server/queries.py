@@ -15,6 +15,7 @@ from ..privacy.params import Privacy
 from .deadline import MemoryGuard, StatementCancelled, Watch, release_memory
 from .statements import Result, ServerError, SessionState, first_word, session_command, \
     sqlstate, strip
+from .values import placeholder_number
 
 _DUCK_OIDS = {"BIGINT": 20, "HUGEINT": 1700, "INTEGER": 23, "SMALLINT": 21, "TINYINT": 21,
               "UBIGINT": 1700, "UINTEGER": 20, "USMALLINT": 23, "UTINYINT": 21,
@@ -70,8 +71,9 @@ def _placeholders(sql: str) -> tuple:
             j = i + 1
             while j < n and sql[j].isdigit():
                 j += 1
+            number = placeholder_number(sql[i + 1:j])
             out.append("?")
-            numbers.append(int(sql[i + 1:j]))
+            numbers.append(number)
             i = j
         else:
             out.append(c)
