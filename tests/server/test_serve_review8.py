@@ -81,6 +81,19 @@ def test_f2_a_placeholder_of_5000_digits_is_42601(served):
     still_usable(raw)
 
 
+def test_f2_a_5000_digit_limit_offset_or_position_is_42601(served):
+    raw = session(served)
+    big = "9" * 5000
+    for sql in (f"SELECT COUNT(*) FROM PUMS.PUMS LIMIT {big}",
+                f"SELECT COUNT(*) FROM PUMS.PUMS OFFSET {big}",
+                f"SELECT sex, COUNT(*) FROM PUMS.PUMS GROUP BY sex ORDER BY {big}",
+                f"SELECT sex, COUNT(*) FROM PUMS.PUMS GROUP BY {big}"):
+        found = simple(raw, sql)
+        assert [code for code, _ in found] == ["42601"], found
+        assert "5,000 digits" in found[0][1]
+    still_usable(raw)
+
+
 # ---------------------------------------------------------------- F3
 
 def test_f3_rho_with_a_delta_that_converts_to_epsilon_0_is_refused_at_set(served):
