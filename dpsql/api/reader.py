@@ -259,7 +259,7 @@ class Reader(SmartNoiseMethods):
         try:
             columns = self.post.run(render(post), noisy)
         except QueryError as err:
-            raise OperationalError(f"{err} (on noisy values; the query's cost was charged)") from None
+            raise _after_charge(err) from None
         out = {}
         for i, name in enumerate(plan.output_names):
             out[name] = columns[f"_o{i}"]
@@ -385,7 +385,7 @@ class Reader(SmartNoiseMethods):
             try:
                 columns = self.post.run(self._sql(plan)[1], noisy)
             except QueryError as err:
-                raise OperationalError(f"{err} (on noisy values; the query's cost was charged)") from None
+                raise _after_charge(err) from None
         result = pd.DataFrame({f"_o{i}": columns[f"_o{i}"] for i in range(len(plan.output_names))})
         result.columns = plan.output_names
         return result
@@ -481,3 +481,10 @@ def _native(value):
     if isinstance(value, float) and value != value:
         return None
     return value
+
+
+def _after_charge(err: QueryError) -> OperationalError:
+    """A post-processing failure on the released values (the query was charged)."""
+    out = OperationalError(f"{err} (on noisy values; the query's cost was charged)")
+    out.dpsql_detail = getattr(err, "dpsql_detail", None)
+    return out

@@ -7,10 +7,12 @@ settings changes: it can reach noisy values only.
 """
 from __future__ import annotations
 
+import re
 import threading
 
 import duckdb
 import numpy as np
+import sqlglot
 from sqlglot import exp
 
 from ..errors import QueryError
@@ -59,7 +61,7 @@ class PostProcessor:
                 return {name: _plain(values) for name, values in
                         self._con.execute(sql).fetchnumpy().items()}
             except duckdb.Error as err:
-                raise QueryError(f"post-processing failed: {_first_line(err)}") from None
+                raise refusal(_first_line(err), sql) from None
             finally:
                 self._con.unregister(NOISY_TABLE)
 
@@ -75,6 +77,52 @@ def _plain(values):
         out[values.mask] = None
         return out
     return values
+
+
+OUTER = "the outer ORDER BY, HAVING, LIMIT or SELECT list cannot be applied to the released rows"
+
+
+def refusal(engine_text: str, sql: str) -> QueryError:
+    """The analyst's message for a post-processing failure, in SQL's words: what is
+    wrong where it can be named, else a general one. The engine's own text (its error
+    class and wording) goes only to ``dpsql_detail`` (the server's audit log)."""
+    why = _named(engine_text, sql)
+    out = QueryError(f"{OUTER}: {why}" if why else
+                     f"{OUTER}; check the expressions outside the aggregates: their types, "
+                     "and that each names a column of the result")
+    out.dpsql_detail = f"post-processing: {engine_text}"
+    return out
+
+
+def _named(text: str, sql: str) -> str | None:
+    if "non-integer literal has no effect" in text:
+        constant = _constant_order(sql)
+        shown = f" ({constant})" if constant else ""
+        return (f"ORDER BY a constant{shown} has no effect; order by a column of the result "
+                "or by its position (ORDER BY 1)")
+    bounds = re.search(r"ORDER term out of range.*?between (\d+) and (\d+)", text)
+    if bounds:
+        return (f"an ORDER BY position is out of range: it must be between {bounds[1]} and "
+                f"{bounds[2]} (the columns of the result)")
+    if text.startswith("Conversion Error"):
+        return ("a released value cannot be converted to the type asked (a CAST); cast "
+                "to a type that holds it")
+    if "No function matches" in text:
+        return "no function matches the given name and argument types"
+    return None
+
+
+def _constant_order(sql: str) -> str | None:
+    """The first ORDER BY term of ``sql`` that names no column (a constant), as SQL."""
+    try:
+        tree = sqlglot.parse_one(sql, read=DIALECT)
+    except Exception:  # noqa: BLE001 - only the message's detail is lost
+        return None
+    for ordered in tree.find_all(exp.Ordered):
+        if not any(ordered.this.find_all(exp.Column)):
+            text = ordered.this.sql(DIALECT)
+            return text if len(text) <= 60 else text[:57] + "..."
+    return None
 
 
 def _first_line(err: Exception) -> str:

@@ -41,15 +41,23 @@ def _type_name(value) -> str:
 
 _INT64 = (-2 ** 63, 2 ** 63 - 1)
 _DOUBLE_MAX = int(sys.float_info.max)
-_BEYOND_DOUBLE = (f"it is out of range: an integer must fit in a signed 64-bit integer "
-                  f"({_INT64[0]} to {_INT64[1]}), and a larger integer or a Decimal is bound "
-                  "as a DOUBLE, which must be finite (magnitude below about 1.8e308); pass a "
-                  "smaller number, or None for SQL NULL")
+_BEYOND_DOUBLE = (f"it is out of range: an integer must fit in a bigint ({_INT64[0]} to "
+                  f"{_INT64[1]}), and a larger integer or a numeric value is bound as a "
+                  "double precision number, which must be finite (magnitude below about "
+                  "1.8e308); pass a smaller number, or NULL")
+_SQL_KINDS = {bool: "a boolean", int: "an integer", float: "a double precision number",
+              decimal.Decimal: "a numeric value", str: "a text value",
+              _dt.datetime: "a timestamp", _dt.date: "a date", np.datetime64: "a timestamp"}
+"""What a value is, in SQL's words (an analyst on the wire never sees a Python type)."""
 
 
 def _refuse(value, position: int | None, why: str) -> QueryError:
     what = f"parameter {position}" if position is not None else "a value"
-    return QueryError(f"{what} (of type {_type_name(value)}) cannot be bound: {why}")
+    kind = next((name for t, name in _SQL_KINDS.items() if type(value) is t), None)
+    if kind is None and any(type(value) is t for t in _NP_SCALARS):
+        kind = _SQL_KINDS.get(type(type(value).item(value)))
+    kind = kind or f"a {_type_name(value)} object"
+    return QueryError(f"{what} ({kind}) cannot be bound: {why}")
 
 
 def _number(text: str, negative: bool) -> exp.Expression:
@@ -72,9 +80,9 @@ def _string(value: str, position, original) -> exp.Expression:
 
 def _timestamp(value: _dt.datetime, position, original) -> exp.Expression:
     if value.tzinfo is not None:
-        raise _refuse(original, position, "the datetime is timezone-aware; pass a naive "
-                      "datetime (e.g. value.astimezone(datetime.timezone.utc)"
-                      ".replace(tzinfo=None)), as TIMESTAMP columns have no time zone")
+        raise _refuse(original, position, "it has a time zone, and TIMESTAMP columns have "
+                      "none; convert it to UTC and pass it without a time zone (e.g. "
+                      "'2024-01-01 12:00:00', not '2024-01-01 14:00:00+02')")
     text = _dt.datetime.isoformat(value, " ")
     return exp.Cast(this=exp.Literal(this=text, is_string=True),
                     to=exp.DataType.build("TIMESTAMP"))
@@ -86,7 +94,7 @@ def _numpy(value, position):
     if kind is not np.datetime64:
         return kind.item(value)  # bool, int, float or str
     if np.isnat(value):
-        raise _refuse(value, position, "it is NaT (not a time); pass None for SQL NULL")
+        raise _refuse(value, position, "it is not a time (NaT); pass NULL instead")
     unit = np.datetime_data(value.dtype)[0]
     if unit in ("Y", "M", "W", "D"):
         plain = value.astype("datetime64[D]").item()
@@ -125,16 +133,16 @@ def literal(value, position: int | None = None) -> exp.Expression:
     if kind is float:
         if not math.isfinite(value):
             raise _refuse(original, position, f"it is {float.__repr__(value)}; pass a finite "
-                          "number, or None for SQL NULL")
+                          "number, or NULL")
         return _number(float.__repr__(abs(value)), math.copysign(1.0, value) < 0)
     if kind is decimal.Decimal:
         if not decimal.Decimal.is_finite(value):
-            raise _refuse(original, position, "the Decimal is not finite (NaN or Infinity); "
-                          "pass a finite number, or None for SQL NULL")
+            raise _refuse(original, position, "it is not finite (NaN or Infinity); pass a "
+                          "finite number, or NULL")
         sign, digits, exponent = decimal.Decimal.as_tuple(value)
         if len(digits) > 1000 or not -1000 <= exponent <= 1000:
-            raise _refuse(original, position, "the Decimal has more than 1000 digits or an "
-                          "exponent beyond +-1000")
+            raise _refuse(original, position, "the number has more than 1000 digits or an "
+                          "exponent beyond +-1000; pass it rounded")
         if decimal.Decimal.copy_abs(value) > _DOUBLE_MAX:
             raise _refuse(original, position, _BEYOND_DOUBLE)
         text = decimal.Decimal.__format__(decimal.Decimal.copy_abs(value), "f")

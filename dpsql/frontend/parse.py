@@ -144,12 +144,23 @@ def _token_error(err: TokenError, sql: str) -> QueryError:
                           f"column {col} is never closed (an unterminated string or quoted "
                           f"name); close it with {quote}, and write a {quote} inside it twice")
     return QueryError(f"cannot read the query: {' '.join(cause.split())[:200]}. "
-                      "Write one SELECT statement in DuckDB/ANSI SQL.")
+                      "Write one SELECT statement in standard SQL.")
+
+
+def _statement_kind(tree) -> str:
+    """The statement's SQL keyword (INSERT, VACUUM, ...), or "not a SELECT"."""
+    if isinstance(tree, exp.Command):             # a statement sqlglot keeps as text
+        word = str(tree.this or "").split()[:1]
+        return word[0].upper() if word and word[0].isalpha() and len(word[0]) < 30 \
+            else "not a SELECT"
+    return tree.key.upper() if tree.key in ("insert", "update", "delete", "create", "drop",
+                                            "alter", "merge", "union", "intersect", "except",
+                                            "pragma", "set", "copy") else "not a SELECT"
 
 
 def _too_deep_to_parse() -> QueryError:
-    return QueryError("the query is nested too deeply to parse (it ran out of Python's "
-                      "recursion limit); simplify it: remove redundant parentheses, NOT or "
+    return QueryError("the query is nested too deeply to parse; simplify it: remove "
+                      "redundant parentheses, NOT or "
                       f"unary minus chains (dpsql allows {MAX_NESTING} levels of brackets)")
 
 
@@ -172,8 +183,8 @@ def _parse_all(sql: str) -> tuple:
     except MemoryError:
         raise
     except Exception as err:  # noqa: BLE001 - whatever sqlglot raises is a refusal
-        raise QueryError(f"cannot read the query ({type(err).__name__}); "
-                         "write one SELECT statement in DuckDB/ANSI SQL") from None
+        raise QueryError("cannot read the query: it is not SQL this server can read; "
+                         "write one SELECT statement in standard SQL") from None
     _check_tokens(tokens)
     tokens, clause = bigquery.extract(tokens)
     try:
@@ -196,9 +207,8 @@ def _parse_all(sql: str) -> tuple:
     except MemoryError:
         raise
     except Exception as err:  # noqa: BLE001 - TokenError, ValueError, ...: all refusals
-        raise QueryError(f"cannot parse the query ({type(err).__name__}: "
-                         f"{' '.join(str(err).split())[:200]}); "
-                         "write one SELECT statement in DuckDB/ANSI SQL") from None
+        raise QueryError(f"cannot parse the query ({' '.join(str(err).split())[:200]}); "
+                         "write one SELECT statement in standard SQL") from None
 
 
 # ----------------------------------------------------------------- tree limits
@@ -443,10 +453,8 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
         check_reserved_names(tree)
         return date_spellings(bind_params(tree, params))
     if not isinstance(tree, exp.Select):
-        kind = tree.key.upper() if tree.key in ("insert", "update", "delete", "create", "drop",
-                                                 "alter", "merge", "command", "union", "intersect",
-                                                 "except", "pragma", "set", "copy") else "not a SELECT"
-        raise QueryError(f"only SELECT queries are answered, this statement is {kind}; "
+        raise QueryError(f"only SELECT queries are answered, this statement is "
+                         f"{_statement_kind(tree)}; "
                          "dpsql is read-only and releases aggregates only")
     tree = _balance_connectors(tree)
     check_size(tree)

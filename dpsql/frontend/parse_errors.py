@@ -88,4 +88,4 @@ def parse_error(info: dict, sql: str) -> str:
     where += f", near {near!r}" if near else ""
     problem = describe(str(info.get("description") or "invalid SQL"), highlight, at_end)
     return (f"cannot parse the query{where}: {problem}. Write one SELECT statement in "
-            "DuckDB/ANSI SQL.")
+            "standard SQL.")

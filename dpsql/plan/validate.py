@@ -169,12 +169,19 @@ def _int_literal(node, what: str):
     if node is None:
         return None
     value = node.expression if isinstance(node, (exp.Limit, exp.Offset)) else node
-    if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
+    if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()
+            and value.this.isascii()):
         _fail(f"{what} must be a non-negative integer literal")
-    if int(value.this) > 2 ** 63 - 1:     # refused here, free: the engine would fail later
-        _fail(f"{what} {value.this} is beyond the largest {what} ({2 ** 63 - 1}); "
+    # lengths first: int() refuses more than 4,300 digits (an error of Python's, not a refusal)
+    if len(value.this.lstrip("0")) > 19 or int(value.this) > 2 ** 63 - 1:
+        _fail(f"{what} {_digits(value.this)} is beyond the largest {what} ({2 ** 63 - 1}); "
               f"leave {what} out to keep every row")
     return int(value.this)
+
+
+def _digits(text: str) -> str:
+    """A number's digits for a message (a long one cut, with its length)."""
+    return text if len(text) <= 24 else f"{text[:20]}... ({len(text):,} digits)"
 
 
 def _resolve_group(tree: exp.Select, binder: _Binder, items: list) -> list:
@@ -318,12 +325,13 @@ def _position(key: exp.Expression, clause: str, size: int) -> int | None:
     """The 1-based position of ``GROUP BY 2``/``ORDER BY 2``, or None if not a number."""
     if not (isinstance(key, exp.Literal) and not key.is_string):
         return None
-    if not key.this.isdigit():
-        _fail(f"{clause} {key.this} is not a position; write a whole number from 1 to {size}, "
-              "or name a column")
-    index = int(key.this)
-    if not 1 <= index <= size:
-        _fail(f"{clause} {index} is out of range: the SELECT list has {size} items")
+    if not (key.this.isdigit() and key.this.isascii()):
+        _fail(f"{clause} {_digits(key.this)} is not a position; write a whole number from 1 "
+              f"to {size}, or name a column")
+    index = int(key.this) if len(key.this.lstrip("0")) <= 19 else None
+    if index is None or not 1 <= index <= size:
+        _fail(f"{clause} {_digits(key.this.lstrip('0') or '0')} is out of range: the SELECT "
+              f"list has {size} items")
     return index
 
 

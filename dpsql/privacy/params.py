@@ -226,6 +226,7 @@ class Privacy:
             if _number(self.rho) > MAX_QUERY_EPSILON ** 2 / 2:
                 raise ProgrammingError(f"Privacy: rho={self.rho!r} is beyond dpsql's largest "
                                        f"per-query rho, {MAX_QUERY_EPSILON ** 2 / 2:g}")
+            _check_rho_delta(_number(self.rho), _number(self.delta))
         else:
             _check_eps_delta(self.epsilon, self.delta, "Privacy")
             if _number(self.epsilon) < MIN_QUERY_EPSILON:
@@ -264,6 +265,17 @@ def _check_smartnoise(alphas, neighboring) -> None:
             "an addition and a removal, so ask with half the epsilon for the same guarantee")
     if neighboring != "addremove":
         raise ProgrammingError(f"Privacy: neighboring must be 'addremove', got {neighboring!r}")
+
+
+def _check_rho_delta(rho: float, delta: float) -> None:
+    """A query's rho is converted to an (epsilon, delta) guarantee at its delta; a delta
+    so large that the conversion needs no epsilon at all (rho=0.2 at delta=0.5) would
+    give a query of epsilon 0, whose share of each statistic cannot be computed."""
+    if delta > 0 and zcdp.epsilon_for(rho, delta) < MIN_QUERY_EPSILON:
+        raise ProgrammingError(
+            f"Privacy: rho={rho:g} with delta={delta:g} converts to epsilon 0: that delta "
+            "is too large to mean anything for this rho; give a delta below 1e-3 "
+            "(usually 1e-6 or less)")
 
 
 def _check_rho(rho, what: str) -> None:

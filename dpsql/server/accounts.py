@@ -12,6 +12,7 @@ before the result is sent, so a restart loses nothing and re-reads the spending.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import threading
@@ -22,6 +23,12 @@ from ..api.session import open_session
 from ..metadata.model import Metadata
 from ..privacy.params import Budget
 from .config import Analyst, Deployment
+
+
+AUDIT_SQL_CHARS = 4096
+"""The audit log keeps this many characters of a statement (and of a detail); a longer
+statement also gets its length (``sql_chars``) and SHA-256 (``sql_sha256``, of its
+UTF-8), so that one record stays a few KB whatever an analyst sends."""
 
 
 class Account:
@@ -90,12 +97,15 @@ class Accounts:
         of the whole line survives a killed server; it is not fsync'd (the ledger, which
         is, holds every charge). ``detail`` is what the analyst was not told."""
         record = {"time": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
-                  "analyst": analyst, "client": client, "sql": sql,
+                  "analyst": analyst, "client": client, "sql": sql[:AUDIT_SQL_CHARS],
                   "epsilon": None if cost is None else cost[0],
                   "delta": None if cost is None else cost[1],
                   "outcome": outcome, "sqlstate": sqlstate}
+        if len(sql) > AUDIT_SQL_CHARS:  # a long statement: its start, length and hash
+            record["sql_chars"] = len(sql)
+            record["sql_sha256"] = hashlib.sha256(sql.encode("utf-8", "surrogatepass")).hexdigest()
         if detail is not None:         # what the analyst was not told (paths, budgets)
-            record["detail"] = detail
+            record["detail"] = detail[:AUDIT_SQL_CHARS]
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
         with self._audit_lock:
             fd = os.open(self.deployment.audit_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

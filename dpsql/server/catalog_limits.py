@@ -38,6 +38,7 @@ from sqlglot import exp
 from ..errors import ProgrammingError
 from .catalog_scope import function_name
 from .pgcompat import TooLarge
+from .values import placeholder_number
 
 MAX_VALUE_BYTES = 1024
 """Longest string or list (as text) a catalog statement builds; PostgreSQL's names are at
@@ -70,7 +71,7 @@ def inline(tree, params: list | None):
     it); 42P02 for a ``$n`` without a value."""
     params = list(params or [])
     for node in list(tree.find_all(exp.Parameter)):
-        number = int(node.name) if node.name.isdigit() else 0
+        number = placeholder_number(node.name) if node.name.isdigit() else 0
         if not 1 <= number <= len(params):
             raise CatalogError(f"there is no parameter ${number}", "42P02")
         new = _literal(params[number - 1])

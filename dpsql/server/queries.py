@@ -15,6 +15,7 @@ from ..privacy.params import Privacy
 from .deadline import MemoryGuard, StatementCancelled, Watch, release_memory
 from .statements import LEXEMES, Result, ServerError, SessionState, first_word, \
     held_bytes, session_command, sqlstate, strip
+from .values import placeholder_number
 
 _DUCK_OIDS = {"BIGINT": 20, "HUGEINT": 1700, "INTEGER": 23, "SMALLINT": 21, "TINYINT": 21,
               "UBIGINT": 1700, "UINTEGER": 20, "USMALLINT": 23, "UTINYINT": 21,
@@ -34,10 +35,6 @@ def duck_oid(type_name: str) -> int:
     return _DUCK_OIDS.get(name, 25)
 
 
-MAX_PARAMS = 65535
-"""The most parameters a Bind message can carry (a 16-bit count, as in PostgreSQL)."""
-
-
 def required_params(sql: str) -> int:
     """The highest ``$n`` of ``sql`` (outside quotes and comments): the parameters it needs."""
     return max(_placeholders(sql)[1], default=0)
@@ -55,14 +52,14 @@ def qmark(sql: str, params: list) -> tuple:
 
 def _placeholders(sql: str) -> tuple:
     """(``sql`` with each ``$n`` as ``?``, the n of each in order); quotes and comments are
-    skipped. A number past ``MAX_PARAMS`` is kept as ``MAX_PARAMS + 1`` (no statement has
-    that many parameters; Python refuses ints of over 4,300 digits)."""
+    skipped. A number of more digits than any statement's parameters is refused
+    (``placeholder_number``: Python refuses ints of over 4,300 digits)."""
     out, numbers, start = [], [], 0
     for found in LEXEMES.finditer(sql):
         token = found.group()
         if token.startswith("$"):
             out.append(sql[start:found.start()] + "?")
-            numbers.append(int(token[1:]) if len(token) <= 7 else MAX_PARAMS + 1)
+            numbers.append(placeholder_number(token[1:]))
             start = found.end()
     out.append(sql[start:])
     return "".join(out), numbers

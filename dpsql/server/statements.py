@@ -103,7 +103,7 @@ class SessionState:
 
 
 LEXEMES = re.compile(r"""'(?:[^']|'')*(?:'|\Z)|"(?:[^"]|"")*(?:"|\Z)|--[^\n]*|/\*.*?(?:\*/|\Z)"""
-                     r"|\$\d+|;", re.S)
+                     r"|\$[0-9]+|;", re.S)
 """What splitting statements and numbering placeholders must see: a quoted string or
 identifier (quotes doubled inside), a comment, a ``$n``, a ``;``. Scanned by the regular
 expression engine, so that a statement's characters cost no Python step each: a scan in

@@ -133,6 +133,7 @@ def _datetime_text(t: dt.datetime) -> str:
 # ---------------------------------------------------------------- bound parameters
 
 _INT_RANGE = {INT2: 1 << 15, INT4: 1 << 31, INT8: 1 << 63}
+_INT_NAMES = {INT2: "smallint", INT4: "integer", INT8: "bigint"}
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*", re.ASCII)
 _FLOAT_TEXT = re.compile(r"\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*", re.ASCII)
 _SPECIAL = {"nan": math.nan, "infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf,
@@ -175,12 +176,7 @@ def _decode_text(text: str, oid: int):
     if oid in _TEXTUAL:
         return text
     if oid in _INT_RANGE:
-        if not _INT_TEXT.fullmatch(text):
-            raise ParameterError(f"invalid input syntax for type integer: {text!r}")
-        value = int(text)
-        if not -_INT_RANGE[oid] <= value < _INT_RANGE[oid]:
-            raise ParameterError(f"value {text.strip()} is out of range for its type", "22003")
-        return value
+        return _decode_int(text, oid)
     if oid in (FLOAT4, FLOAT8):
         return _decode_float(text, oid)
     if oid == NUMERIC:
@@ -193,8 +189,39 @@ def _decode_text(text: str, oid: int):
         try:
             return dt.datetime.fromisoformat(text.strip())
         except ValueError:
-            raise ParameterError(f"invalid input syntax for type timestamp: {text!r}") from None
+            raise ParameterError(f"invalid input syntax for type timestamp: {shown(text)}") from None
     raise ParameterError(f"parameters of type {oid} are not supported", "0A000")
+
+
+def _decode_int(text: str, oid: int) -> int:
+    if not _INT_TEXT.fullmatch(text):
+        raise ParameterError(f"invalid input syntax for type integer: {shown(text)}")
+    sign, digits = re.fullmatch(r"\s*([+-]?)0*([0-9]*)\s*", text).groups()
+    # counted before int(): Python refuses to read more than 4,300 digits
+    value = int(sign + (digits or "0")) if len(digits) <= 19 else None
+    if value is None or not -_INT_RANGE[oid] <= value < _INT_RANGE[oid]:
+        raise ParameterError(f"value {shown(text.strip())} is out of range for type "
+                             f"{_INT_NAMES[oid]}", "22003")
+    return value
+
+
+def placeholder_number(digits: str) -> int:
+    """The n of a ``$n`` placeholder from its digits, refused past 9 digits as PostgreSQL
+    does (42601), before int() reads them."""
+    named = f"${digits[:12]}" + (f"... ({len(digits):,} digits)" if len(digits) > 12 else "")
+    if not (digits.isascii() and digits.isdigit()):      # "$²": str.isdigit's digits
+        raise ParameterError(f"syntax error at or near \"{named}\"", "42601")
+    significant = digits.lstrip("0")
+    if len(significant) > 9:
+        raise ParameterError(f"parameter number too large: {named}", "42601")
+    return int(significant or "0")
+
+
+def shown(text: str, width: int = 40) -> str:
+    """``text`` in double quotes for a message; past ``width`` characters, its ends only."""
+    if len(text) <= width:
+        return f'"{text}"'
+    return f'"{text[:width - 10]}...{text[-7:]}" ({len(text):,} characters)'
 
 
 def _decode_float(text: str, oid: int) -> float:
@@ -202,7 +229,7 @@ def _decode_float(text: str, oid: int) -> float:
     if key in _SPECIAL:
         return _SPECIAL[key]
     if not _FLOAT_TEXT.fullmatch(text):
-        raise ParameterError(f"invalid input syntax for type double precision: {text!r}")
+        raise ParameterError(f"invalid input syntax for type double precision: {shown(text)}")
     value = float(text)
     if oid == FLOAT4 and math.isfinite(value):
         try:
@@ -211,7 +238,7 @@ def _decode_float(text: str, oid: int) -> float:
             value = math.inf
     underflow = value == 0 and re.search("[1-9]", re.split("[eE]", text)[0])
     if math.isinf(value) or underflow:
-        raise ParameterError(f"{text.strip()} is out of range for its type", "22003")
+        raise ParameterError(f"{shown(text.strip())} is out of range for its type", "22003")
     return value
 
 
@@ -220,7 +247,7 @@ def _decode_numeric(text: str) -> decimal.Decimal:
     if key in ("nan", "infinity", "+infinity", "-infinity", "inf", "+inf", "-inf"):
         return decimal.Decimal(key.replace("infinity", "inf"))
     if not _FLOAT_TEXT.fullmatch(text):
-        raise ParameterError(f"invalid input syntax for type numeric: {text!r}")
+        raise ParameterError(f"invalid input syntax for type numeric: {shown(text)}")
     try:
         value = decimal.Decimal(text.strip())
     except decimal.InvalidOperation:
@@ -233,12 +260,12 @@ def _decode_numeric(text: str) -> decimal.Decimal:
 def _decode_bool(text: str) -> bool:
     key = text.strip().lower()
     if key in ("o", ""):
-        raise ParameterError(f"invalid input syntax for type boolean: {text!r}")
+        raise ParameterError(f"invalid input syntax for type boolean: {shown(text)}")
     if any(word.startswith(key) for word in _TRUE):
         return True
     if any(word.startswith(key) for word in _FALSE):
         return False
-    raise ParameterError(f"invalid input syntax for type boolean: {text!r}")
+    raise ParameterError(f"invalid input syntax for type boolean: {shown(text)}")
 
 
 def _decode_date(text: str) -> dt.date:
@@ -246,5 +273,5 @@ def _decode_date(text: str) -> dt.date:
         try:
             return dt.date.fromisoformat(text.strip())
         except ValueError:
-            raise ParameterError(f"date out of range: {text!r}", "22008") from None
-    raise ParameterError(f"invalid input syntax for type date (use YYYY-MM-DD): {text!r}")
+            raise ParameterError(f"date out of range: {shown(text)}", "22008") from None
+    raise ParameterError(f"invalid input syntax for type date (use YYYY-MM-DD): {shown(text)}")

@@ -166,7 +166,7 @@ def test_string_with_lone_surrogate_is_query_error(reader):
 
 def test_timezone_aware_datetime_is_query_error(reader):
     aware = datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)
-    refused(reader, aware, "timezone-aware", "naive")
+    refused(reader, aware, "has a time zone", "without a time zone")
 
 
 def test_numpy_nat_is_query_error(reader):
