@@ -25,6 +25,11 @@ AUTH_TIMEOUT_S = 10.0
 whole negotiation and authentication has the deployment's ``auth_timeout_s``)."""
 
 
+INLINE_TEXT = 4096
+"""Characters of an analyst's text the event loop reads itself (split, placeholders);
+a longer one is read in a worker, in the analyst's turn (``Server.off_loop``)."""
+
+
 class Closed(Exception):
     """The connection is over (the client left, or broke the protocol)."""
 
@@ -266,7 +271,12 @@ class Connection:
             await self._error(err)
             await self._send(p.ready_for_query(self._status()))
             return
-        statements = split_statements(sql)
+        try:
+            statements = await self._read_text(split_statements, sql)
+        except errors.Error as err:
+            await self._error(err)
+            await self._send(p.ready_for_query(self._status()))
+            return
         if not statements:
             await self._send(p.empty_query_response(), p.ready_for_query(self._status()))
             return
@@ -298,7 +308,7 @@ class Connection:
     # -- extended query ---------------------------------------------------------------
     async def _extended(self, message) -> None:
         if isinstance(message, p.Parse):
-            self._prepare(message)
+            await self._prepare(message)
             await self._send(p.parse_complete())
         elif isinstance(message, p.Bind):
             await self._bind(message)
@@ -314,7 +324,14 @@ class Connection:
         else:
             raise p.ProtocolError(f"unexpected {type(message).__name__} message")
 
-    def _prepare(self, message: p.Parse) -> None:
+    async def _read_text(self, function, sql: str):
+        """``function(sql)``: in the event loop for a short text, else off it
+        (``Server.off_loop``)."""
+        if len(sql) <= INLINE_TEXT:
+            return function(sql)
+        return await self.server.off_loop(self, function, sql)
+
+    async def _prepare(self, message: p.Parse) -> None:
         """Keep a prepared statement, within the connection's limits on their number and
         their total size (the unnamed one replaces itself, as a named one does)."""
         self._check_size(message.sql)
@@ -327,8 +344,8 @@ class Connection:
             raise _Refused("the prepared statements of this connection are too large in all "
                            f"(at most {self.limits['max_prepared_bytes']:,} characters); "
                            "Close some", "54000")
-        self.statements[message.name] = _Prepared(message.sql, message.param_types,
-                                                   required_params(message.sql))
+        needed = await self._read_text(required_params, message.sql)
+        self.statements[message.name] = _Prepared(message.sql, message.param_types, needed)
 
     async def _bind(self, bind: p.Bind) -> None:
         statement = self.statements.get(bind.statement)
