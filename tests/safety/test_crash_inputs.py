@@ -81,10 +81,10 @@ def test_number_literal_beyond_the_double_range_is_refused_by_the_cli(capsys, da
 
 
 @pytest.mark.parametrize("value, words", [
-    (10 ** 400, ("64-bit", "finite")),
-    (-10 ** 400, ("64-bit", "finite")),
-    (decimal.Decimal("1e400"), ("64-bit", "finite")),
-    (decimal.Decimal("-1e400"), ("64-bit", "finite")),
+    (10 ** 400, ("bigint", "finite")),
+    (-10 ** 400, ("bigint", "finite")),
+    (decimal.Decimal("1e400"), ("bigint", "finite")),
+    (decimal.Decimal("-1e400"), ("bigint", "finite")),
     (float("inf"), ("finite",)),
     (float("-inf"), ("finite",)),
 ], ids=["int", "negative_int", "decimal", "negative_decimal", "inf", "negative_inf"])
