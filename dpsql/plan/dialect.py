@@ -272,6 +272,11 @@ def date_diff_tree(part: str, days: exp.Expression, field_diff) -> exp.Expressio
 
 DOUBLE_MAX = 1.7976931348623157e308
 
+SUM_BOUND = "dpsql_sum_bound"
+"""Meta key of a plan SUM or AVG: (k, m), at most k values per group, each of absolute value
+at most m (``dpsql.plan.per_person``): an engine whose float sums raise on overflow reads
+whether they can (``dpsql.engines.postgres.sums``)."""
+
 
 def away(y: float) -> float:
     """C's round of a double (half away from zero), in Python's IEEE doubles (DuckDB's ROUND;

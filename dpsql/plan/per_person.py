@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
+from .dialect import SUM_BOUND
 from .rewrite import clamp, column, substitute
 from ..frontend.binding import Binder, expression_weight, fail
 from ..frontend.typecheck import Checker
@@ -132,14 +133,21 @@ class _PerPerson:
         value = clamp(expr, lo, hi)
         # Typed, so that an engine sums it as what it is (Spark sums an untyped one as integers)
         value.type = exp.DataType.build("DOUBLE" if kind == "float" else "BIGINT")
+        # At most k values per group, each within [lo, hi]: an engine whose float sums
+        # raise on overflow reads whether they can (dpsql.engines.postgres.sums).
+        bound = {SUM_BOUND: (k, max(abs(lo), abs(hi)))}
         if isinstance(node, exp.Sum):
             engine = "BIGINT" if kind == "int" else "DOUBLE"
-            return (exp.TryCast(this=exp.Sum(this=value), to=exp.DataType.build(engine)),
+            total = exp.Sum(this=value)
+            total.meta.update(bound)
+            return (exp.TryCast(this=total, to=exp.DataType.build(engine)),
                     Field(out, kind, k * min(lo, 0), k * max(hi, 0),
                           origin=f"SUM per {self.per} of {k} rows in [{lo:g}, {hi:g}]",
                           in_bounds=kind == "int"))
         if isinstance(node, exp.Avg):
-            return exp.Avg(this=value), Field(out, "float", lo, hi, origin=f"AVG per {self.per}")
+            average = exp.Avg(this=value)
+            average.meta.update(bound)
+            return average, Field(out, "float", lo, hi, origin=f"AVG per {self.per}")
         return type(node)(this=value), Field(out, kind, lo, hi, origin=f"{node.key.upper()} per {self.per}",
                                              in_bounds=kind == "int")
 

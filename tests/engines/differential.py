@@ -38,25 +38,58 @@ META = {"": {"d": {"t": {
     "h": {"type": "float", "lower": 0.0, "upper": 1e30},
     "s": {"type": "string"},
     "t": {"type": "datetime"},
-    "b": {"type": "boolean"}}}}}
+    "b": {"type": "boolean"},
+    "big": {"type": "int", "lower": -2 ** 63, "upper": 2 ** 63 - 1}}}}}
 COLUMNS = {"pid": "int", "i": "int", "f": "float", "g": "float", "h": "float", "s": "string",
-           "t": "datetime", "b": "boolean"}
+           "t": "datetime", "b": "boolean", "big": "int"}
 _OTHERS = [(p, p - 3, p * 111.5, p * 1e300, p * 1e20, f"v{p}", dt.datetime(2020, p, p, p),
-            p % 2 == 0) for p in range(1, 7) for _ in range(3)]
+            p % 2 == 0, p * 1000) for p in range(1, 7) for _ in range(3)]
 _TARGET = [
     (TARGET, 5, 730.0, 1.7976931348623157e308, 5e-324, "abc",
-     dt.datetime(2020, 2, 29, 12, 34, 56), True),
+     dt.datetime(2020, 2, 29, 12, 34, 56), True, 2 ** 63 - 1),
     (TARGET, 2 ** 63 - 1, 1e-170, float("inf"), 1e-300, "1e400",
-     dt.datetime(9999, 12, 31, 23, 59, 59), False),
-    (TARGET, -2 ** 63, 5e-324, float("nan"), 1e30, " 3.5 ", dt.datetime(1, 1, 1), None),
+     dt.datetime(9999, 12, 31, 23, 59, 59), False, -2 ** 63),
+    (TARGET, -2 ** 63, 5e-324, float("nan"), 1e30, " 3.5 ", dt.datetime(1, 1, 1), None, 0),
     (TARGET, 0, -1e-300, -1.7976931348623157e308, 0.0, "0." + "1" * 17000,
-     dt.datetime(1970, 1, 1), True)]
+     dt.datetime(1970, 1, 1), True, -2 ** 63)]
 ROWS = {"with": _OTHERS + _TARGET, "without": _OTHERS}
 """The two neighbouring tables: six persons of ordinary values, and the target's four rows
 (no more than max_ids, so that truncation keeps them all) at every edge: int64's ends, the
 largest DOUBLE and infinities where the bounds span more than a DOUBLE (g), values so
 small that a product or a square of them underflows (f, h), a text of 17,000 digits after
-the point (more than PostgreSQL's NUMERIC holds), the first and last timestamps."""
+the point (more than PostgreSQL's NUMERIC holds), the first and last timestamps, int64's
+ends in a column whose bounds are int64's (big; not in the random queries' grammar)."""
+
+PER_PERSON = "SELECT COUNT(*) AS n FROM (SELECT pid, {agg} AS v FROM d.t GROUP BY pid) AS p WHERE v > 0"
+BIGQUERY = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6) "
+            "SUM({value}, contribution_bounds_per_group => (0, 1)) AS s FROM d.t")
+HUGE = "CASE WHEN pid = 7 THEN 1.7e308 ELSE 0 END"     # four rows: the sum overflows
+REVIEW_SUMS = {
+    # F1: the fixed point of a sum beyond 2^53 guarded its product by ABS(<clamped BIGINT>),
+    # which raises on -2^63 on PostgreSQL
+    "F1 literal": "SELECT SUM(CASE WHEN pid = 7 AND i > 3 THEN -9223372036854775808 ELSE 0 END) AS s FROM d.t",
+    "F1 literal minus one": "SELECT SUM(CASE WHEN pid = 7 AND i > 3 THEN -9223372036854775807 - 1 ELSE 0 END) AS s FROM d.t",
+    "F1 AVG literal": "SELECT AVG(CASE WHEN pid = 7 AND i > 3 THEN -9223372036854775807 - 1 ELSE 0 END) AS s FROM d.t",
+    "F1 column": "SELECT SUM(big) AS s, AVG(big) AS a FROM d.t",
+    "F1 per-person MIN": "SELECT SUM(v) AS s FROM (SELECT pid, MIN(big) AS v FROM d.t GROUP BY pid) AS p",
+    # F2: PostgreSQL's float8 sum and avg raise where a partial sum (or avg's sum of squares)
+    # overflows
+    "F2 SUM": PER_PERSON.format(agg=f"SUM({HUGE})"),
+    "F2 AVG": PER_PERSON.format(agg=f"AVG({HUGE})"),
+    "F2 SUM of a product": PER_PERSON.format(agg="SUM(ABS(g) * 0.9)"),   # the target's g: 1e308
+    "F2 AVG of a product": PER_PERSON.format(agg="AVG(ABS(g) * 0.9)"),
+    "F2 AVG of squares": PER_PERSON.format(agg="AVG(CASE WHEN pid = 7 THEN f * 1e200 END)"),
+    "F2 BigQuery": BIGQUERY.format(value=HUGE),
+    "F2 HAVING": f"SELECT COUNT(*) AS n FROM (SELECT pid FROM d.t GROUP BY pid HAVING SUM({HUGE}) > 0) AS p",
+    # F3: a per-person sum of BIGINTs beyond int64 was cast back to BIGINT unguarded
+    "F3 SUM": PER_PERSON.format(agg="SUM(CASE WHEN pid = 7 THEN 9223372036854775807 ELSE 0 END)"),
+    "F3 column": PER_PERSON.format(agg="SUM(big)"),
+    "F3 BigQuery": BIGQUERY.format(value="CASE WHEN pid = 7 THEN 9223372036854775807 ELSE 0 END"),
+    "F3 outer AVG": ("SELECT AVG(LEAST(GREATEST(v, 0), 10)) AS a FROM (SELECT pid, SUM(CASE WHEN "
+                     "pid = 7 THEN 9223372036854775807 ELSE 0 END) AS v FROM d.t GROUP BY pid) AS p"),
+}
+"""The review's (review 33f, F1-F3) sums and averages that failed on PostgreSQL with the target
+and were answered without it; each must be answered on both (as on DuckDB)."""
 
 HOSTILE = {
     "int": ("0", "-1", "9223372036854775807", "-9223372036854775808", "4611686018427387904",

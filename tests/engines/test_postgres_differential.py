@@ -5,6 +5,7 @@ findings of the attack review, each as a test (``tests/engines/differential.py``
 """
 from __future__ import annotations
 
+import math
 import os
 
 import duckdb
@@ -17,7 +18,8 @@ import dpsql
 from dpsql.engines.duckdb.dialect import DuckDB
 from dpsql.engines.postgres import dialect as postgres_dialect
 from dpsql.frontend.typecheck import check as typecheck
-from tests.engines.differential import COLUMNS, META, ROWS, check, differential_test
+from tests.engines.differential import (COLUMNS, META, REVIEW_SUMS, ROWS, check,
+                                       differential_test)
 from tests.paths import DATA
 from tests.servers import PG_TYPES, create_database, load_frame
 
@@ -173,3 +175,45 @@ def test_the_plans_own_arithmetic_is_total_on_values_within_the_bounds(neighbour
                 "SELECT MEDIAN(h) AS m FROM d.t", "SELECT MIN(g) AS m FROM d.t",
                 "SELECT MAX(g) AS m FROM d.t", "SELECT QUANTILE_CONT(h, 0.9) AS q FROM d.t"):
         assert check(neighbours, sql, None)[0] == ("answered",), sql
+
+
+@pytest.mark.parametrize("name", sorted(REVIEW_SUMS))
+def test_review_33f_sums_are_answered_with_the_target_and_without(neighbours, name):
+    """Review 33f, F1-F3: each query failed on PostgreSQL with the target (a fixed point's
+    ABS(-2^63), a float8 sum or avg that overflowed, a per-person BIGINT sum past int64 cast
+    back) and was answered without; DuckDB answers both. Now answered both ways."""
+    assert check(neighbours, REVIEW_SUMS[name], None)[0] == ("answered",)
+
+
+SUM_GROUPS = [[1.7e308, 1.7e308], [-1.7e308, -1.7e308], [1.7976931348623157e308],
+              [-1.7976931348623157e308], [5e-324], [5e-324, -1e-323, 5e-324], [1e200, -1e200],
+              [1.5, 2.25], [None], [1e-323, 1e-323, 1e-323], [0.1, 0.2, 0.3], [-0.0]]
+
+
+def test_sums_and_averages_of_doubles_are_duckdbs_and_never_raise(neighbours):
+    """The rules of a float8 SUM and AVG whose bounds do not prove they cannot overflow
+    (``dpsql.engines.postgres.sums``): per group, DuckDB's value (an infinity where the sum
+    leaves a DOUBLE, 0 for 1e200 - 1e200 where PostgreSQL's avg raised on its squares, the
+    smallest DOUBLEs kept), never an error; the sum is exact where DuckDB's rounds each
+    addition (0.1 + 0.2 + 0.3 is 0.6, not 0.6000000000000001)."""
+    con = neighbours["with"].engine.con
+    rows = [(g, x) for g, values in enumerate(SUM_GROUPS) for x in values]
+    duck = duckdb.connect()
+    duck.execute("CREATE TABLE v (g BIGINT, x DOUBLE)")
+    duck.executemany("INSERT INTO v VALUES (?, ?)", rows)
+    with con.cursor() as cur:
+        cur.execute("CREATE TEMP TABLE v (g bigint, x double precision)")
+        cur.executemany("INSERT INTO v VALUES (%s, %s)", rows)
+    value = exp.column("x")
+    value.type = exp.DataType.build("DOUBLE")
+    select = exp.select(exp.column("g"), exp.Sum(this=value), exp.Avg(this=value.copy())).from_(
+        "v").group_by("g").order_by("g")
+    expected = duck.execute(DuckDB().render(select)).fetchall()
+    with con.cursor() as cur:
+        cur.execute(postgres_dialect.Postgres().render(select))
+        got = cur.fetchall()
+    con.rollback()
+    assert [row[0] for row in got] == [row[0] for row in expected]
+    assert [(g, a, b) for (g, *a), (_, *b) in zip(got, expected)
+            if not all(x == y or x is y or math.isclose(x, y, rel_tol=1e-14) for x, y in zip(a, b))
+            ] == []

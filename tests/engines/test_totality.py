@@ -103,3 +103,32 @@ def test_nested_guards_are_refused_before_they_grow_without_bound(name, template
     else:
         assert len(sql) < 400_000
     assert time.perf_counter() - start < 10
+
+
+def test_the_fixed_points_guard_reads_no_abs_of_a_bigint_on_postgres():
+    """Review 33f, F1: a sum of integers beyond 2^53 multiplies the clamped BIGINT by 2^-33;
+    the underflow guard of that product was ABS(value) >= ..., which PostgreSQL raises on
+    for -2^63 (a value within the bounds). It is two comparisons now."""
+    from dpsql.engines.postgres.numbers import plan_arith
+    value = exp.column("v")
+    guarded = plan_arith(exp.Mul(this=value, expression=exp.Literal.number(2.0 ** -33)))
+    assert "ABS" not in guarded.sql("postgres").upper()
+
+
+def test_float_sums_are_float8_only_where_their_bounds_prove_no_overflow_on_postgres():
+    """Review 33f, F2: a float8 SUM or AVG raises on overflow. Where the plan's bound (k rows
+    of |x| <= m) proves it cannot, it stays float8 (full speed); otherwise it is NUMERIC."""
+    from dpsql.engines.postgres.sums import plan_avg, plan_sum
+    from dpsql.plan.dialect import SUM_BOUND
+
+    def rendered(kind, bound):
+        value = exp.column("x")
+        value.type = exp.DataType.build("DOUBLE")
+        node = kind(this=value)
+        if bound is not None:
+            node.meta[SUM_BOUND] = bound
+        return (plan_sum if kind is exp.Sum else plan_avg)(node).sql("postgres")
+    assert "DECIMAL" not in rendered(exp.Sum, (3, 1e6)) + rendered(exp.Avg, (3, 1e6))
+    for kind, bound in ((exp.Sum, (3, 1.7e308)), (exp.Sum, None), (exp.Avg, (3, 1e200)),
+                        (exp.Avg, None)):
+        assert "CAST(x AS DECIMAL)" in rendered(kind, bound), (kind, bound)

@@ -10,12 +10,13 @@ from sqlglot import exp
 
 from ...errors import QueryError
 from ..intake import text_to_boolean
-from .guards import _and, _case, _float_fits, _fn, _not, _num, _type, _within_int64
+from .guards import (_and, _case, _float_fits, _fn, _not, _num, _type, _within_int64,
+                     numeric_double)
 
 _FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "TINYINT": "int",
            "DOUBLE PRECISION": "float", "DOUBLE": "float", "FLOAT": "float", "REAL": "float",
            "TEXT": "string", "VARCHAR": "string", "BOOLEAN": "boolean", "TIMESTAMP": "datetime",
-           "DATE": "date"}
+           "DATE": "date", "DECIMAL": "numeric", "NUMERIC": "numeric"}
 _NUMBER = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?\s*$"
 _SPECIAL = r"^\s*[+-]?(inf|infinity|nan)\s*$"
 
@@ -48,6 +49,10 @@ def try_cast(node):
         return text_to_boolean(node.this)
     if (source, target) in {("boolean", "int"), ("boolean", "float")}:
         return exp.Cast(this=exp.Cast(this=node.this, to=exp.DataType.build("INT")), to=to)
+    if source == "numeric" and target == "int":   # a SUM of BIGINTs (HUGEINT on DuckDB)
+        return _case(_within_int64(_fn("ROUND", node.this.copy())), exp.Cast(this=node.this, to=to))
+    if source == "numeric" and target == "float":
+        return numeric_double(node.this)
     if source == "string" and target in ("int", "float"):
         return _string_to_number(node.this, target)
     raise QueryError(f"CAST from {source} to {target} is not supported on PostgreSQL (it "

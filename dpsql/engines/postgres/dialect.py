@@ -25,6 +25,7 @@ from ...plan.dialect import (Dialect, apply_rules, date_diff_tree, int_constant,
 from ...plan.nodes import Truncated, TruncatedGroups
 from . import numbers as n
 from .casts import try_cast as _try_cast
+from .sums import plan_avg, plan_sum
 from .guards import _and, _case, _col, _fn, _num, _within_int64
 
 NAME = "postgres"
@@ -275,9 +276,11 @@ runs; ``tests/engines/test_totality.py`` checks every allow-list construct has a
 
 PLAN_RULES: dict = {exp.Try: _try, exp.TryCast: _try_cast, exp.UnixMicros: _epoch_us,
                     exp.Anonymous: _list, exp.IsNan: n.is_nan, exp.Add: n.plan_arith,
-                    exp.Sub: n.plan_arith, exp.Mul: n.plan_arith}
+                    exp.Sub: n.plan_arith, exp.Mul: n.plan_arith, exp.Sum: plan_sum,
+                    exp.Avg: plan_avg}
 """The plan's own nodes that PostgreSQL spells otherwise (no TRY, TRY_CAST, isnan, LIST), or
-where it raises on values within the metadata's bounds (arithmetic with a DOUBLE)."""
+where it raises on values within the metadata's bounds (arithmetic with a DOUBLE, a sum or
+average of DOUBLEs, a per-person sum of BIGINTs cast back)."""
 
 SUPPORT: dict = {
     "CAST, TRY_CAST, ::": "yes, except text to DATE or TIMESTAMP",

@@ -82,3 +82,34 @@ def _cases(*branches) -> exp.Expression:
     """CASE WHEN c1 THEN v1 ... END: PostgreSQL evaluates the branches in order and skips
     the rest, unlike AND and OR, whose operands it may evaluate in any order."""
     return exp.Case(ifs=[exp.If(this=c, true=v) for c, v in branches])
+
+
+DOUBLE_MAX_15 = "1.79769313486232e308"
+"""The largest DOUBLE as PostgreSQL's NUMERIC holds it (15 significant digits)."""
+
+
+HALF_TINY = "2.4703282292062328e-324"
+"""Just above half the smallest DOUBLE: PostgreSQL's cast of a NUMERIC below it (not 0)
+would underflow to 0, an error; from it on, it gives a DOUBLE."""
+
+
+def numeric_double(exact: exp.Expression, total: exp.Expression | None = None) -> exp.Expression:
+    """A NUMERIC (a sum of DOUBLEs computed exactly, or an average with its sum ``total``) as
+    DuckDB's DOUBLE of it, never raising: an infinity of the sum's sign where the sum is beyond
+    the largest DOUBLE as NUMERIC holds it (15 digits), the largest DOUBLE between that and the
+    largest DOUBLE (where PostgreSQL's cast would overflow), 0 below half the smallest DOUBLE
+    (where it would underflow), else the nearest DOUBLE; NULL stays NULL."""
+    total = exact.copy() if total is None else total
+    double = exp.DataType.build("DOUBLE")
+    infinite = exp.Mul(this=exp.Cast(this=_fn("SIGN", total.copy()), to=double),
+                       expression=exp.Cast(this=exp.Literal.string("Infinity"), to=double.copy()))
+    largest = _num("1.7976931348623157e308")    # GREATEST and LEAST skip NULL: tested first
+    within = exp.Greatest(this=exp.Least(this=exact.copy(), expressions=[largest]),
+                          expressions=[exp.Neg(this=largest.copy())])
+    tiny = exp.LT(this=exp.Abs(this=exact), expression=_num(HALF_TINY))
+    return _cases((exp.GT(this=exp.Abs(this=total.copy()), expression=_num(DOUBLE_MAX_15)),
+                   infinite),
+                  (exp.Is(this=total, expression=exp.Null()), exp.Cast(this=exp.Null(),
+                                                                     to=double.copy())),
+                  (exp.true(), exp.Cast(this=_cases((tiny, _num(0)), (exp.true(), within)),
+                                        to=double.copy())))

@@ -277,6 +277,14 @@ def _float_constant(node: exp.Expression) -> float | None:
     return None
 
 
+def _magnitude_at_least(value: exp.Expression, least: float) -> exp.Expression:
+    """|value| >= least, by two comparisons: the plan's operand may be a BIGINT (a sum of
+    integers beyond 2^53 in fixed point multiplies the clamped value by 2^-33), whose
+    ABS raises on -2^63, a value within the bounds [-2^63, 2^63 - 1]."""
+    return _or(exp.GTE(this=value.copy(), expression=_num(repr(least))),
+               exp.LTE(this=value.copy(), expression=_num(repr(-least))))
+
+
 def plan_arith(node):
     """The plan's arithmetic with a DOUBLE constant (a quantile's cell: (x - lower) * scale):
     within the metadata's bounds it can still overflow (bounds of +-1e308 span more than a
@@ -289,7 +297,7 @@ def plan_arith(node):
     a = node.this
     if isinstance(node, exp.Mul) and a == node.expression:          # a square (VARIANCE)
         least = smallest_nonzero(lambda v: v * v)
-        return _cases((exp.GTE(this=exp.Abs(this=a.copy()), expression=_num(repr(least))), node),
+        return _cases((_magnitude_at_least(a, least), node),
                       (exp.true(), exp.Mul(this=grouped(a.copy()), expression=_num(0))))
     c = _float_constant(node.expression)
     if c is None or not math.isfinite(c) or (isinstance(node.expression, exp.Literal)
@@ -299,7 +307,7 @@ def plan_arith(node):
         if c == 0 or abs(c) >= 1:
             return node
         least = smallest_nonzero(lambda v: v * abs(c))
-        return _cases((exp.GTE(this=exp.Abs(this=a.copy()), expression=_num(repr(least))), node),
+        return _cases((_magnitude_at_least(a, least), node),
                       (exp.true(), exp.Mul(this=grouped(a.copy()), expression=_double(_num("0.0")))))
     step = c if isinstance(node, exp.Add) else -c
     if abs(step) <= DOUBLE_MAX / 2:
