@@ -17,7 +17,9 @@ _FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "
            "DOUBLE PRECISION": "float", "DOUBLE": "float", "FLOAT": "float", "REAL": "float",
            "TEXT": "string", "VARCHAR": "string", "BOOLEAN": "boolean", "TIMESTAMP": "datetime",
            "DATE": "date", "DECIMAL": "numeric", "NUMERIC": "numeric"}
-_NUMBER = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?\s*$"
+# unambiguous (a run of digits splits one way only), as Spark's (PostgreSQL's regex engine
+# does not backtrack, and reads at most MAX_NUMBER_TEXT characters here)
+_NUMBER = r"^\s*[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,3})?\s*$"
 _SPECIAL = r"^\s*[+-]?(inf|infinity|nan)\s*$"
 
 

@@ -264,7 +264,8 @@ SUPPORT: dict = {
     "CAST, TRY_CAST, ::": "yes, except text to DATE or TIMESTAMP, and floats to text",
     "SUBSTRING(s, start [, len]), LEFT, RIGHT": "literal positions only (start >= 1)",
     "CONCAT, ||": "yes, except floats",
-    "LIKE, ILIKE [ESCAPE c]": "yes, except ILIKE with a letter as ESCAPE",
+    "LIKE, ILIKE [ESCAPE c]": ("yes, except ILIKE with a letter as ESCAPE, and '_' next "
+                               "to other characters between two '%'"),
 }
 """Allow-list entry (``dpsql.frontend.allowed``) -> "yes" or what Spark refuses of it (the
 Spark column of docs/sql.md; tests/engines/test_spark_allowed.py checks both)."""

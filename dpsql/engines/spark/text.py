@@ -13,6 +13,7 @@ from sqlglot import exp
 from ...errors import QueryError
 from ...plan.dialect import date_diff_tree
 from ..intake import text_to_boolean
+from .like import INT32_MAX, compile_like
 from .rules import _and, _cases, _fn, _num, _or, _to_bigint, _type
 
 _FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "TINYINT": "int",
@@ -21,8 +22,11 @@ _FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "
 _INT_RANGE = {"TINYINT": 7, "SMALLINT": 15, "INT": 31, "INTEGER": 31, "BIGINT": 63}
 _TARGETS = {"int": "BIGINT", "float": "DOUBLE", "string": "STRING", "boolean": "BOOLEAN",
             "datetime": "TIMESTAMP", "date": "DATE"}
-_NUMBER = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
-_SPECIAL = r"^\s*[+-]?(inf|infinity|nan)\s*$"
+# Java's regex backtracks: every quantifier is possessive (it never gives back what it took;
+# nothing after it could have matched it either), so a text costs its length, not its square
+# ('[0-9]+\.?[0-9]*' split a run of digits every way before failing on a last letter).
+_NUMBER = r"^\s*+[+-]?+(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)(?:[eE][+-]?+[0-9]++)?+\s*+$"
+_SPECIAL = r"^\s*+[+-]?+(?:inf|infinity|nan)\s*+$"
 
 
 def _family(type_name: str | None) -> str | None:
@@ -100,42 +104,25 @@ def concat(node):
 
 
 def like(node):
-    """LIKE without ESCAPE: DuckDB has no escape character, Spark has backslash; a pattern's
-    backslashes are doubled so that they match themselves."""
+    """LIKE, ILIKE without ESCAPE (DuckDB has none; Spark's is a backslash), in time linear
+    in the text (``dpsql.engines.spark.like``); under an ESCAPE, compiled by ``escape``."""
     if isinstance(node.parent, exp.Escape):
         return node
-    pattern = node.expression
-    if isinstance(pattern, exp.Literal) and "\\" in pattern.this:
-        node.set("expression", exp.Literal.string(pattern.this.replace("\\", "\\\\")))
-    return node
+    return compile_like(node)
 
 
 def escape(node):
-    """LIKE ... ESCAPE c: DuckDB reads c before any character as that character; Spark
-    raises (when it compiles the stage, which may depend on the data) unless c precedes
-    %, _ or c. The pattern is rewritten so that c precedes only those."""
+    """LIKE ... ESCAPE c: DuckDB reads c before any character as that character (Spark
+    raises, when it compiles the stage, which may depend on the data, unless c precedes %,
+    _ or c): the pattern is read as DuckDB reads it and compiled as LIKE is."""
     like, esc = node.this, node.expression.name
     if isinstance(like, exp.ILike) and esc.lower() != esc.upper():
         raise QueryError("ILIKE with a letter as its ESCAPE character is not supported on "
                          "Spark (it lower-cases the pattern, escape included); escape with a "
                          "character that is not a letter, e.g. ESCAPE '!'")
-    pattern = like.expression if isinstance(like, (exp.Like, exp.ILike)) else None
-    if not isinstance(pattern, exp.Literal) or len(esc) != 1:
+    if not isinstance(like, (exp.Like, exp.ILike)) or len(esc) != 1:
         return node
-    text, out, i = pattern.this, [], 0
-    while i < len(text):
-        if text[i] == esc and i + 1 < len(text):
-            following = text[i + 1]
-            out.append(text[i:i + 2] if following in ("%", "_", esc) else following)
-            i += 2
-        else:
-            out.append(text[i])
-            i += 1
-    like.set("expression", exp.Literal.string("".join(out)))
-    return node
-
-
-INT32_MAX = 2 ** 31 - 1
+    return compile_like(like, esc)
 
 
 def literal_positions(node):
