@@ -111,8 +111,8 @@ def budget_message(spent: Spend, cost: Spend, budget, tally=None, events=None) -
     if spent.epsilon + cost.epsilon > budget.epsilon * (1 + _SLACK):
         short.append("epsilon")
     if spent.delta + cost.delta > budget.delta * (1 + _SLACK) + 1e-300:
-        short.append(f"delta (the budget's delta is {budget.delta:.3g}; Budget(delta=...) "
-                     "defaults to 1e-6)")
+        short.append(f"delta (the budget's delta is {budget.delta:.3g}; a budget's delta is 1e-6 "
+                     "unless its owner set another)")
     return (f"not enough {' and '.join(short)} left: "
             f"query would cost (epsilon={cost.epsilon:.6g}, delta={cost.delta:.3g}) but only "
             f"(epsilon={max(budget.epsilon - spent.epsilon, 0):.6g}, "

@@ -18,7 +18,7 @@ from . import protocol as p
 from .queries import duck_oid, required_params
 from .scram import MECHANISM, AuthenticationFailed, ScramExchange
 from .statements import LEXEMES, Result, SessionState, sqlstate, strip
-from .values import UNKNOWN, TEXT, decode_param, text_field, text_value
+from .values import UNKNOWN, TEXT, decode_param, text_field
 
 AUTH_TIMEOUT_S = 10.0
 """Seconds a client has to read or write one message before it has authenticated (the
@@ -28,6 +28,12 @@ whole negotiation and authentication has the deployment's ``auth_timeout_s``).""
 INLINE_TEXT = 4096
 """Characters of an analyst's text the event loop reads itself (split, placeholders);
 a longer one is read in a worker, in the analyst's turn (``Server.off_loop``)."""
+
+
+MAX_NAME = 63
+"""Longest prepared statement or portal name (PostgreSQL's identifiers: 63 bytes). Names
+were not counted by any limit: 255 statements and 64 portals named with 1,000,000
+characters each grew the server by 300 MB a connection (ninth review of issue 33)."""
 
 
 class Closed(Exception):
@@ -67,10 +73,25 @@ class Connection:
         return p.parse_startup(await self._read(length - 4, AUTH_TIMEOUT_S))
 
     async def _message(self, timeout: float | None) -> object:
+        """The next message. Before authentication one is at most ``p.MAX_STARTUP``
+        bytes (a SCRAM message of 1 MB cost the event loop 100 ms, without credentials:
+        ninth review of issue 33); after, at most ``max_message_bytes``, and one longer
+        than INLINE_TEXT is parsed in a worker in the analyst's turn (a Bind of 32,767
+        parameters took the event loop 62-110 ms)."""
         kind = await self._read(1, timeout)
-        length = p.read_length(await self._read(4, timeout),
-                               self.server.deployment.limits["max_message_bytes"])
-        return p.parse_message(kind, await self._read(length - 4, timeout))
+        limit = self.server.deployment.limits["max_message_bytes"] if self.state else \
+            p.MAX_STARTUP
+        length = p.read_length(await self._read(4, timeout), limit)
+        body = await self._read(length - 4, timeout)
+        if self.state is None or length <= INLINE_TEXT:
+            return p.parse_message(kind, body)
+        self.state.cancel_requested, self.busy = False, True     # a cancel now stops it
+        try:
+            return await self.server.off_loop(self, p.parse_message, kind, body)
+        except p.ProtocolError:
+            raise
+        except errors.Error as err:        # its turn never came (timeout, cancel)
+            return _Unread(kind, err)
 
     async def _send(self, *chunks: bytes) -> None:
         self.writer.write(b"".join(chunks))
@@ -220,14 +241,22 @@ class Connection:
                 return
             if isinstance(message, p.Terminate):
                 return
-            self.state.cancel_requested, self.busy = False, True
+            if not self.busy:              # (already busy: parsed in a worker, ``_message``)
+                self.state.cancel_requested, self.busy = False, True
             try:
                 await self._dispatch(message)
             finally:
                 self.busy = False
 
     async def _dispatch(self, message) -> None:
-        if isinstance(message, p.Query):
+        if isinstance(message, _Unread):
+            if message.kind == b"Q":
+                await self._error(message.error)
+                await self._send(p.ready_for_query(self._status()))
+            elif not self.failed:
+                self.failed = True
+                await self._error(message.error)
+        elif isinstance(message, p.Query):
             await self._simple(message.sql)
         elif isinstance(message, p.Sync):
             self.failed = False
@@ -296,8 +325,7 @@ class Connection:
             return [p.empty_query_response()]
         if describe and result.columns:
             out.append(self._description(result))
-        for row in result.rows if rows is None else rows:
-            out.append(p.data_row([cell(v) for v in row]))
+        out.extend(result.rows if rows is None else rows)     # DataRow messages already
         out.append(p.command_complete(result.tag))
         return out
 
@@ -307,6 +335,12 @@ class Connection:
 
     # -- extended query ---------------------------------------------------------------
     async def _extended(self, message) -> None:
+        for key in ("name", "portal", "statement"):
+            name = getattr(message, key, "")
+            if len(name) > MAX_NAME:
+                raise _Refused(f"the {key if key != 'name' else 'statement or portal'} name "
+                               f"is too long ({len(name):,} characters; at most {MAX_NAME})",
+                               "42622")
         if isinstance(message, p.Parse):
             await self._prepare(message)
             await self._send(p.parse_complete())
@@ -389,7 +423,7 @@ class Connection:
         stop = len(result.rows) if execute.max_rows <= 0 else start + execute.max_rows
         rows = result.rows[start:stop]
         portal["sent"] = start + len(rows)
-        chunks = [p.data_row([cell(v) for v in row]) for row in rows]
+        chunks = list(rows)                # DataRow messages, encoded in the worker
         if portal["sent"] < len(result.rows):
             await self._send(*chunks, p.portal_suspended())
         else:       # a portal run to its end keeps no rows (executed again, it sends none)
@@ -428,12 +462,10 @@ class Connection:
                 "transaction")
 
 
-def cell(value) -> bytes | None:
-    """One value in text format; a list (a quantile's several values) as a PostgreSQL array."""
-    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
-        parts = [text_value(v) for v in value]
-        return b"{" + b",".join(b"NULL" if v is None else v for v in parts) + b"}"
-    return text_value(value)
+class _Unread(NamedTuple):
+    """A long message whose turn to be parsed never came: answered with ``error``."""
+    kind: bytes
+    error: Exception
 
 
 class _Prepared(NamedTuple):

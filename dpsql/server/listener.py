@@ -303,8 +303,8 @@ async def _take_turn(connection, turn: asyncio.Semaphore, timeout: float) -> Non
         turn.release()
     cancelled = stopped.done() or connection.state.cancel_requested
     why = "user request" if cancelled else "statement timeout"
-    raise ServerError(f"canceling statement due to {why} (it was waiting for your other "
-                      "statements to finish, and cost nothing)", "57014")
+    raise ServerError(f"canceling statement due to {why} (it had not started: it waited "
+                      "for its turn among your statements, and cost nothing)", "57014")
 
 
 def _stable_secret(deployment: Deployment) -> bytes:

@@ -14,8 +14,8 @@ from ..frontend.bigquery import sql_privacy
 from ..privacy.params import Privacy
 from .deadline import MemoryGuard, StatementCancelled, Watch, release_memory
 from .statements import LEXEMES, Result, ServerError, SessionState, first_word, \
-    held_bytes, session_command, sqlstate, strip
-from .values import placeholder_number
+    session_command, sqlstate, strip
+from .values import data_rows, placeholder_number
 
 _DUCK_OIDS = {"BIGINT": 20, "HUGEINT": 1700, "INTEGER": 23, "SMALLINT": 21, "TINYINT": 21,
               "UBIGINT": 1700, "UINTEGER": 20, "USMALLINT": 23, "UTINYINT": 21,
@@ -94,7 +94,8 @@ class Runner:
                 if watch.reason == "memory":
                     release_memory()
             cost = result.cost
-            result.size = held_bytes(result.rows)
+            result.rows = data_rows(result.rows)
+            result.size = sum(64 + len(row) for row in result.rows)
             return result
         except BaseException as exc:   # noqa: BLE001 - audited, then re-raised
             outcome, code = type(exc).__name__, sqlstate(exc)

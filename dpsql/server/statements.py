@@ -54,23 +54,7 @@ class Result:
     columns: list = field(default_factory=list)
     rows: list = field(default_factory=list)
     cost: tuple | None = None
-    size: int = 0                   # about how many bytes the rows hold (``held_bytes``)
-
-
-def held_bytes(rows) -> int:
-    """About how many bytes ``rows`` hold in memory: 64 a row, 16 a cell, and the length
-    of each text or list cell (8 bytes an element). Measured in the worker, for the limit
-    on what open portals keep (``max_portal_bytes``)."""
-    total = 64 * len(rows)
-    for row in rows:
-        for value in row:
-            if isinstance(value, (str, bytes)):
-                total += 16 + len(value)
-            elif hasattr(value, "__len__"):
-                total += 16 + 8 * len(value)
-            else:
-                total += 16
-    return total
+    size: int = 0                   # bytes the rows hold (DataRow messages, encoded by the worker)
 
 
 @dataclass

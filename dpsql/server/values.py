@@ -16,6 +16,7 @@ import re
 import struct
 
 from ..errors import DataError
+from .protocol import data_row
 
 
 class ParameterError(DataError):
@@ -275,3 +276,18 @@ def _decode_date(text: str) -> dt.date:
         except ValueError:
             raise ParameterError(f"date out of range: {shown(text)}", "22008") from None
     raise ParameterError(f"invalid input syntax for type date (use YYYY-MM-DD): {shown(text)}")
+
+
+def cell(value) -> bytes | None:
+    """One value in text format; a list (a quantile's several values) as a PostgreSQL array."""
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
+        parts = [text_value(v) for v in value]
+        return b"{" + b",".join(b"NULL" if v is None else v for v in parts) + b"}"
+    return text_value(value)
+
+
+def data_rows(rows) -> list:
+    """``rows`` as DataRow messages: encoded in the worker that ran the statement, never
+    in the event loop (ninth review of issue 33: a free catalog result of 10,000 rows of
+    100 floats took the event loop 1-2.4 s), and measured exactly by their bytes."""
+    return [data_row([cell(v) for v in row]) for row in rows]
