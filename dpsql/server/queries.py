@@ -86,6 +86,8 @@ class Runner:
             try:
                 watch.start()
                 result = self._run(state, sql, list(params or []), watch)
+                if result.cost is None:     # a free result: encoded under the deadline
+                    result.rows = watch.call(data_rows, result.rows)
             except StatementCancelled:
                 raise _stopped(watch, None) from None
             finally:
@@ -94,7 +96,8 @@ class Runner:
                 if watch.reason == "memory":
                     release_memory()
             cost = result.cost
-            result.rows = data_rows(result.rows)
+            if cost is not None:            # a charged result (a few rows) is always sent
+                result.rows = data_rows(result.rows)
             result.size = sum(64 + len(row) for row in result.rows)
             return result
         except BaseException as exc:   # noqa: BLE001 - audited, then re-raised

@@ -92,3 +92,38 @@ def test_g5_names_are_at_most_63_characters(served, message):
     assert _codes(raw) == ["42622"]
     raw.send(frame(b"Q", b"SELECT 1 AS one\0"))
     assert _codes(raw) == ["00000"]
+
+
+def _bind_32767(portal: str) -> bytes:
+    """A Bind of 32,767 int8 parameters (text format) of the statement "many"."""
+    params = b"".join(struct.pack("!i", 4) + b"1234" for _ in range(32_767))
+    return frame(b"B", portal.encode() + b"\0many\0" + struct.pack("!hh", 0, 32_767)
+                 + params + struct.pack("!h", 0))
+
+
+def _many(raw) -> None:
+    raw.send(frame(b"P", b"many\0SELECT $32767 AS v\0" + struct.pack("!hi", 1, 20)), SYNC)
+    assert _codes(raw) == []
+
+
+def test_h1_bind_parameters_are_decoded_off_the_event_loop(served):
+    """Tenth review, H1: the parameters of a Bind were decoded in the event loop after the
+    ninth review's fix moved its parsing off it (32,767 parameters: 25-50 ms a Bind)."""
+    raw = _carol(served)
+    _many(raw)
+    started = _thread_cpu(served.thread.ident)
+    raw.send(*[_bind_32767("")] * 20, SYNC)           # the unnamed portal, replaced each time
+    assert _codes(raw) == []
+    assert _thread_cpu(served.thread.ident) - started < 0.2
+
+
+def test_h2_open_portals_count_their_parameters(served):
+    """Tenth review, H2: open portals kept their Bind parameters outside every limit: 64
+    Binds of 32,767 parameters kept 160-230 MB a connection. Parameters count toward
+    max_portal_bytes (16 MiB): the eighth such portal (2.2 MB each) is refused."""
+    raw = _carol(served)
+    _many(raw)
+    raw.send(*[_bind_32767(f"p{i}") for i in range(10)], SYNC)
+    assert _codes(raw) == ["54000"]
+    raw.send(frame(b"Q", b"SELECT 1 AS one\0"))
+    assert _codes(raw) == ["00000"]

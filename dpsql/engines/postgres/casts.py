@@ -19,8 +19,13 @@ _FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "
            "DATE": "date", "DECIMAL": "numeric", "NUMERIC": "numeric"}
 # unambiguous (a run of digits splits one way only), as Spark's (PostgreSQL's regex engine
 # does not backtrack, and reads at most MAX_NUMBER_TEXT characters here)
-_NUMBER = r"^\s*[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,3})?\s*$"
-_SPECIAL = r"^\s*[+-]?(inf|infinity|nan)\s*$"
+_SPACE = r"[ \t\n\r\f\v]"
+"""ASCII white space, which DuckDB's casts and PostgreSQL's number input both skip. Not
+``\s``: in a UTF-8 database PostgreSQL's ``\s`` also matches U+3000 and the like, which
+its casts then refuse with an error (tenth review of issue 33: one person's '\u30005'
+made a query fail)."""
+_NUMBER = rf"^{_SPACE}*[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{{1,3}})?{_SPACE}*$"
+_SPECIAL = rf"^{_SPACE}*[+-]?(inf|infinity|nan){_SPACE}*$"
 
 
 def _family(type_name: str | None) -> str | None:
