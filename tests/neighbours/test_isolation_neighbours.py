@@ -337,10 +337,10 @@ def test_text_that_grows_with_the_query_is_refused(levels, mult, values):
     most 10,000 per private row; both checked before anything runs."""
     readers = _pums_pair(DATA / "PUMS_lookup.yaml", epsilon=1.0)
     sql = _concat_chain(levels, mult, values)
-    started = time.perf_counter()
+    started = time.thread_time()    # CPU of this thread: wall time in CI measured the load
     a, _ = attack(readers, sql, lambda df: "answered", runs=4, timed=True)
     assert all(label[0] == "refused" for label in a.counts), dict(a.counts)
-    assert time.perf_counter() - started < 10
+    assert time.thread_time() - started < 10          # 3.4 s of wall time on a quiet machine
 
 
 def test_text_within_the_work_bound_is_answered():
