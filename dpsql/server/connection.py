@@ -18,8 +18,8 @@ from .. import errors
 from . import protocol as p
 from .queries import duck_oid, required_params
 from .scram import MECHANISM, AuthenticationFailed, ScramExchange
-from .statements import LEXEMES, Result, SessionState, sqlstate, strip
-from .values import UNKNOWN, TEXT, decode_param, text_field
+from .statements import Result, SessionState, split_statements, sqlstate
+from .values import TEXT, UNKNOWN, decode_bind, text_field
 
 AUTH_TIMEOUT_S = 10.0
 """Seconds a client has to read or write one message before it has authenticated (the
@@ -402,7 +402,7 @@ class Connection:
         self.portals.pop(bind.portal, None)
         if self._held() + size > self.limits["max_portal_bytes"]:
             raise _Refused(self._too_much(self.limits["max_portal_bytes"]), "54000")
-        decode = functools.partial(_decode_all, bind, types)
+        decode = functools.partial(decode_bind, bind, types)
         values = decode() if size <= INLINE_TEXT else await self.server.off_loop(self, decode)
         self.portals[bind.portal] = {"sql": statement.sql, "params": values, "result": None,
                                      "sent": 0, "size": size}
@@ -471,13 +471,6 @@ class Connection:
                 "them, or end the transaction")
 
 
-def _decode_all(bind: p.Bind, types: tuple) -> list:
-    """The values of a Bind's parameters (decoded in a worker when they are long:
-    tenth review, 32,767 of them took the event loop 25-50 ms)."""
-    return [decode_param(raw, types[i] if i < len(types) else UNKNOWN, bind.param_format(i))
-            for i, raw in enumerate(bind.params)]
-
-
 class _Unread(NamedTuple):
     """A long message whose turn to be parsed never came: answered with ``error``."""
     kind: bytes
@@ -496,19 +489,3 @@ class _Refused(errors.ProgrammingError):
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
         self.sqlstate = code
-
-
-def split_statements(sql: str) -> list:
-    """The statements of a simple-protocol query string, split at ``;`` outside quotes
-    and comments (blank ones dropped)."""
-    if not any(c in sql for c in "'\"-/"):         # no quote or comment: split in C
-        out = sql.split(";")
-    else:
-        out, start = [], 0
-        for found in LEXEMES.finditer(sql):
-            if found.group() == ";":
-                out.append(sql[start:found.start()])
-                start = found.end()
-        out.append(sql[start:])
-    return [t for t in (s.strip() for s in out) if t and strip(t)]
-

@@ -264,3 +264,18 @@ def sqlstate(exc: BaseException) -> str:
         if text.startswith("unknown column"):
             return "42703"
     return next((state for kind, state in SQLSTATES if isinstance(exc, kind)), "XX000")
+
+
+def split_statements(sql: str) -> list:
+    """The statements of a simple-protocol query string, split at ``;`` outside quotes
+    and comments (blank ones dropped)."""
+    if not any(c in sql for c in "'\"-/"):         # no quote or comment: split in C
+        out = sql.split(";")
+    else:
+        out, start = [], 0
+        for found in LEXEMES.finditer(sql):
+            if found.group() == ";":
+                out.append(sql[start:found.start()])
+                start = found.end()
+        out.append(sql[start:])
+    return [t for t in (s.strip() for s in out) if t and strip(t)]

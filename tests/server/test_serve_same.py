@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from dpsql.server.catalog import Catalog
-from dpsql.server.connection import split_statements
+from dpsql.server.statements import split_statements
 from dpsql.metadata.model import Metadata
 from tests.engines.compare import duckdb_reader, lines, outcome, same_frame
 from tests.paths import DATA
