@@ -50,11 +50,33 @@ def reader():
     return opened
 
 
+QUIET_PARSE_S = 0.40
+"""CPU seconds sqlglot takes to parse IN_LIST on this machine when quiet (2026-11-28:
+0.40-0.45 s)."""
+
+
+def _parse_time() -> float:
+    """CPU seconds of this thread to parse IN_LIST with sqlglot: the best of two. Under
+    load the CPU time of the same work grows (a virtual machine's stolen time and shared
+    caches): 2-3.6x for this parse under four busy loops on two cores."""
+    import sqlglot
+    best = float("inf")
+    for _ in range(2):
+        started = time.thread_time()
+        sqlglot.parse_one(IN_LIST, read="duckdb")
+        best = min(best, time.thread_time() - started)
+    return best
+
+
 def _planned_within(reader, what: str, sql: str, bound: float) -> None:
+    """``bound`` is in CPU seconds of a quiet machine; under load, CPU time itself grows
+    (two CI runs: 1.6-2x for the same plan), so the bound grows by the slowdown of a
+    comparable parse measured in the same thread just before, never shrinks."""
+    allowed = bound * max(1.0, _parse_time() / QUIET_PARSE_S)
     started = time.thread_time()            # the planning thread's CPU, not DuckDB's threads
     reader.get_privacy_cost(sql)
     took = time.thread_time() - started
-    assert took < bound, f"{what}: planned in {took:.2f} s of CPU, more than {bound} s"
+    assert took < allowed, f"{what}: planned in {took:.2f} s of CPU, more than {allowed:.2f} s"
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
@@ -62,8 +84,7 @@ def test_a_large_query_is_planned_within_its_bound(reader, shape):
     _planned_within(reader, shape, *SHAPES[shape])
 
 
-def test_an_in_list_of_15000_values_is_planned_within_four_and_a_half_seconds(reader):
+def test_an_in_list_of_15000_values_is_planned_within_three_seconds(reader):
     """(slow: over a second of CPU; sqlglot alone takes 0.3 s to parse the list here.)
-    1.83 s of CPU on a quiet machine (2026-11-28), 3.04 s in a loaded CI run, where the
-    bound was 3 s; 4.5 s still fails the regression this guards against (6.4-8.1 s)."""
-    _planned_within(reader, "IN list", IN_LIST, 4.5)
+    1.83 s of CPU on a quiet machine (2026-11-28), 3.04 s in a loaded CI run."""
+    _planned_within(reader, "IN list", IN_LIST, 3.0)
