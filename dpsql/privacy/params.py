@@ -271,9 +271,11 @@ def _check_rho_delta(rho: float, delta: float) -> None:
     """A query's rho is converted to an (epsilon, delta) guarantee at its delta; a delta
     so large that the conversion needs no epsilon at all (rho=0.2 at delta=0.5) would
     give a query of epsilon 0, whose share of each statistic cannot be computed."""
-    if delta > 0 and zcdp.epsilon_for(rho, delta) < MIN_QUERY_EPSILON:
+    epsilon = zcdp.epsilon_for(rho, delta) if delta > 0 else None
+    if epsilon is not None and epsilon < MIN_QUERY_EPSILON:
         raise ProgrammingError(
-            f"Privacy: rho={rho:g} with delta={delta:g} converts to epsilon 0: that delta "
+            f"Privacy: rho={rho:g} with delta={delta:g} converts to epsilon {epsilon:.3g}, "
+            f"below the smallest per-query epsilon ({MIN_QUERY_EPSILON:g}): that delta "
             "is too large to mean anything for this rho; give a delta below 1e-3 "
             "(usually 1e-6 or less)")
 

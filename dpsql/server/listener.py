@@ -242,8 +242,7 @@ class Server:
         state = connection.state
         account = state.account
         limits = self.deployment.limits
-        if account.turn is None:
-            account.turn = asyncio.Semaphore(limits["statements_per_analyst"])
+        self._turn(account)
         loop = asyncio.get_running_loop()
         timeout = limits["statement_timeout_s"]
         start = loop.time()
@@ -258,6 +257,11 @@ class Server:
         future.add_done_callback(lambda _: account.turn.release())
         return await asyncio.shield(future)
 
+    def _turn(self, account) -> None:
+        """The analyst's statement slots (``statements_per_analyst``), made on first use."""
+        if account.turn is None:
+            account.turn = asyncio.Semaphore(self.deployment.limits["statements_per_analyst"])
+
     async def off_loop(self, connection, function, *args):
         """``function(*args)``, which reads an analyst's long text (splitting a query
         string, numbering a prepared statement's parameters), in a worker and in the
@@ -266,8 +270,7 @@ class Server:
         cost 55-65 ms each in the event loop and delayed other analysts' ``SELECT 1`` by
         up to 4 s and a cancel by 1.16 s)."""
         account = connection.state.account
-        if account.turn is None:
-            account.turn = asyncio.Semaphore(self.deployment.limits["statements_per_analyst"])
+        self._turn(account)
         await _take_turn(connection, account.turn, self.deployment.limits["statement_timeout_s"])
         try:
             return await asyncio.get_running_loop().run_in_executor(self.pool, function, *args)

@@ -106,7 +106,7 @@ def test_f3_rho_with_a_delta_that_converts_to_epsilon_0_is_refused_at_set(served
         assert "epsilon 0" in str(refused.value) and "delta" in str(refused.value)
         assert con.execute("SHOW dpsql.rho").fetchone() == ("0.2",)   # the session goes on
     assert spent(served.deployment, "alice") == before
-    with pytest.raises(dpsql.ProgrammingError, match="converts to epsilon 0"):
+    with pytest.raises(dpsql.ProgrammingError, match="below the smallest per-query epsilon"):
         dpsql.Privacy(rho=0.2, delta=0.5)
 
 
