@@ -36,7 +36,13 @@ from .accuracy_target import budget_line, epsilon_for
 from .options import session_budget, session_privacy
 from .smartnoise import SmartNoiseMethods
 
-_PLAN_CACHE_SIZE = 256
+_PLAN_CACHE_SIZE = 32
+_PLAN_CACHE_CHARS = 200_000
+"""Plans kept for queries asked again: at most 32, and at most 200,000 characters of their
+SQL in all (a plan takes about 100 times its SQL's size in memory: 0.7 MB for 200 SUMs;
+``dpsql serve`` keeps a session per analyst for months, and an unbounded or 256-plan cache
+grew it by 7 MB a query: the eleventh review of issue 33)."""
+_RELEASE_CACHE_SIZE = 64
 
 
 class Reader(SmartNoiseMethods):
@@ -50,12 +56,18 @@ class Reader(SmartNoiseMethods):
         self.privacy = session_privacy(privacy)
         self.accountant = Accountant(session_budget(budget), ledger)
         self._plans: OrderedDict = OrderedDict()
-        self._history: list = []     # this session's releases, for report()
-        self._releases: dict = {}    # (canonical SQL, privacy) -> released DataFrame
+        self._plan_chars = 0         # the cached plans' SQL, in characters
+        self._history: list = []     # this session's releases, for report() (no ledger)
+        self._releases: OrderedDict = OrderedDict()   # (canonical SQL, privacy) -> noisy
+        # statistics of the latest _RELEASE_CACHE_SIZE releases (a ledger keeps them all)
         self._compiled: dict = {}    # id(plan part) -> (engine SQL, post-processing SQL)
         self._marks: dict = {}       # (canonical SQL, privacy key) -> ledger fingerprint
         self.post = PostProcessor()
         self._lock = threading.Lock()
+        self.after_charge = None
+        """None, or ``run(function, *args)``: how the work after the charge that reads no
+        data and writes no ledger (noise, post-processing) is called. ``dpsql serve`` runs
+        it where the statement's timeout and cancel stop it (docs/deployment.md)."""
         self.progress = None
         """Progress of a query that reads the data for more than a second: True draws
         tqdm's bar (a widget in a notebook, stderr in a terminal; the CLI's, on a
@@ -100,8 +112,12 @@ class Reader(SmartNoiseMethods):
             plan = UnionPlan(plans, tree.sql(ANALYST_DIALECT))
         with self._lock:
             self._plans[key] = plan
-            if len(self._plans) > _PLAN_CACHE_SIZE:
-                self._forget(self._plans.popitem(last=False)[1])
+            self._plan_chars += len(sql)
+            while len(self._plans) > 1 and (len(self._plans) > _PLAN_CACHE_SIZE
+                                            or self._plan_chars > _PLAN_CACHE_CHARS):
+                (old_sql, *_), old = self._plans.popitem(last=False)
+                self._plan_chars -= len(old_sql)
+                self._forget(old)
         return plan
 
     def _compile(self, plan: Plan) -> None:
@@ -257,7 +273,7 @@ class Reader(SmartNoiseMethods):
     def _with_intervals(self, plan: Plan, noisy: dict, alpha: float) -> pd.DataFrame:
         post, read = with_intervals(plan, alpha)
         try:
-            columns = self.post.run(render(post), noisy)
+            columns = self._after_charge(self.post.run, render(post), noisy)
         except QueryError as err:
             raise _after_charge(err) from None
         out = {}
@@ -289,8 +305,7 @@ class Reader(SmartNoiseMethods):
                 found = ledger.stored(mark)
                 if found is not None:
                     stored = report.decode(found)
-                    with self._lock:
-                        self._releases[key] = stored
+                    self._keep(key, stored)
             if stored is not None:
                 self._log(plan, None, replay=True)
                 if ledger is not None:
@@ -298,14 +313,29 @@ class Reader(SmartNoiseMethods):
                 return plan, stored
         noisy = self._fresh(plan, mark)
         _warn_drowned(plan)
-        with self._lock:
-            self._releases[key] = noisy
+        self._keep(key, noisy)
         if ledger is not None and sum(len(v) for part in noisy for v in part.values()) <= \
                 report.MAX_STORED_VALUES:
             ledger.store(mark, report.encode(noisy))
         return plan, noisy
 
+    def _keep(self, key: tuple, noisy: list) -> None:
+        """Remember a release for replays: the latest ``_RELEASE_CACHE_SIZE`` (a session
+        that runs for months, as ``dpsql serve``'s, must not grow with every release; with
+        a ledger, older ones are found there)."""
+        with self._lock:
+            self._releases[key] = noisy
+            self._releases.move_to_end(key)
+            while len(self._releases) > _RELEASE_CACHE_SIZE:
+                self._releases.popitem(last=False)
+
+    def _after_charge(self, function, *args):
+        run = self.after_charge
+        return function(*args) if run is None else run(function, *args)
+
     def _log(self, plan, details, replay: bool) -> None:
+        if self.accountant.ledger is not None:
+            return          # the ledger is the log (report(), the odometer)
         record = ReleaseRecord.of(
             datetime.now(timezone.utc).isoformat(timespec="microseconds"), plan.bound_sql,
             ZERO if replay else plan.spend, replay=replay, events=() if replay else plan.events,
@@ -364,7 +394,7 @@ class Reader(SmartNoiseMethods):
         self._log(plan, details, replay=False)
         noisy = []
         for part, exact in zip(parts, exacts):
-            noisy.append(add_noise(part, exact))
+            noisy.append(self._after_charge(add_noise, part, exact))
         del exacts
         return noisy
 
@@ -383,7 +413,7 @@ class Reader(SmartNoiseMethods):
             columns = {f"_o{i}": noisy[name].copy() for i, name in enumerate(plan.passthrough)}
         else:
             try:
-                columns = self.post.run(self._sql(plan)[1], noisy)
+                columns = self._after_charge(self.post.run, self._sql(plan)[1], noisy)
             except QueryError as err:
                 raise _after_charge(err) from None
         result = pd.DataFrame({f"_o{i}": columns[f"_o{i}"] for i in range(len(plan.output_names))})

@@ -101,6 +101,9 @@ class Odometer:
 
     @property
     def k(self) -> int:
+        ledger = self._reader.accountant.ledger
+        if ledger is not None:
+            return sum(1 for r in ledger.records() if not r.replay)
         with self._reader._lock:
             return sum(1 for r in self._reader._history if not r.replay)
 

@@ -52,6 +52,10 @@ class PostProcessor:
         self._con = _database().cursor()
         self._lock = threading.Lock()
 
+    def interrupt(self) -> None:
+        """Stop the post-processing query in progress, if any (from another thread)."""
+        self._con.interrupt()
+
     def run(self, sql: str, noisy: dict) -> dict:
         """``noisy``: column name -> numpy array. Registering a dict of arrays costs
         about a third of registering a DataFrame; results come back as arrays too."""

@@ -49,6 +49,8 @@ def _with_argument(node, name: str) -> exp.Expression:
     """``node`` reading column ``name`` (a quantile keeps its p)."""
     new = node.copy()
     new.set("this", column(name))
+    # Messages name the aggregate as the analyst wrote it, never the plan's own column
+    new.meta["dpsql_written"] = node.meta.get("dpsql_written") or node.sql(ANALYST_DIALECT)
     return new
 
 

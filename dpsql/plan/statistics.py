@@ -120,7 +120,7 @@ class StatisticSet:
 
     def sum_of(self, value: exp.Expression, lower, upper, integer: bool, offset=0,
                square_offset=None, label="", count: Statistic | None = None,
-               in_bounds: bool = False) -> Statistic:
+               in_bounds: bool = False, what: str | None = None) -> Statistic:
         """SUM of clamp(value) - offset, or of (clamp(value) - offset)^2 - square_offset.
 
         The last subtraction is not done per row: the engine sums clamp(value) (or
@@ -131,7 +131,8 @@ class StatisticSet:
         row = value if in_bounds else clamp(value, lower, upper)
         bound = max(abs(upper - offset), abs(lower - offset))
         if not math.isfinite(float(bound) * (float(bound) if square_offset is not None else 1.0) * self.l1_rows):
-            raise QueryError(f"{label}: the column's bounds are too wide for this statistic "
+            # ``what``: the analyst's aggregate, when the label names the plan's own columns
+            raise QueryError(f"{what or label}: the column's bounds are too wide for this statistic "
                              "(its sensitivity would be infinite); narrow the bounds")
         magnitude, subtract = max(abs(upper), abs(lower)), offset
         if square_offset is not None:
@@ -261,6 +262,7 @@ class _Moments:
     def __init__(self, node, table, stats: StatisticSet, counted: set):
         col = column_of(node, table)
         self.node, self.col, self.stats = node, col, stats
+        self.written = node.meta.get("dpsql_written") or node.sql(ANALYST_DIALECT)
         self.lower, self.upper, self.integer = _bounds(col, node)
         self.value = _value(col)
         self.in_bounds = col.name.lower() in stats.in_bounds
@@ -286,7 +288,8 @@ class _Moments:
         self.n = column(self.counter.name)
         self.centred_sum = stats.sum_of(self.value, lower, upper, self.integer, offset=self.mid,
                                         in_bounds=self.in_bounds, count=self.same_rows,
-                                        label=f"SUM({col.name} - {self.mid})")
+                                        label=f"SUM({col.name} - {self.mid})",
+                                        what=self.written)
         self.s = column(self.centred_sum.name)
         self.safe_n = _greatest(self.n, exp.Literal.number(1))
         self.mean = exp.Div(this=exp.Cast(this=self.s, to=exp.DataType.build("DOUBLE")),
@@ -323,7 +326,8 @@ class _Moments:
         centre2 = (half * half) // 2 if self.integer else half * half / 2
         s2 = column(stats.sum_of(self.value, lower, upper, self.integer, offset=mid,
                                  square_offset=centre2, count=self.same_rows,
-                                 label=f"SUM(({col.name} - {mid})^2 - {centre2})").name)
+                                 label=f"SUM(({col.name} - {mid})^2 - {centre2})",
+                                 what=self.written).name)
         # VAR = s2/n + c2 - (s/n)^2 against width^2: d/ds2 = 1/n; d/ds = -2 (mean - mid)/n;
         # d/dn = (c2 - E(x - mid)^2 + 2 (mean - mid)^2) / n. Both depend on the data; taken
         # at |mean - mid| = half / 4 and a derivative in n of c2, which gives the three

@@ -51,9 +51,9 @@ import tempfile
 import threading
 from datetime import datetime, timezone
 
-from .composition import Tally, events_of, read_events
+from .composition import Tally, events_of
 from .ledger_budget import budget_json, fmt_budget, read_budget, same_budget
-from .records import ReleaseRecord
+from .records import ReleaseRecord, release_of
 from .spend import ZERO, Spend, budget_message, exceeds, remaining
 from .zcdp import reported
 from ..errors import BudgetExceededError, LedgerError, ProgrammingError
@@ -151,10 +151,14 @@ class Ledger:
             return remaining(self._spent, self._budget, self._synced())
 
     def records(self) -> list:
-        """Every release, oldest first, as ``Release`` tuples."""
+        """Every release, oldest first, as ``Release`` tuples (with their query and
+        details, read from the file: the cache keeps neither)."""
         with self._locked(exclusive=False):
             self._refresh()
-            return list(self._records)
+            full = []
+            for at, size in self._lines:
+                full.append(release_of(json.loads(os.pread(self._fd, size, at)), full=True))
+            return full
 
     def charge(self, epsilon: float, delta: float, query: str, rho: float | None = None,
                rho_delta: float = 0.0, key: str = "", details: dict | None = None,
@@ -214,7 +218,10 @@ class Ledger:
         """The noisy statistics last stored under ``key``, or None."""
         with self._locked(exclusive=False):
             self._refresh()
-            return next((noisy for k, noisy in reversed(self._stored) if k == key), None)
+            found = next((where for k, *where in reversed(self._stored) if k == key), None)
+            if found is None:
+                return None
+            return json.loads(os.pread(self._fd, found[1], found[0]))["noisy"]
 
     def __repr__(self) -> str:
         return f"Ledger({self.path!r})"
@@ -371,7 +378,11 @@ class Ledger:
         self._spent = ZERO
         self._records: list = []
         self._tally, self._tally_n = Tally(), 0    # the records' events (_synced)
-        self._stored: list = []   # (key, noisy statistics) of stored releases
+        # Kept in memory per record: its cost, key and events, and where its line is (a
+        # server's analyst may make millions of releases; each line's query, details and
+        # noisy statistics are read from the file when asked for).
+        self._lines: list = []    # (offset, size) of each release record's line
+        self._stored: list = []   # (key, offset, size) of stored releases
         self._header_seen = False
         self._torn_at = None      # offset of a torn last line, to drop before appending
         self._needs_newline = False
@@ -379,13 +390,14 @@ class Ledger:
 
     def _snapshot(self) -> tuple:
         return (self._line_no, self._budget, self._spent, len(self._records), self._header_seen,
-                len(self._stored))
+                len(self._stored), len(self._lines))
 
     def _restore(self) -> None:
-        line_no, self._budget, self._spent, n, self._header_seen, m = self._committed
+        line_no, self._budget, self._spent, n, self._header_seen, m, k = self._committed
         self._line_no = line_no
         del self._records[n:]
         del self._stored[m:]
+        del self._lines[k:]
 
     def _refresh(self) -> None:
         """Read what was appended since the last read; caller holds a lock.
@@ -414,7 +426,7 @@ class Ledger:
         tail = lines.pop()  # b"" if the chunk ends with a newline
         for line in lines:
             self._line_no += 1
-            self._take(self._parse(line, final=False))
+            self._take(self._parse(line, final=False), (self._offset, len(line)))
             self._offset += len(line) + 1
             self._committed = self._snapshot()
         if tail:
@@ -423,7 +435,7 @@ class Ledger:
                 self._torn_at = self._offset
             else:
                 self._line_no += 1
-                self._take(record)
+                self._take(record, (self._offset, len(tail)))
                 self._needs_newline = True
         if not self._header_seen:
             raise self._not_a_ledger()
@@ -450,7 +462,7 @@ class Ledger:
                             "backup; it must not be repaired by deleting lines (that would "
                             "hide spending).") from None
 
-    def _take(self, record: dict) -> None:
+    def _take(self, record: dict, line: tuple) -> None:
         where = f"ledger {self.path} line {self._line_no}"
         try:
             if not self._header_seen:
@@ -459,26 +471,15 @@ class Ledger:
                 self._header_seen = True
                 self._budget = self._read_budget(record.get("budget"))
             elif record.get("kind") == "release":
-                eps, delta = float(record["epsilon"]), float(record["delta"])
-                # Records written before zCDP accounting: (eps, delta)-DP is
-                # delta-approximately eps^2/2-zCDP.
-                rho = float(record.get("rho", eps * eps / 2))
-                rho_delta = float(record.get("rho_delta", delta if "rho" not in record else 0.0))
-                cost = Spend(eps, delta, rho, rho_delta)
-                if not all(math.isfinite(c) and c >= 0 for c in cost):
-                    raise ValueError("negative or non-finite cost")
-                details = record.get("details")
-                if details is not None and not isinstance(details, dict):
-                    raise ValueError("details is not an object")
-                events = read_events(record["events"]) if "events" in record else None
-                self._records.append(Release(str(record["time"]), str(record["query"]), *cost,
-                                             key=str(record.get("key", "")), details=details,
-                                             replay=record.get("replay") is True, events=events))
-                self._spent = self._spent + cost
+                release = release_of(record, full=False)
+                self._records.append(release)
+                self._lines.append(line)
+                self._spent = self._spent + Spend(release.epsilon, release.delta, release.rho,
+                                                  release.rho_delta)
             elif record.get("kind") == "stored":
                 if not isinstance(record["key"], str) or not isinstance(record["noisy"], list):
                     raise ValueError("a stored release needs a key and its noisy statistics")
-                self._stored.append((record["key"], record["noisy"]))
+                self._stored.append((record["key"], *line))
             elif record.get("kind") == "budget":
                 if self._budget is not None:
                     raise ValueError("a second budget record")

@@ -7,8 +7,10 @@ renders either list, and the two list the same rows.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+from .composition import read_events
 from .spend import Spend
 
 
@@ -36,3 +38,25 @@ class ReleaseRecord:
     @property
     def cost(self) -> Spend:
         return Spend(self.epsilon, self.delta, self.rho, self.rho_delta)
+
+
+def release_of(record: dict, full: bool) -> ReleaseRecord:
+    """A ledger's release record as a ``ReleaseRecord``; without its query and details
+    unless ``full`` (what a ledger keeps in memory). Raises ValueError (or KeyError,
+    TypeError) on a malformed record."""
+    eps, delta = float(record["epsilon"]), float(record["delta"])
+    # Records written before zCDP accounting: (eps, delta)-DP is
+    # delta-approximately eps^2/2-zCDP.
+    rho = float(record.get("rho", eps * eps / 2))
+    rho_delta = float(record.get("rho_delta", delta if "rho" not in record else 0.0))
+    cost = Spend(eps, delta, rho, rho_delta)
+    if not all(math.isfinite(c) and c >= 0 for c in cost):
+        raise ValueError("negative or non-finite cost")
+    details = record.get("details")
+    if details is not None and not isinstance(details, dict):
+        raise ValueError("details is not an object")
+    query = str(record["query"])
+    events = read_events(record["events"]) if "events" in record else None
+    return ReleaseRecord(str(record["time"]), query if full else "", *cost,
+                         key=str(record.get("key", "")), details=details if full else None,
+                         replay=record.get("replay") is True, events=events)

@@ -324,6 +324,8 @@ class Connection:
         out = []
         if result.tag == "EMPTY":
             return [p.empty_query_response()]
+        if result.notice:
+            out.append(p.notice_response("WARNING", "25P01", result.notice))
         if describe and result.columns:
             out.append(self._description(result))
         out.extend(result.rows if rows is None else rows)     # DataRow messages already
@@ -431,6 +433,8 @@ class Connection:
         rows = result.rows[start:stop]
         portal["sent"] = start + len(rows)
         chunks = list(rows)                # DataRow messages, encoded in the worker
+        if result.notice and start == 0:
+            chunks.insert(0, p.notice_response("WARNING", "25P01", result.notice))
         if portal["sent"] < len(result.rows):
             await self._send(*chunks, p.portal_suspended())
         else:       # a portal run to its end keeps no rows (executed again, it sends none)

@@ -9,6 +9,8 @@ have finished in time could depend on the data). Every statement is audited.
 """
 from __future__ import annotations
 
+import time
+
 from .. import errors
 from ..frontend.bigquery import sql_privacy
 from ..privacy.params import Privacy
@@ -73,10 +75,13 @@ class Runner:
         self.guard = MemoryGuard(int(deployment.limits["statement_memory_mb"] * 2 ** 20))
 
     def run(self, state: SessionState, sql: str, params: list | None = None,
-            timeout: float | None = None) -> Result:
+            timeout: float | None = None, deadline: float | None = None) -> Result:
         """The result of ``sql``, stopped by ``timeout`` (default: the deployment's
-        statement timeout) or the client's cancel at any step; every outcome is audited."""
+        statement timeout) or at ``deadline`` (``time.monotonic()``), or by the client's
+        cancel, at any step; every outcome is audited."""
         limit = self.deployment.limits["statement_timeout_s"] if timeout is None else timeout
+        if deadline is not None:
+            limit = deadline - time.monotonic()
         watch = Watch(limit, self.guard)
         cost, outcome, code, detail = None, "ok", "00000", None
         try:
@@ -183,11 +188,18 @@ class Runner:
             _check_cap(spend, account.analyst, privacy)
             watch.critical(stop)
             before = reader.accountant.spending
+            # After the charge, noise and post-processing read no data and write no
+            # ledger: the statement's timeout and cancel stop them (charged, not shown).
+            reader.after_charge = watch.call
             try:
                 frame = reader.execute_df(sql, params=params or None, privacy=privacy)
             except errors.Error as err:
                 err.dpsql_cost = _cost(reader, before)
                 raise _stopped(watch, err) if watch.fired else _for_analyst(err) from None
+            except StatementCancelled:
+                raise _stopped(watch, _Charged(_cost(reader, before))) from None
+            finally:
+                reader.after_charge = None
             cost = _cost(reader, before)
             if watch.fired:          # stopped too late to interrupt: charged, not shown
                 raise _stopped(watch, _Charged(cost))
@@ -207,7 +219,15 @@ class Runner:
 def _engine_stop(reader):
     con = getattr(reader.engine, "con", None)
     # DuckDB interrupts its connection; psycopg (PostgreSQL) sends a cancel request.
-    return getattr(con, "interrupt", None) or getattr(con, "cancel", None)
+    stop = getattr(con, "interrupt", None) or getattr(con, "cancel", None)
+
+    def both():
+        try:
+            reader.post.interrupt()       # the release's post-processing, if it runs
+        finally:
+            if stop is not None:
+                stop()
+    return both
 
 
 def _check_cap(spend, analyst, privacy: Privacy) -> None:

@@ -22,9 +22,9 @@ _COMMENTS = re.compile(r"^(\s+|--[^\n]*(\n|$)|/\*.*?\*/)+", re.S)
 # Matched against the statement without its trailing ";" and blanks (``_bare``): no
 # pattern has two quantifiers that can share a run of characters, so each is linear in
 # the statement's length (``(.+?)\s*;?\s*$`` had taken minutes on 10,000 blanks).
-_SET = re.compile(r"^set\s+(?:session\s+|local\s+)?([a-z_][a-z0-9_.]*)(?:\s*=\s*|\s+to\s+)(.+)$",
+_SET = re.compile(r"^set\s+(session\s+|local\s+)?([a-z_][a-z0-9_.]*)(?:\s*=\s*|\s+to\s+)(.+)$",
                   re.S | re.I)
-_SET_TZ = re.compile(r"^set\s+(?:session\s+|local\s+)?time\s+zone\s+(.+)$", re.S | re.I)
+_SET_TZ = re.compile(r"^set\s+(session\s+|local\s+)?time\s+zone\s+(.+)$", re.S | re.I)
 _SHOW = re.compile(r"^show\s+([a-z_][a-z0-9_. ]*)$", re.S | re.I)
 _RESET = re.compile(r"^reset\s+([a-z_][a-z0-9_.]*|all)$", re.S | re.I)
 DPSQL_SETTINGS = ("dpsql.epsilon", "dpsql.delta", "dpsql.rho")
@@ -55,6 +55,7 @@ class Result:
     rows: list = field(default_factory=list)
     cost: tuple | None = None
     size: int = 0                   # bytes the rows hold (DataRow messages, encoded by the worker)
+    notice: str | None = None       # a WARNING sent before the command's completion
 
 
 @dataclass
@@ -68,6 +69,7 @@ class SessionState:
     settings: dict = field(default_factory=dict)
     in_transaction: bool = False
     saved: dict = field(default_factory=dict)       # the settings at BEGIN
+    local: dict = field(default_factory=dict)       # SET LOCAL: name -> the value before
     cancel: threading.Event = field(default_factory=threading.Event)
     cancel_requested: bool = False      # a cancel that came before the worker took over
 
@@ -115,6 +117,7 @@ def session_command(state: SessionState, sql: str, default: Privacy) -> Result |
     if word in ("begin", "start"):
         if not state.in_transaction:
             state.saved = dict(state.settings)       # ROLLBACK undoes SETs, as in PostgreSQL
+            state.local = {}
         state.in_transaction = True
         return Result("BEGIN")
     if word in ("savepoint", "release") or (word == "rollback" and re.match(
@@ -123,6 +126,12 @@ def session_command(state: SessionState, sql: str, default: Privacy) -> Result |
     if word in ("commit", "end", "rollback", "abort"):
         if word in ("rollback", "abort") and state.in_transaction:
             state.settings = dict(state.saved)
+        for name, before in state.local.items():      # SET LOCAL ends with its transaction
+            if before is None:
+                state.settings.pop(name, None)
+            else:
+                state.settings[name] = before
+        state.local = {}
         state.in_transaction = False
         return Result("ROLLBACK" if word in ("rollback", "abort") else "COMMIT")
     if word == "copy":
@@ -148,8 +157,23 @@ def _set(state: SessionState, text: str, default: Privacy) -> Result:
     if tz is None and found is None:
         raise ServerError("SET takes one name and one value: SET dpsql.epsilon = 0.5",
                           "42601")
-    name, value = ("timezone", tz.group(1)) if tz else (found.group(1).lower(), found.group(2))
+    scope, name, value = (tz.group(1), "timezone", tz.group(2)) if tz else \
+        (found.group(1), found.group(2).lower(), found.group(3))
     value = value.strip()
+    local = (scope or "").strip().lower() == "local"
+    if local and not state.in_transaction:     # PostgreSQL: a warning, and no effect
+        _value(state, name, value, default)    # still checked, as PostgreSQL does
+        return Result("SET", notice="SET LOCAL can only be used in transaction blocks")
+    if local:
+        state.local.setdefault(name, state.settings.get(name))
+    else:
+        state.local.pop(name, None)            # a session SET outlasts the transaction
+    state.settings[name] = _value(state, name, value, default)
+    return Result("SET")
+
+
+def _value(state: SessionState, name: str, value: str, default: Privacy):
+    """The setting's value as stored, or ServerError if it cannot be set to it."""
     if name in DPSQL_SETTINGS:
         number = _number(name, value)
         trial = dict(state.settings, **{name: number})
@@ -157,15 +181,13 @@ def _set(state: SessionState, text: str, default: Privacy) -> Result:
             SessionState(state.account, state.catalog, settings=trial).privacy(default)
         except errors.Error as err:
             raise ServerError(str(err), "22023") from None
-        state.settings[name] = number
-        return Result("SET")
+        return number
     if name not in CLIENT_SETTINGS:
         raise ServerError(f'unrecognized configuration parameter "{name}"; dpsql sets '
                           f"{', '.join(DPSQL_SETTINGS)} and the usual client parameters", "42704")
     if name in FIXED and value.lower() not in FIXED[name]:
         raise ServerError(f"{name} can only be {sorted(FIXED[name])[0]} on dpsql", "22023")
-    state.settings[name] = value.strip("'")
-    return Result("SET")
+    return value.strip("'")
 
 
 def _number(name: str, value: str) -> float:
