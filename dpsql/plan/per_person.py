@@ -129,7 +129,7 @@ class _PerPerson:
                 return type(node)(this=expr), Field(out, kind, origin=node.sql(ANALYST_DIALECT)[:40])
             fail(_unbounded_message(node, d.unbounded))
         if kind == "int":
-            lo, hi = math.floor(lo), math.ceil(hi)
+            lo, hi = _within_int64(math.floor(lo)), _within_int64(math.ceil(hi))
         value = clamp(expr, lo, hi)
         # Typed, so that an engine sums it as what it is (Spark sums an untyped one as integers)
         value.type = exp.DataType.build("DOUBLE" if kind == "float" else "BIGINT")
@@ -261,6 +261,13 @@ class _PerPerson:
         return rows, how
 
 
+def _within_int64(end: int) -> int:
+    """An end of an integer expression's interval, within int64: the expression's values are
+    BIGINTs (NULL where they would leave int64), so this changes no value, and the clamp's
+    ends stay BIGINT literals. (Review 34b, F1: an end beyond int64 was a DOUBLE literal,
+    which made PostgreSQL sum the clamp in float8, where a per-person sum of 2^63 - 1
+    rounds to 2^63 and its cast back to BIGINT raised.)"""
+    return min(max(end, -2 ** 63), 2 ** 63 - 1)
 def _person_column(child: Relation) -> str:
     """How the analyst names the person of ``child``: its table's id, or the column that
     references the person's table."""

@@ -91,6 +91,30 @@ REVIEW_SUMS = {
 """The review's (review 33f, F1-F3) sums and averages that failed on PostgreSQL with the target
 and were answered without it; each must be answered on both (as on DuckDB)."""
 
+SHIFT = "CASE WHEN i = 5 THEN {value} ELSE {other} END"   # the target's one row with i = 5
+L = "9223372036854775802"             # 5 + L = 2^63 - 1: i + L in [L - 10, 2^63 + 4]
+REVIEW_SHIFTS = {
+    "per-person SUM": PER_PERSON.format(agg=f"SUM({SHIFT.format(value='i + ' + L, other=0)})"),
+    "ELSE -1": PER_PERSON.format(agg=f"SUM({SHIFT.format(value='i + ' + L, other=-1)})"),
+    "literal first": PER_PERSON.format(agg=f"SUM({SHIFT.format(value=L + ' + i', other=0)})"),
+    "product": PER_PERSON.format(agg=f"SUM({SHIFT.format(value='i * 1844674407370955161', other=0)})"),
+    "ABS": PER_PERSON.format(agg=f"SUM({SHIFT.format(value=f'ABS(i + {L})', other=0)})"),
+    "// 1": PER_PERSON.format(agg=f"SUM({SHIFT.format(value=f'(i + {L}) // 1', other=0)})"),
+    "CAST": PER_PERSON.format(agg=f"SUM({SHIFT.format(value=f'CAST(i AS BIGINT) + {L}', other=0)})"),
+    "big - 1": PER_PERSON.format(agg="SUM(big - 1)"),
+    "HAVING": "SELECT COUNT(*) AS n FROM (SELECT pid FROM d.t GROUP BY pid HAVING SUM(big - 1) > 0) AS p",
+    "IN": "SELECT COUNT(*) AS n FROM d.t WHERE pid IN (SELECT pid FROM d.t GROUP BY pid HAVING SUM(big - 1) > 0)",
+    "BigQuery": BIGQUERY.format(value=SHIFT.format(value="i + " + L, other=0)),
+    "BigQuery big - 1": BIGQUERY.format(value="big - 1"),
+    "outer SUM": ("SELECT SUM(LEAST(GREATEST(v, 0), 1)) AS s FROM (SELECT pid, SUM(big - 1) AS v "
+                  "FROM d.t GROUP BY pid) AS p"),
+}
+"""Review 34b, F1: a per-person SUM of an integer expression whose derived interval leaves
+int64 (``i + L`` reaches 2^63 + 4, ``big - 1`` -2^63 - 1). Its clamp's end was a DOUBLE, so
+PostgreSQL summed in float8, where the target's sum of 2^63 - 1 (or 2^63 - 3) rounds to
+2^63, passed the int64 check and raised in the cast back to BIGINT; answered without the
+target. Each must be answered on both."""
+
 HOSTILE = {
     "int": ("0", "-1", "9223372036854775807", "-9223372036854775808", "4611686018427387904",
             "2147483647"),

@@ -71,3 +71,69 @@ def test_review_33f_sums_are_answered_with_the_target_and_without(neighbours):
     with the target and without."""
     failed = [(name, check(neighbours, sql, None)[0]) for name, sql in REVIEW_SUMS.items()]
     assert [(name, result) for name, result in failed if result != ("answered",)] == []
+
+
+# -- review 34b, F3: timestamps at the start of Spark's range --------------------------------
+
+EARLY_META = {"": {"d": {"t": {"max_ids": 3, "pid": {"type": "int", "private_id": True},
+                               "x": {"type": "int", "lower": 0, "upper": 2},
+                               "t": {"type": "datetime"}, "lt": {"type": "datetime"},
+                               "dd": {"type": "datetime"}}}}}
+_LONG_MIN = "timestamp_micros(-9223372036854775808)"
+_EARLY = {   # the target's three rows (x = 0, 1, 2): t, lt (a TIMESTAMP), dd (a DATE)
+    "t": (f"CAST({_LONG_MIN} AS TIMESTAMP_NTZ)",
+          f"CAST({_LONG_MIN} + INTERVAL 25 HOURS AS TIMESTAMP_NTZ)",
+          "CAST(timestamp_micros(9223372036854775807) AS TIMESTAMP_NTZ)"),
+    "lt": (_LONG_MIN, f"{_LONG_MIN} + INTERVAL 25 HOURS", "timestamp_micros(9223372036854775807)"),
+    "dd": ("CAST('-5000000-01-01' AS DATE)", "CAST('5000000-01-01' AS DATE)",
+           "date_add(CAST('-290308-12-21' AS DATE), 0)")}
+EARLY_QUERIES = [
+    *[f"SELECT COUNT(*) AS n FROM d.t WHERE DATE_TRUNC('{unit}', {col}) IS NULL"
+      for col in ("t", "lt") for unit in ("year", "quarter", "month", "week", "day", "hour")],
+    "SELECT COUNT(*) AS n FROM d.t WHERE DATE_TRUNC('second', dd) IS NULL",
+    "SELECT DATE_TRUNC('year', t) AS k, COUNT(*) AS n FROM d.t GROUP BY k",
+    "SELECT COUNT(*) AS n FROM (SELECT pid, MIN(t) AS v FROM d.t GROUP BY pid) AS p "
+    "WHERE DATE_TRUNC('month', v) IS NULL",
+    "SELECT COUNT(*) AS n FROM d.t WHERE CAST(CAST(t AS DATE) AS TIMESTAMP) IS NULL",
+    "SELECT COUNT(*) AS n FROM d.t WHERE CAST(CAST(lt AS DATE) AS TIMESTAMP) IS NULL",
+    "SELECT COUNT(*) AS n FROM d.t WHERE dd IS NULL",
+    "SELECT COUNT(*) AS n FROM d.t WHERE DATE_ADD(CAST(t AS DATE), 1) IS NULL "
+    "OR DATE_SUB(CAST(t AS DATE), 1) IS NULL",
+    "SELECT COUNT(*) AS n FROM d.t WHERE DATE_DIFF('day', t, TIMESTAMP '2000-01-01') > 0 "
+    "OR DATE_DIFF('month', dd, lt) > 0",
+    "SELECT COUNT(*) AS n FROM d.t WHERE EXTRACT(isoyear FROM t) < 0 OR YEAR(dd) < 0 "
+    "OR DAYOFWEEK(lt) = 1",
+    "SELECT COUNT(*) AS n FROM d.t WHERE CAST(t AS VARCHAR) LIKE '-%' "
+    "OR CAST(CAST(dd AS DATE) AS VARCHAR) LIKE '+%'",
+    "SELECT COUNT(*) AS n FROM d.t WHERE t - INTERVAL 1 DAY IS NULL OR dd + INTERVAL 1 DAY IS NULL"]
+
+
+@pytest.fixture(scope="module")
+def early(spark):
+    import datetime as dt
+    from pyspark.sql import functions as F
+    others = [(p, k, dt.datetime(2020, p, p, p), dt.datetime(2021, p, p), dt.date(2022, p, p))
+              for p in range(1, 7) for k in range(2)]
+    target = [(7, k, dt.datetime(2020, 1, 1), dt.datetime(2020, 1, 1), dt.date(2020, 1, 1))
+              for k in range(3)]
+    out = {}
+    for name, rows in (("with", others + target), ("without", others)):
+        frame = spark.createDataFrame(rows, "pid bigint, x bigint, t timestamp_ntz, "
+                                      "lt timestamp, dd date")
+        for col, values in _EARLY.items():
+            frame = frame.withColumn(col, F.expr(f"CASE WHEN pid = 7 THEN CASE x WHEN 0 THEN "
+                                                 f"{values[0]} WHEN 1 THEN {values[1]} ELSE "
+                                                 f"{values[2]} END ELSE {col} END"))
+        out[name] = dpsql.from_connection(spark, EARLY_META, tables={"d.t": frame.cache()},
+                                          privacy=dpsql.Privacy(epsilon=1.0))
+    return out
+
+
+def test_review_34b_date_functions_at_the_start_of_sparks_range(early):
+    """Review 34b, F3: DATE_TRUNC (every unit) and CAST(CAST(t AS DATE) AS TIMESTAMP) threw
+    "long overflow" (ANSI mode off too) on a TIMESTAMP_NTZ at Long.MIN microseconds (and
+    month, quarter, year 25 hours after it), and a DATE column's cast to TIMESTAMP on a
+    date beyond +-290,000 years: the query failed with the target only. Such a stored value
+    now reads as NULL; every date function over the range's ends is answered both ways."""
+    outcomes = [(sql, check(early, sql, None)[0]) for sql in EARLY_QUERIES]
+    assert [(sql, result) for sql, result in outcomes if result != ("answered",)] == []

@@ -10,8 +10,8 @@ from sqlglot import exp
 
 from ...errors import QueryError
 from ..intake import text_to_boolean
-from .guards import (_and, _case, _float_fits, _fn, _not, _num, _type, _within_int64,
-                     numeric_double)
+from .guards import (INT64, _and, _case, _float_fits, _fn, _not, _num, _type,
+                     _within_int64, numeric_double)
 
 _FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "TINYINT": "int",
            "DOUBLE PRECISION": "float", "DOUBLE": "float", "FLOAT": "float", "REAL": "float",
@@ -57,13 +57,22 @@ def try_cast(node):
     if (source, target) in {("boolean", "int"), ("boolean", "float")}:
         return exp.Cast(this=exp.Cast(this=node.this, to=exp.DataType.build("INT")), to=to)
     if source == "numeric" and target == "int":   # a SUM of BIGINTs (HUGEINT on DuckDB)
-        return _case(_within_int64(_fn("ROUND", node.this.copy())), exp.Cast(this=node.this, to=to))
+        return _case(_int64_exactly(_fn("ROUND", node.this.copy())), exp.Cast(this=node.this, to=to))
     if source == "numeric" and target == "float":
         return numeric_double(node.this)
     if source == "string" and target in ("int", "float"):
         return _string_to_number(node.this, target)
     raise QueryError(f"CAST from {source} to {target} is not supported on PostgreSQL (it "
                      "raises there on some values); use the DuckDB engine")
+
+
+def _int64_exactly(whole: exp.Expression) -> exp.Expression:
+    """A whole number within int64, decided exactly whether PostgreSQL computed it in NUMERIC
+    or in float8: -2^63 and 2^63 are DOUBLEs, 2^63 - 1 is none (a BETWEEN ... AND
+    9223372036854775807 compared in float8 reads it as 2^63 and let 2^63 pass to the cast,
+    which raised: review 34b, F1)."""
+    return _and(exp.GTE(this=whole.copy(), expression=_num(INT64[0])),
+                exp.LT(this=whole, expression=_num(INT64[1] + 1)))
 
 
 _TARGETS = {"int": "BIGINT", "float": "DOUBLE", "string": "TEXT", "boolean": "BOOLEAN",

@@ -28,7 +28,7 @@ from ..truncation import Spelling, tag_cut
 from . import numbers as n
 from .casts import try_cast as _try_cast
 from .sums import plan_avg, plan_sum
-from .guards import _and, _case, _col, _fn, _num, _within_int64
+from .guards import _and, _case, _cases, _col, _fn, _num, _within_int64
 
 NAME = "postgres"
 
@@ -153,6 +153,35 @@ def _date_diff(node):
     return _case(finite, exp.Cast(this=value, to=bigint.copy()))
 
 
+FIRST_TRUNCATED = {"year": "4713-01-01 00:00:00 BC", "quarter": "4713-01-01 00:00:00 BC",
+                   "month": "4714-12-01 00:00:00 BC"}
+"""DATE_TRUNC's unit -> the first timestamp whose truncation PostgreSQL can hold: its range
+starts at 4714-11-24 BC, so the year, quarter or month of an earlier instant begins before
+it, and PostgreSQL raises "timestamp out of range" (review 34b, F2). Week (4714-11-24 BC
+is a Monday), day and shorter units never leave the range; decade, century and millennium
+are not on the allow-list."""
+
+
+def _trunc(node):
+    """DATE_TRUNC('unit', t): NULL for a finite t whose year, quarter or month begins before
+    PostgreSQL's first timestamp (``FIRST_TRUNCATED``); a DATE is truncated as the TIMESTAMP
+    of its midnight (PostgreSQL would read it as a timestamptz, in the session's time
+    zone). A DATE here is a timestamp's (``CAST(t AS DATE)``: a stored date column is read
+    as a datetime, NULL past the last timestamp), so that cast cannot fail."""
+    value = node.this
+    if type_name(value) == "DATE":
+        value = exp.Cast(this=value, to=exp.DataType.build("TIMESTAMP"))
+    unit = node.unit.name.lower()
+    truncated = exp.TimestampTrunc(this=value, unit=exp.var(unit.upper()))
+    first = FIRST_TRUNCATED.get(unit)
+    if first is None:
+        return truncated
+    early = _and(_fn("ISFINITE", value.copy()), exp.LT(this=value.copy(), expression=exp.Cast(
+        this=exp.Literal.string(first), to=exp.DataType.build("TIMESTAMP"))))
+    return _cases((early, exp.Cast(this=exp.Null(), to=exp.DataType.build("TIMESTAMP"))),
+                  (exp.true(), truncated))
+
+
 INT32_MAX = 2 ** 31 - 1
 
 
@@ -269,7 +298,7 @@ RULES: dict = {
     exp.Right: _literal_positions, exp.Contains: _contains, exp.Like: _like, exp.ILike: _like,
     # dates and times (an INTERVAL is added only within the range the plan computed)
     exp.Extract: _date_part, **{t: _date_part for t in _PARTS}, exp.Anonymous: _anonymous,
-    exp.TimestampTrunc: total, exp.DateDiff: _date_diff,
+    exp.TimestampTrunc: _trunc, exp.DateDiff: _date_diff,
 }
 """The analyst's nodes PostgreSQL runs: class (and, where it matters, type) -> its rule
 (``dpsql.plan.dialect.apply_rules``). Anything else is refused, for free, before anything

@@ -40,6 +40,26 @@ stage's code is generated (where Spark raises some errors) would depend on the d
 found by the attack review). The rest of adaptive execution stays on: without it, grouped
 queries ran 2-7x slower."""
 
+FIRST_TIMESTAMP, FIRST_US = "-290307-01-01 00:00:00", -9223371158400000000
+FIRST_DAY, LAST_DAY = -106751981, 106751991
+"""The first stored datetime dpsql reads on Spark (its microseconds since 1970), and the
+dates (days since 1970: -290307-01-01 .. 294247-01-10) whose midnight a TIMESTAMP holds.
+Spark's TIMESTAMP starts at Long.MIN microseconds (-290308-12-21 19:59:05.224192, a common
+"-infinity" sentinel in Parquet files); DATE_TRUNC of any unit (its result falls before
+that), a date cast back to TIMESTAMP, and a date past either end cast to TIMESTAMP throw
+"long overflow" there. From the first instant of year -290307 on, every DATE_TRUNC unit,
+every date part and a date's midnight stay in range (tests/engines/test_spark_differential.py);
+at the other end only ``+ INTERVAL`` leaves the range, which the plan bounds."""
+
+
+def _fn(name: str, *args) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _num(value) -> exp.Expression:
+    return exp.Literal.number(value)
+
+
 _JOB_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 """The thread-local properties ``setJobGroup`` sets, restored after each statement."""
 
@@ -91,6 +111,23 @@ class SparkEngine(ServerEngine):
             types = {f.name: f.dataType.typeName() for f in frame.schema.fields}
             physical[table.full_name.lower()] = (node, types)
         return cls(own, physical, metadata)
+
+    def _read(self, col, node: exp.Expression, kind: str, target: exp.DataType) -> exp.Expression:
+        """A stored datetime before FIRST_TIMESTAMP, or a stored date outside the dates whose
+        midnight a TIMESTAMP holds, reads as NULL: Spark converts them with exact 64-bit
+        arithmetic that throws "long overflow", ANSI mode or not (review 34b, F3)."""
+        value = exp.Cast(this=node, to=target)
+        if col.type != "datetime":
+            return value
+        if kind == "date":
+            within = exp.Between(this=_fn("unix_date", node.copy()), low=_num(FIRST_DAY),
+                                 high=_num(LAST_DAY))
+        elif kind == "timestamp":
+            within = exp.GTE(this=_fn("unix_micros", node.copy()), expression=_num(FIRST_US))
+        else:
+            within = exp.GTE(this=node.copy(), expression=exp.Cast(
+                this=exp.Literal.string(FIRST_TIMESTAMP), to=exp.DataType.build("TIMESTAMPNTZ")))
+        return exp.Case(ifs=[exp.If(this=within, true=value)])
 
     def _dry_relation(self, table: Table) -> exp.Select:
         return _dry_relation(table)
