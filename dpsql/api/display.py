@@ -6,14 +6,16 @@ block, not as an escaped string), ``HTMLPage`` (``reader.report(format="html")``
 ``repr`` of a ``Reader`` and of a DB-API ``Connection``: its tables, the privacy of one
 query, the budget, what was spent and the ledger's path. Metadata and accounting only:
 never a data value. And the progress bar of ``reader.progress = True``: tqdm's
-notebook-aware bar (a widget in Jupyter, a line on stderr in a terminal).
+notebook-aware bar (a widget in Jupyter, a line on stderr in a terminal), and ``Progress``,
+which polls the engine while a query reads the data.
 """
 from __future__ import annotations
 
 import html
 import re
+import threading
 
-__all__ = ["HTMLPage", "Text", "progress_bar", "progress_callback", "session_fields",
+__all__ = ["HTMLPage", "Progress", "Text", "progress_bar", "progress_callback", "session_fields",
            "session_html", "session_summary"]
 
 
@@ -131,3 +133,36 @@ def progress_callback(progress):
     raise ProgrammingError(f"reader.progress takes True (a progress bar: a widget in a "
                            f"notebook, stderr in a terminal), a callable or None, not "
                            f"{type(progress).__name__}")
+
+
+class Progress:
+    """Polls the engine's progress every quarter second after the first second of a run,
+    telling ``callback``; says None at the end if it said anything. No callback, or an
+    engine without progress (PostgreSQL, Spark): nothing happens."""
+
+    def __init__(self, engine, callback) -> None:
+        self.engine, self.callback = engine, callback
+        self.done = threading.Event()
+        self.told = False
+
+    def __enter__(self):
+        if self.callback is not None and hasattr(self.engine, "progress"):
+            self.thread = threading.Thread(target=self._poll, daemon=True)
+            self.thread.start()
+        return self
+
+    def _poll(self) -> None:
+        if self.done.wait(1.0):
+            return
+        while not self.done.wait(0.25):
+            value = self.engine.progress()
+            if value is not None:
+                self.told = True
+                self.callback(value)
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        if getattr(self, "thread", None) is not None:
+            self.thread.join()
+            if self.told:
+                self.callback(None)

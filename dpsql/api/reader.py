@@ -9,7 +9,6 @@ query costs nothing.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from datetime import datetime, timezone
 
 import numpy as np
@@ -31,17 +30,16 @@ from ..privacy.params import Budget, Privacy, large_privacy_warning
 from ..release.noise import add_noise, drowned_counts, empty_noisy
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
-from .display import HTMLPage, Text, progress_callback, session_html, session_summary
+from .display import HTMLPage, Progress, Text, progress_callback, session_html, session_summary
 from .accuracy_target import budget_line, epsilon_for
+from .caches import Bounded
 from .options import session_budget, session_privacy
 from .smartnoise import SmartNoiseMethods
 
 _PLAN_CACHE_SIZE = 32
 _PLAN_CACHE_CHARS = 200_000
 """Plans kept for queries asked again: at most 32, and at most 200,000 characters of their
-SQL in all (a plan takes about 100 times its SQL's size in memory: 0.7 MB for 200 SUMs;
-``dpsql serve`` keeps a session per analyst for months, and an unbounded or 256-plan cache
-grew it by 7 MB a query: the eleventh review of issue 33)."""
+SQL in all (a plan takes about 100 times its SQL's size: 0.7 MB for 200 SUMs)."""
 _RELEASE_CACHE_SIZE = 64
 
 
@@ -55,11 +53,12 @@ class Reader(SmartNoiseMethods):
         self.metadata = metadata
         self.privacy = session_privacy(privacy)
         self.accountant = Accountant(session_budget(budget), ledger)
-        self._plans: OrderedDict = OrderedDict()
-        self._plan_chars = 0         # the cached plans' SQL, in characters
+        self._plans = Bounded(_PLAN_CACHE_SIZE, weigh=lambda key: len(key[0]),
+                              limit=_PLAN_CACHE_CHARS, evicted=self._forget)
         self._history: list = []     # this session's releases, for report() (no ledger)
-        self._releases: OrderedDict = OrderedDict()   # (canonical SQL, privacy) -> noisy
-        # statistics of the latest _RELEASE_CACHE_SIZE releases (a ledger keeps them all)
+        # (canonical SQL, privacy) -> noisy statistics of the latest releases (a ledger
+        # keeps them all)
+        self._releases = Bounded(_RELEASE_CACHE_SIZE)
         self._compiled: dict = {}    # id(plan part) -> (engine SQL, post-processing SQL)
         self._marks: dict = {}       # (canonical SQL, privacy key) -> ledger fingerprint
         self.post = PostProcessor()
@@ -111,13 +110,7 @@ class Reader(SmartNoiseMethods):
         if len(plans) > 1:
             plan = UnionPlan(plans, tree.sql(ANALYST_DIALECT))
         with self._lock:
-            self._plans[key] = plan
-            self._plan_chars += len(sql)
-            while len(self._plans) > 1 and (len(self._plans) > _PLAN_CACHE_SIZE
-                                            or self._plan_chars > _PLAN_CACHE_CHARS):
-                (old_sql, *_), old = self._plans.popitem(last=False)
-                self._plan_chars -= len(old_sql)
-                self._forget(old)
+            self._plans.put(key, plan)
         return plan
 
     def _compile(self, plan: Plan) -> None:
@@ -320,14 +313,9 @@ class Reader(SmartNoiseMethods):
         return plan, noisy
 
     def _keep(self, key: tuple, noisy: list) -> None:
-        """Remember a release for replays: the latest ``_RELEASE_CACHE_SIZE`` (a session
-        that runs for months, as ``dpsql serve``'s, must not grow with every release; with
-        a ledger, older ones are found there)."""
+        """Remember a release for replays (with a ledger, older ones are found there)."""
         with self._lock:
-            self._releases[key] = noisy
-            self._releases.move_to_end(key)
-            while len(self._releases) > _RELEASE_CACHE_SIZE:
-                self._releases.popitem(last=False)
+            self._releases.put(key, noisy)
 
     def _after_charge(self, function, *args):
         run = self.after_charge
@@ -448,39 +436,6 @@ class UnionPlan:
         self.bound_sql = sql
         self.key_sql = " UNION ALL ".join(p.key_sql for p in parts)
         self.output_names = parts[0].output_names
-
-
-class Progress:
-    """Polls the engine's progress every quarter second after the first second of a run,
-    telling ``callback``; says None at the end if it said anything. No callback, or an
-    engine without progress (PostgreSQL, Spark): nothing happens."""
-
-    def __init__(self, engine, callback) -> None:
-        self.engine, self.callback = engine, callback
-        self.done = threading.Event()
-        self.told = False
-
-    def __enter__(self):
-        if self.callback is not None and hasattr(self.engine, "progress"):
-            self.thread = threading.Thread(target=self._poll, daemon=True)
-            self.thread.start()
-        return self
-
-    def _poll(self) -> None:
-        if self.done.wait(1.0):
-            return
-        while not self.done.wait(0.25):
-            value = self.engine.progress()
-            if value is not None:
-                self.told = True
-                self.callback(value)
-
-    def __exit__(self, *exc) -> None:
-        self.done.set()
-        if getattr(self, "thread", None) is not None:
-            self.thread.join()
-            if self.told:
-                self.callback(None)
 
 
 def _warn_drowned(plan) -> None:

@@ -60,8 +60,8 @@ class PostProcessor:
         """``noisy``: column name -> numpy array. Registering a dict of arrays costs
         about a third of registering a DataFrame; results come back as arrays too."""
         with self._lock:
-            self._con.register(NOISY_TABLE, noisy)
-            try:
+            try:        # registered inside: a stop (dpsql serve) may land right after it
+                self._con.register(NOISY_TABLE, noisy)
                 return {name: _plain(values) for name, values in
                         self._con.execute(sql).fetchnumpy().items()}
             except duckdb.Error as err:
