@@ -18,7 +18,6 @@ from sqlglot import exp
 from ...plan.dialect import Dialect
 from .filters import restored_filters
 from ...plan.nodes import Truncated, TruncatedGroups
-from ..truncation import Spelling, column, tag_cut, volatile
 
 NAME = "duckdb"
 
@@ -43,29 +42,119 @@ class DuckDB(Dialect):
                                 node.args["max_groups"], node.args["max_rows"])
 
 
+def column(name: str) -> exp.Column:
+    return exp.column(name, quoted=True)
+
+
 def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = "") -> exp.Select:
-    """Keep a uniformly random subset of at most k rows per person, inside the engine
-    (``dpsql.engines.truncation.tag_cut``): a person's k + 1 smallest tags are
-    ``MIN(tag, k + 1)``, a heap, and the heavy persons' rows are chosen by SEMI and ANTI
-    joins. The untagged rows are recomputed rather than stored when they are
-    deterministic (docs/performance.md)."""
-    return tag_cut(rows, pid, k, fields, prefix, SPELLING)
+    """Keep a uniformly random subset of at most k rows per person, inside the engine.
+
+    Persons with at most k rows keep them all (what a uniform k-subset gives them
+    anyway). Each row of a person with more gets an independent uniform tag (RANDOM(),
+    drawn once: the tagged rows are materialised) and the person keeps the rows whose
+    tag is below the (k+1)-th smallest of theirs: the k smallest tags, a uniform
+    k-subset. Should the k-th and (k+1)-th tags tie (random doubles: as good as never),
+    the person keeps only the rows strictly below the k-th, so at most k rows are kept
+    whatever the tags. Which rows a person keeps depends on their own rows and tags
+    only. The untagged rows are recomputed rather than stored when they are
+    deterministic (docs/performance.md). Rows whose id is NULL were dropped before:
+    they cannot be attributed, so no bound could hold.
+    """
+    fields = fields or ["_one"]
+    names = {n: f"_{n}{prefix}" for n in ("rows", "heavy", "tagged", "cut")}
+
+    def using():
+        return [exp.to_identifier(pid, quoted=True)]
+
+    def table(name):
+        return exp.Table(this=exp.to_identifier(names[name]))
+
+    def value(f):
+        return column(f) if f != "_one" else exp.Literal.number(1)
+
+    def kept(source):
+        return _select([exp.alias_(value(f), f, quoted=True) for f in fields], table(source))
+
+    # Built without sqlglot's copying builders: ``rows`` (the whole plan below) is used
+    # once, as it is, so compiling nested truncations stays linear in the plan's size.
+    heavy = _select([column(pid)], table("rows"))
+    heavy.set("group", exp.Group(expressions=[column(pid)]))
+    heavy.set("having", exp.Having(this=exp.GT(this=exp.Count(this=exp.Star()),
+                                               expression=exp.Literal.number(k))))
+    tagged = _select([exp.Star(), exp.alias_(exp.Rand(), TAG, quoted=True)], table("rows"),
+                     exp.Join(this=table("heavy"), using=using(), kind="SEMI"))
+    smallest = exp.Anonymous(this="MIN", expressions=[column(TAG), exp.Literal.number(k + 1)])
+    listed = _select([column(pid), exp.alias_(smallest, SMALLEST, quoted=True)], table("tagged"))
+    listed.set("group", exp.Group(expressions=[column(pid)]))
+    cut = _select([column(pid), exp.alias_(_cut(k), CUT, quoted=True)], exp.Subquery(
+        this=listed, alias=exp.TableAlias(this=exp.to_identifier("_smallest"))))
+    light = kept("rows")
+    light.set("joins", [exp.Join(this=table("heavy"), using=using(), kind="ANTI")])
+    sampled = kept("tagged")
+    sampled.set("joins", [exp.Join(this=table("cut"), using=using())])
+    sampled.set("where", exp.Where(this=exp.LT(this=column(TAG), expression=column(CUT))))
+    bounded = exp.Union(this=light, expression=sampled, distinct=False)
+    select = _select([exp.Star()], exp.Subquery(
+        this=bounded, alias=exp.TableAlias(this=exp.to_identifier(f"_kept{prefix}"))))
+    select.set("with_", exp.With(expressions=[
+        exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(names[name])),
+                materialized=stored)
+        for name, body, stored in (("rows", rows, _volatile(rows)), ("heavy", heavy, True),
+                                   ("tagged", tagged, True), ("cut", cut, True))]))
+    return select
 
 
-def _smallest(tag: exp.Column, k: int) -> exp.Expression:
-    return exp.Anonymous(this="MIN", expressions=[tag, exp.Literal.number(k + 1)])
+def _select(items: list, source: exp.Expression, *joins) -> exp.Select:
+    """``SELECT items FROM source [joins]``, its parts used as they are (not copied)."""
+    select = exp.Select(expressions=items, from_=exp.From(this=source))
+    if joins:
+        select.set("joins", list(joins))
+    return select
 
 
-SPELLING = Spelling(smallest=_smallest, semi_joins=True)
+TAG, SMALLEST, CUT = "_dpsql_tag", "_dpsql_smallest", "_dpsql_cut"
+
+
+def _cut(k: int) -> exp.Expression:
+    """The tag below which a heavy person's rows are kept: the (k+1)-th smallest of
+    their tags, or the k-th if the two tie (``MIN(tag, k + 1)`` lists them ascending;
+    DuckDB counts list positions from 1)."""
+    # Positions written 1-based (offset 1, DuckDB's): sqlglot then renders them as they
+    # are, without annotating types to convert them (milliseconds per truncation).
+    nth = [exp.Bracket(this=column(SMALLEST), expressions=[exp.Literal.number(i)], offset=1)
+           for i in (k, k + 1)]
+    return exp.If(this=exp.LT(this=nth[0], expression=nth[1]), true=nth[1].copy(),
+                  false=nth[0].copy())
+
+
+def _volatile(tree: exp.Expression) -> bool:
+    """Whether evaluating ``tree`` twice could give different rows: it draws randomness,
+    or aggregates other than COUNT (a float sum's rounding depends on the order parallel
+    threads combine partial sums, so a filter over it can flip; the key filters of joins
+    count), windows, limits, samples, or calls a function dpsql did not
+    write as a plain scalar. Such a relation must be stored, not recomputed, when it is
+    read twice (its persons must count the same rows each time). Conservative: an
+    unknown function or aggregate counts as volatile."""
+    return any(isinstance(n, (exp.Rand, exp.Uuid, exp.Window, exp.Limit, exp.Offset,
+                              exp.Fetch, exp.TableSample, exp.Qualify))
+               or (isinstance(n, exp.AggFunc) and not isinstance(n, EXACT_AGGREGATES))
+               or (isinstance(n, exp.Anonymous) and str(n.this).lower() not in SCALARS)
+               for n in tree.walk())
+
+
+SCALARS = {"least", "greatest"}
+# The same result in any order. Not MIN/MAX: over doubles mixing 0.0 and -0.0, DuckDB
+# returns either zero from run to run (found by the hostile-analyst test of issue 25).
+EXACT_AGGREGATES = (exp.Count,)
 
 
 def inline_deterministic(tree: exp.Expression) -> exp.Expression:
     """``tree`` with each CTE whose materialisation is unset and whose body is
-    deterministic (not ``volatile``) marked NOT MATERIALIZED: DuckDB otherwise stores a
+    deterministic (not ``_volatile``) marked NOT MATERIALIZED: DuckDB otherwise stores a
     CTE read twice (the typed relation of a truncated table), which costs more than
     reading it again. (Truncation sets its own CTEs' materialisation.)"""
     for cte in tree.find_all(exp.CTE):
-        if cte.args.get("materialized") is None and not volatile(cte.this):
+        if cte.args.get("materialized") is None and not _volatile(cte.this):
             cte.set("materialized", False)
     return tree
 

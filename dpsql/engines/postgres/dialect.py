@@ -10,9 +10,9 @@ here (before anything runs, for free) with a message that names it. Plan-generat
 arithmetic (clamping, fixed point, histogram cells) works on clamped values and cannot
 fail; it carries no type and is rendered as it is.
 
-Truncation: at most k uniformly random rows per person, the random-tag cut of
-``dpsql.engines.truncation`` (no sort of the persons within their bound; a heavy person's
-tags ordered by ``ARRAY_AGG``); ``TruncatedGroups`` ranks a person's groups by a
+Truncation: ``ROW_NUMBER() OVER (PARTITION BY person ORDER BY random())`` keeps at most
+k uniformly random rows per person (DuckDB's random-tag cut measured 2.2x slower here:
+docs/engines.md); ``TruncatedGroups`` ranks a person's groups by a
 hash of (person, keys, a seed drawn once per run), as the DuckDB dialect does.
 """
 from __future__ import annotations
@@ -24,7 +24,6 @@ from ...frontend.allowed import ENTRIES
 from ...plan.dialect import (Dialect, apply_rules, date_diff_tree, int_constant, total,
                              type_name)
 from ...plan.nodes import Truncated, TruncatedGroups
-from ..truncation import Spelling, tag_cut
 from . import numbers as n
 from .casts import try_cast as _try_cast
 from .sums import plan_avg, plan_sum
@@ -40,8 +39,18 @@ class Postgres(Dialect):
 
     # -- truncation ---------------------------------------------------------------
     def truncated(self, node: Truncated) -> exp.Select:
-        return tag_cut(self._truncations(node.this), node.args["pid"], node.args["k"],
-                       list(node.args["fields"]), node.args.get("prefix") or "", SPELLING)
+        pid, k = node.args["pid"], node.args["k"]
+        fields = list(node.args["fields"]) or ["_one"]
+        rows = self._truncations(node.this)
+        rank = exp.Window(this=exp.RowNumber(), partition_by=[_col(pid)],
+                          order=exp.Order(expressions=[exp.Ordered(this=exp.Rand())]))
+        numbered = exp.select(exp.Star(), exp.alias_(rank, "_dpsql_rn", quoted=True)).from_(
+            exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier("_rows"))))
+        values = [_col(f) if f != "_one" else exp.alias_(_num(1), "_one", quoted=True)
+                  for f in fields]
+        return exp.select(*values).from_(exp.Subquery(
+            this=numbered, alias=exp.TableAlias(this=exp.to_identifier("_numbered")))).where(
+            exp.LTE(this=_col("_dpsql_rn"), expression=_num(k)))
 
     def truncated_groups(self, node: TruncatedGroups) -> exp.Select:
         pid, keys = node.args["pid"], [self._truncations(k) for k in node.args["keys"]]
@@ -76,15 +85,6 @@ class Postgres(Dialect):
 
     def _truncations(self, tree: exp.Expression) -> exp.Expression:
         return self.compile_nodes(tree)
-
-
-def _smallest(tag: exp.Column, k: int) -> exp.Expression:
-    """A heavy person's tags in ascending order (a sort of their own rows only)."""
-    return exp.Paren(this=exp.ArrayAgg(this=exp.Order(this=tag, expressions=[
-        exp.Ordered(this=tag.copy(), nulls_first=False)])))
-
-
-SPELLING = Spelling(smallest=_smallest, semi_joins=False)
 
 
 def _refusal(node: exp.Expression) -> QueryError:
