@@ -103,9 +103,9 @@ class PostgresEngine(ServerEngine):
         """(column names, rows, type OIDs) of one statement, in a read-only transaction."""
         with self._lock, self.con.transaction():
             with self.con.cursor() as cur:
-                cur.execute("SET TRANSACTION READ ONLY")
-                cur.execute(f"SET LOCAL statement_timeout = {int(STATEMENT_TIMEOUT_MS)}")
-                cur.execute(PLANNER_SETTINGS)
+                # one round trip for the transaction's settings
+                cur.execute("SET TRANSACTION READ ONLY; SET LOCAL statement_timeout = "
+                            f"{int(STATEMENT_TIMEOUT_MS)}; {PLANNER_SETTINGS}")
                 cur.execute(sql)
                 names = [d.name for d in cur.description]
                 return names, cur.fetchall(), [d.type_code for d in cur.description]
