@@ -37,8 +37,9 @@ _DOUBLE = "DOUBLE"
 def _second_column(node, table):
     arg = node.expression
     if not isinstance(arg, exp.Column) or table.column(arg.name) is None:
-        raise QueryError(f"{node.sql(ANALYST_DIALECT)}: {node.sql_name()} takes two columns of "
-                         "the table with bounds in the metadata (not expressions)")
+        written = node.meta.get("dpsql_written") or node.sql(ANALYST_DIALECT)
+        raise QueryError(f"{written}: {node.sql_name()} takes a column of the table with "
+                         "bounds in the metadata as its second argument (not an expression)")
     return table.column(arg.name)
 
 
@@ -51,6 +52,7 @@ class _Pair:
 
     def __init__(self, node, table, stats: StatisticSet):
         self.node, self.stats = node, stats
+        self.written = node.meta.get("dpsql_written") or node.sql(ANALYST_DIALECT)
         cols = (column_of(node, table), _second_column(node, table))
         self.bounds = [_bounds(col, node) for col in cols]
         values = [value_of(col) for col in cols]
@@ -74,7 +76,8 @@ class _Pair:
             self.halves.append(max(upper - mid, mid - lower))
             self.sums.append(stats.sum_of(value, lower, upper, integer, offset=mid,
                                           count=self.same_rows,
-                                          label=f"SUM({name} - {mid}) over pairs"))
+                                          label=f"SUM({name} - {mid}) over pairs",
+                                          what=self.written))
         self.cross = self._cross()
 
     def square(self, i: int) -> tuple:
@@ -84,7 +87,8 @@ class _Pair:
         c2 = (half * half) // 2 if integer else half * half / 2
         return self.stats.sum_of(self.values[i], lower, upper, integer, offset=mid,
                                  square_offset=c2, count=self.same_rows,
-                                 label=f"SUM(({name} - {mid})^2 - {c2}) over pairs"), c2
+                                 label=f"SUM(({name} - {mid})^2 - {c2}) over pairs",
+                                 what=self.written), c2
 
     def _cross(self):
         """SUM((x - m_x)(y - m_y)): exact integers when both halves are below 2^31."""

@@ -8,7 +8,7 @@ renders either list, and the two list the same rows.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .composition import read_events
 from .spend import Spend
@@ -40,10 +40,11 @@ class ReleaseRecord:
         return Spend(self.epsilon, self.delta, self.rho, self.rho_delta)
 
 
-def release_of(record: dict, full: bool) -> ReleaseRecord:
+def release_of(record: dict, full: bool, known: dict | None = None) -> ReleaseRecord:
     """A ledger's release record as a ``ReleaseRecord``; without its query and details
-    unless ``full`` (what a ledger keeps in memory). Raises ValueError (or KeyError,
-    TypeError) on a malformed record."""
+    unless ``full`` (what a ledger keeps in memory). ``known`` (key -> release, filled in
+    file order) completes an abridged replay record with the query and details of the
+    release it replays. Raises ValueError (or KeyError, TypeError) on a malformed record."""
     eps, delta = float(record["epsilon"]), float(record["delta"])
     # Records written before zCDP accounting: (eps, delta)-DP is
     # delta-approximately eps^2/2-zCDP.
@@ -57,6 +58,12 @@ def release_of(record: dict, full: bool) -> ReleaseRecord:
         raise ValueError("details is not an object")
     query = str(record["query"])
     events = read_events(record["events"]) if "events" in record else None
-    return ReleaseRecord(str(record["time"]), query if full else "", *cost,
-                         key=str(record.get("key", "")), details=details if full else None,
-                         replay=record.get("replay") is True, events=events)
+    out = ReleaseRecord(str(record["time"]), query if full else "", *cost,
+                        key=str(record.get("key", "")), details=details if full else None,
+                        replay=record.get("replay") is True, events=events)
+    if known is not None and out.key:
+        if record.get("abridged") is True and out.key in known:
+            return replace(out, query=known[out.key].query, details=known[out.key].details)
+        if not out.replay:
+            known[out.key] = out
+    return out

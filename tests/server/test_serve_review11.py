@@ -129,6 +129,13 @@ def test_a_refusal_names_the_aggregate_as_written_not_the_plans_columns(served):
             con.execute("SELECT VARIANCE(income * 1e200) AS v FROM PUMS.PUMS")
     assert "_dpsql" not in str(err.value)
     assert "income" in str(err.value) and "too wide" in str(err.value)
+    # the twelfth review: CORR, COVAR_* and REGR_* named their first argument so too
+    for sql in ("SELECT CORR(age * 1e200, income) AS c FROM PUMS.PUMS",
+                "SELECT COVAR_POP(5, age * 2) AS c FROM PUMS.PUMS"):
+        with psycopg.connect(served.dsn("carol"), autocommit=True) as con:
+            with pytest.raises(psycopg.Error) as err:
+                con.execute(sql)
+        assert "_dpsql" not in str(err.value) and "age" in str(err.value), str(err.value)
 
 
 def test_releases_do_not_grow_a_long_session(tmp_path):

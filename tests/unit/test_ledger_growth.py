@@ -1,0 +1,52 @@
+"""The twelfth review of issue 33: free replays wrote their whole query (parameters bound)
+to the ledger each time (1 MB a replay: 3 GB in three minutes for one analyst), and a
+ledger was read into memory in one piece (a 1.4 GB ledger took 3 GB when the server opened
+it after a restart). Replay records are abridged, and a ledger is read in blocks."""
+import os
+import tracemalloc
+import warnings
+
+import pandas as pd
+
+import dpsql
+from dpsql.privacy.ledger import Ledger
+from tests.paths import DATA
+
+
+def test_a_replay_record_is_abridged_and_the_report_completes_it(tmp_path):
+    warnings.simplefilter("ignore")
+    path = str(tmp_path / "l.jsonl")
+    reader = dpsql.from_df({"PUMS.PUMS": pd.read_csv(DATA / "PUMS.csv")},
+                           str(DATA / "PUMS.yaml"), privacy=dpsql.Privacy(epsilon=1.0),
+                           ledger=Ledger(path, dpsql.Budget(epsilon=10.0)))
+    sql = ("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age NOT IN ("
+           + ", ".join(str(1000 + i) for i in range(2000)) + ")")        # 12,000 characters
+    reader.execute_df(sql)
+    size = os.path.getsize(path)
+    for _ in range(50):
+        reader.execute_df(sql)
+    grown = os.path.getsize(path) - size
+    assert grown < 50 * 700, grown                     # was 50 x 12 KB and more
+    records = Ledger(path).records()
+    assert len(records) == 51 and sum(r.replay for r in records) == 50
+    assert all(r.query == records[0].query and r.details == records[0].details
+               for r in records[1:])
+    assert reader.spent[0] == 1.0
+
+
+def test_a_ledger_is_read_in_blocks(tmp_path):
+    path = str(tmp_path / "big.jsonl")
+    ledger = Ledger(path, dpsql.Budget(epsilon=1e9))
+    details = {"statistics": ["x" * 100_000]}
+    for i in range(200):                                # about 20 MB of records
+        ledger.charge(0.001, 0.0, f"SELECT {i}", key=f"k{i}", details=details)
+    assert os.path.getsize(path) > 20_000_000
+    tracemalloc.start()
+    try:
+        fresh = Ledger(path)
+        spent = fresh.spent()[0]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert abs(spent - 0.2) < 1e-9
+    assert peak < 6_000_000, peak                      # was twice the file: 40 MB
