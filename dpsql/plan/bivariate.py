@@ -38,8 +38,8 @@ def _second_column(node, table):
     arg = node.expression
     if not isinstance(arg, exp.Column) or table.column(arg.name) is None:
         written = node.meta.get("dpsql_written") or node.sql(ANALYST_DIALECT)
-        raise QueryError(f"{written}: {node.sql_name()} takes a column of the table with "
-                         "bounds in the metadata as its second argument (not an expression)")
+        raise QueryError(f"{written}: {node.sql_name()} takes two columns of the table with "
+                         "bounds in the metadata (not expressions)")
     return table.column(arg.name)
 
 
