@@ -54,7 +54,9 @@ def test_hard_links_to_one_ledger_share_its_lock_and_never_overspend(tmp_path):
     # With a lock named after the path (FILE.lock), each name had its own lock:
     # 16 processes charged 1.2 to a budget of 1.0 through two hard links.
     rounds, nproc = 3, 12
-    ctx = multiprocessing.get_context("fork")
+    # spawn, not fork: a forked child copied the xdist worker's threads (Spark's gateway,
+    # servers) and segfaulted while collecting garbage (CI of 2026-11-28)
+    ctx = multiprocessing.get_context("spawn")
     for r in range(rounds):
         real, other = tmp_path / f"r{r}.ledger", tmp_path / f"r{r}-hardlink.ledger"
         led = Ledger(real, Budget(1.0))  # room for exactly 10 charges of 0.1

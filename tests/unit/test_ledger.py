@@ -167,7 +167,9 @@ def _hammer(path, barrier, queue):
 def test_processes_hammering_one_ledger_never_overspend(tmp_path):
     path = tmp_path / "shared.ledger"
     led = Ledger(path, Budget(1.0, 1e-6))  # room for exactly 100 charges of 0.01
-    ctx = multiprocessing.get_context("fork")
+    # spawn, not fork: a forked child copied the xdist worker's threads (Spark's gateway,
+    # servers) and segfaulted while collecting garbage (CI of 2026-11-28)
+    ctx = multiprocessing.get_context("spawn")
     nproc = 4
     barrier, queue = ctx.Barrier(nproc), ctx.Queue()
     procs = [ctx.Process(target=_hammer, args=(str(path), barrier, queue))
@@ -211,7 +213,9 @@ def test_simultaneous_charges_that_do_not_fit_together_let_exactly_one_through(t
     paths = [str(tmp_path / f"r{i}.ledger") for i in range(rounds)]
     for path in paths:
         Ledger(path, Budget(1.0))
-    ctx = multiprocessing.get_context("fork")
+    # spawn, not fork: a forked child copied the xdist worker's threads (Spark's gateway,
+    # servers) and segfaulted while collecting garbage (CI of 2026-11-28)
+    ctx = multiprocessing.get_context("spawn")
     barrier, queue = ctx.Barrier(nproc), ctx.Queue()
     procs = [ctx.Process(target=_contend, args=(paths, barrier, queue)) for _ in range(nproc)]
     for p in procs:
