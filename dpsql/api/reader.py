@@ -266,7 +266,7 @@ class Reader(SmartNoiseMethods):
     def _with_intervals(self, plan: Plan, noisy: dict, alpha: float) -> pd.DataFrame:
         post, read = with_intervals(plan, alpha)
         try:
-            columns = self._after_charge(self.post.run, render(post), noisy)
+            columns = self._run_released(self.post.run, render(post), noisy)
         except QueryError as err:
             raise _after_charge(err) from None
         out = {}
@@ -317,7 +317,7 @@ class Reader(SmartNoiseMethods):
         with self._lock:
             self._releases.put(key, noisy)
 
-    def _after_charge(self, function, *args):
+    def _run_released(self, function, *args):
         run = self.after_charge
         return function(*args) if run is None else run(function, *args)
 
@@ -382,7 +382,7 @@ class Reader(SmartNoiseMethods):
         self._log(plan, details, replay=False)
         noisy = []
         for part, exact in zip(parts, exacts):
-            noisy.append(self._after_charge(add_noise, part, exact))
+            noisy.append(self._run_released(add_noise, part, exact))
         del exacts
         return noisy
 
@@ -401,7 +401,7 @@ class Reader(SmartNoiseMethods):
             columns = {f"_o{i}": noisy[name].copy() for i, name in enumerate(plan.passthrough)}
         else:
             try:
-                columns = self._after_charge(self.post.run, self._sql(plan)[1], noisy)
+                columns = self._run_released(self.post.run, self._sql(plan)[1], noisy)
             except QueryError as err:
                 raise _after_charge(err) from None
         result = pd.DataFrame({f"_o{i}": columns[f"_o{i}"] for i in range(len(plan.output_names))})

@@ -4,17 +4,15 @@ a heavy person's kept rows are a uniform k-subset (the test of DuckDB's sampler,
 tests/system/test_truncation_sampling.py, with the same threshold far in the tail,
 p < 1e-7)."""
 import collections
-import itertools
 
 import pytest
-from scipy.stats import chi2
 from sqlglot import exp
 
 from dpsql.engines.postgres.dialect import Postgres
 from dpsql.engines.spark.dialect import Spark
 from dpsql.plan.nodes import truncated
+from tests.system.test_truncation_sampling import assert_uniform_pairs
 
-P_TAIL = 1e-7
 SIZES = "SELECT p AS pid, p * 1000 + i AS v FROM {pairs} WHERE i < 1 + p % 40"
 UNIFORM = "SELECT {g} DIV 6 AS pid, {g} % 6 AS v FROM {rows}"
 
@@ -84,12 +82,4 @@ def test_a_heavy_persons_kept_rows_are_a_uniform_k_subset(engine):
     if engine.name == "postgres":
         select = select.replace("g DIV 6", "g / 6")
     engine.table("trunc_uniform", select)
-    per = collections.defaultdict(list)
-    for pid, v in engine.kept("trunc_uniform", 2):
-        per[pid].append(v)
-    counts = collections.Counter(tuple(sorted(vs)) for vs in per.values())
-    pairs = list(itertools.combinations(range(6), 2))
-    assert set(counts) <= set(pairs) and sum(counts.values()) == 20000
-    expected = 20000 / len(pairs)
-    statistic = sum((counts[p] - expected) ** 2 / expected for p in pairs)
-    assert statistic < chi2.isf(P_TAIL, len(pairs) - 1), counts
+    assert_uniform_pairs(engine.kept("trunc_uniform", 2))

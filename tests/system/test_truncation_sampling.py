@@ -50,8 +50,14 @@ def test_a_heavy_persons_kept_rows_are_a_uniform_k_subset():
     """20,000 persons with 6 rows each keep 2: each of the 15 pairs about 1,333 times."""
     con = duckdb.connect()
     con.execute("CREATE TABLE t AS SELECT range // 6 AS pid, range % 6 AS v FROM range(120000)")
+    assert_uniform_pairs(kept(con, exp.select("*").from_("t"), 2))
+
+
+def assert_uniform_pairs(rows) -> None:
+    """``rows`` (pid, v) kept of 20,000 persons with values 0-5 each, at k = 2: every
+    person keeps a pair, and the 15 pairs are equally likely (chi-square, p < 1e-7)."""
     per = collections.defaultdict(list)
-    for pid, v in kept(con, exp.select("*").from_("t"), 2):
+    for pid, v in rows:
         per[pid].append(v)
     counts = collections.Counter(tuple(sorted(vs)) for vs in per.values())
     pairs = list(itertools.combinations(range(6), 2))
