@@ -463,7 +463,7 @@ def _whole(values, rounding):
 def _native(value):
     if hasattr(value, "item"):
         value = value.item()
-    if isinstance(value, float) and value != value:
+    if value is pd.NA or (isinstance(value, float) and value != value):
         return None
     return value
 

@@ -12,6 +12,7 @@ import threading
 
 import duckdb
 import numpy as np
+import pandas as pd
 import sqlglot
 from sqlglot import exp
 
@@ -71,12 +72,14 @@ class PostProcessor:
 
 
 def _plain(values):
-    """A masked array (DuckDB's NULLs) as a plain one: NaN for floats, None otherwise."""
+    """A masked array (DuckDB's NULLs) as a plain one: for floats pandas' nullable
+    ``Float64`` (NULL stays apart from a NaN the SQL computed, so that ``dpsql serve``
+    sends NULL, not NaN), None in an object array otherwise."""
     if isinstance(values, np.ma.MaskedArray):
         if not values.mask.any():
             return values.data
         if values.dtype.kind == "f":
-            return values.filled(np.nan)
+            return pd.arrays.FloatingArray(values.data.astype(np.float64), values.mask.copy())
         out = values.data.astype(object)
         out[values.mask] = None
         return out

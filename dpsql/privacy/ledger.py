@@ -47,10 +47,10 @@ import json
 import math
 import os
 import stat
-import tempfile
 import threading
 from datetime import datetime, timezone
 
+from . import ledger_files
 from .composition import Tally, events_of
 from .ledger_budget import budget_json, fmt_budget, read_budget, same_budget
 from .records import ReleaseRecord, release_of
@@ -64,19 +64,14 @@ FORMAT_VERSION = 1
 
 Release = ReleaseRecord   # the name this module has always used
 _BLOCK, REPLAY_QUERY_CHARS = 1 << 20, 200   # bytes read at a time; a replay's query kept
+REPLAY_RECORDS = 100
+"""Replays of one release that are recorded: later ones are free and not written, so that
+free replays cannot grow the file without bound (a few hundred bytes each, twelfth review
+of issue 33). The file's size is then bounded by its paid releases, which the budget bounds."""
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
-
-
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISSOCK, "a socket"))
-
-
-def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 class Ledger:
@@ -215,6 +210,8 @@ class Ledger:
         record.update({"details": details} if details is not None and not abridged else {})
         with self._locked(exclusive=True):
             self._refresh()
+            if abridged and self._replays.get(str(key), 0) >= REPLAY_RECORDS:
+                return
             self._append(record)
             self._refresh()
 
@@ -299,7 +296,7 @@ class Ledger:
         return self.path
 
     def _not_regular(self, mode: int) -> LedgerError:
-        return LedgerError(f"{self._name()} is {_kind(mode)}, not a ledger file; dpsql "
+        return LedgerError(f"{self._name()} is {ledger_files.kind(mode)}, not a ledger file; dpsql "
                            "never writes to or replaces anything but a regular file. Give "
                            "the path of a ledger file, or a new path to create one.")
 
@@ -314,45 +311,9 @@ class Ledger:
                            "Restore it from a backup or start a new ledger.")
 
     def _create(self, budget: Budget | None) -> None:
-        """Create the ledger, never replacing a file: the header goes into a temp
-        file hard-linked to the path. ``os.link`` fails if anything (even a
-        dangling symlink) is there; then ``_open`` checks what it is."""
         header = {"dpsql_ledger": FORMAT_VERSION, "created": _now(),
                   "budget": budget_json(budget)}
-        directory = os.path.dirname(self.path)
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".dpsql-ledger-", dir=directory)
-        except OSError as e:
-            raise LedgerError(f"cannot create the ledger {self.path}: {e.strerror}; check "
-                              "the directory exists and is writable") from None
-        try:
-            try:
-                os.fchmod(fd, 0o600)   # it records every query: readable by its owner only
-                os.write(fd, (json.dumps(header) + "\n").encode())
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            try:
-                os.link(tmp, self.path)
-            except FileExistsError:
-                return                 # something is there now: _open checks what
-            except OSError as e:
-                raise LedgerError(f"cannot create the ledger {self.path}: {e.strerror}; "
-                                  "a ledger needs a local POSIX file system (hard links, "
-                                  "flock)") from None
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        self._fsync_dir(directory)
-
-    @staticmethod
-    def _fsync_dir(directory: str) -> None:
-        with contextlib.suppress(OSError):
-            dfd = os.open(directory, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
+        ledger_files.create(self.path, (json.dumps(header) + "\n").encode())
 
     def _append(self, record: dict) -> None:
         """Append one line and fsync; caller holds the exclusive lock."""
@@ -387,6 +348,7 @@ class Ledger:
         # noisy statistics are read from the file when asked for).
         self._lines: list = []    # (offset, size) of each release record's line
         self._stored: list = []   # (key, offset, size) of stored releases
+        self._replays: dict = {}  # key -> replay records of that release
         self._header_seen = False
         self._torn_at = None      # offset of a torn last line, to drop before appending
         self._needs_newline = False
@@ -399,6 +361,8 @@ class Ledger:
     def _restore(self) -> None:
         line_no, self._budget, self._spent, n, self._header_seen, m, k = self._committed
         self._line_no = line_no
+        for dropped in self._records[n:]:
+            self._count_replay(dropped, -1)
         del self._records[n:]
         del self._stored[m:]
         del self._lines[k:]
@@ -478,6 +442,7 @@ class Ledger:
             elif record.get("kind") == "release":
                 release = release_of(record, full=False)
                 self._records.append(release)
+                self._count_replay(release, 1)
                 self._lines.append(line)
                 self._spent = self._spent + Spend(release.epsilon, release.delta, release.rho,
                                                   release.rho_delta)
@@ -494,6 +459,10 @@ class Ledger:
         except (KeyError, TypeError, ValueError, ProgrammingError) as e:
             raise LedgerError(f"{where} is not a valid ledger record ({e}); the file was "
                             "edited or damaged. Restore it from a backup.") from None
+
+    def _count_replay(self, release, step: int) -> None:
+        if release.replay and release.key:
+            self._replays[release.key] = self._replays.get(release.key, 0) + step
 
     @staticmethod
     def _read_budget(value) -> Budget | None:

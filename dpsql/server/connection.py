@@ -272,9 +272,13 @@ class Connection:
                 await self._error(err)
 
     def _status(self) -> str:
+        if self.state.aborted:
+            return "E"
         return "T" if self.state.in_transaction else "I"
 
     async def _error(self, err: BaseException) -> None:
+        if self.state is not None and self.state.in_transaction:
+            self.state.aborted = True      # as PostgreSQL: until ROLLBACK (or ROLLBACK TO)
         if isinstance(err, errors.Error):
             text = " ".join(str(err).split()) or type(err).__name__
         else:
@@ -325,7 +329,7 @@ class Connection:
         if result.tag == "EMPTY":
             return [p.empty_query_response()]
         if result.notice:
-            out.append(p.notice_response("WARNING", "25P01", result.notice))
+            out.append(p.notice_response("WARNING", result.notice_code, result.notice))
         if describe and result.columns:
             out.append(self._description(result))
         out.extend(result.rows if rows is None else rows)     # DataRow messages already
@@ -434,7 +438,7 @@ class Connection:
         portal["sent"] = start + len(rows)
         chunks = list(rows)                # DataRow messages, encoded in the worker
         if result.notice and start == 0:
-            chunks.insert(0, p.notice_response("WARNING", "25P01", result.notice))
+            chunks.insert(0, p.notice_response("WARNING", result.notice_code, result.notice))
         if portal["sent"] < len(result.rows):
             await self._send(*chunks, p.portal_suspended())
         else:       # a portal run to its end keeps no rows (executed again, it sends none)

@@ -56,6 +56,7 @@ class Result:
     cost: tuple | None = None
     size: int = 0                   # bytes the rows hold (DataRow messages, encoded by the worker)
     notice: str | None = None       # a WARNING sent before the command's completion
+    notice_code: str = "25P01"      # its SQLSTATE
 
 
 @dataclass
@@ -70,6 +71,8 @@ class SessionState:
     in_transaction: bool = False
     saved: dict = field(default_factory=dict)       # the settings at BEGIN
     local: dict = field(default_factory=dict)       # SET LOCAL: name -> the value before
+    aborted: bool = False           # a statement failed in the transaction (25P02 until it ends)
+    savepoints: list = field(default_factory=list)  # (name, settings, local), oldest first
     cancel: threading.Event = field(default_factory=threading.Event)
     cancel_requested: bool = False      # a cancel that came before the worker took over
 
@@ -114,30 +117,18 @@ def first_word(sql: str) -> str:
 def session_command(state: SessionState, sql: str, default: Privacy) -> Result | None:
     """The result of a transaction or session command, or None for anything else."""
     text, word = _bare(strip(sql)), first_word(sql)
-    if word in ("begin", "start"):
-        if not state.in_transaction:
-            state.saved = dict(state.settings)       # ROLLBACK undoes SETs, as in PostgreSQL
-            state.local = {}
-        state.in_transaction = True
-        return Result("BEGIN")
-    if word in ("savepoint", "release") or (word == "rollback" and re.match(
-            r"rollback\s+(work\s+|transaction\s+)?to\b", text, re.I)):
-        return Result({"savepoint": "SAVEPOINT", "release": "RELEASE"}.get(word, "ROLLBACK"))
-    if word in ("commit", "end", "rollback", "abort"):
-        if word in ("rollback", "abort") and state.in_transaction:
-            state.settings = dict(state.saved)
-        for name, before in state.local.items():      # SET LOCAL ends with its transaction
-            if before is None:
-                state.settings.pop(name, None)
-            else:
-                state.settings[name] = before
-        state.local = {}
-        state.in_transaction = False
-        return Result("ROLLBACK" if word in ("rollback", "abort") else "COMMIT")
+    if state.aborted and word not in ("rollback", "abort", "commit", "end"):
+        raise ServerError("current transaction is aborted, commands ignored until end of "
+                          "transaction block: ROLLBACK (or ROLLBACK TO a savepoint)", "25P02")
+    done = _transaction(state, text, word)
+    if done is not None:
+        return done
     if word == "copy":
         raise ServerError("COPY is not supported by dpsql serve: it answers aggregate "
                           "queries only (SELECT ... GROUP BY); read the result rows instead",
                           "0A000")
+    if word == "set" and _SET_TRANSACTION.match(text):
+        return _set_transaction(state, text)
     if word == "set":
         return _set(state, text, default)
     if word == "reset":
@@ -149,6 +140,114 @@ def session_command(state: SessionState, sql: str, default: Privacy) -> Result |
             state.settings.clear()
         return Result({"discard": "DISCARD ALL", "close": "CLOSE CURSOR"}.get(word, word.upper()))
     return None
+
+
+_ROLLBACK_TO = re.compile(r"^rollback\s+(?:work\s+|transaction\s+)?to\s+(?:savepoint\s+)?(.+)$",
+                          re.S | re.I)
+_RELEASE = re.compile(r"^release\s+(?:savepoint\s+)?(.+)$", re.S | re.I)
+_SAVEPOINT = re.compile(r"^savepoint\s+(.+)$", re.S | re.I)
+_NAME = re.compile(r'^(?:([a-z_][a-z0-9_$]*)|"((?:[^"]|"")+)")$', re.I)
+
+
+def _transaction(state: SessionState, text: str, word: str) -> Result | None:
+    """BEGIN, COMMIT, ROLLBACK and savepoints, as PostgreSQL runs them on the connection's
+    settings (a read-only server has nothing else to undo; a charge is never undone)."""
+    if word in ("begin", "start"):
+        if state.in_transaction:
+            return Result("BEGIN", notice="there is already a transaction in progress",
+                          notice_code="25001")
+        state.saved, state.local, state.savepoints = dict(state.settings), {}, []
+        state.in_transaction = True
+        return Result("BEGIN")
+    if word in ("savepoint", "release") or (word == "rollback" and _ROLLBACK_TO.match(text)):
+        return _savepoint(state, text, word)
+    if word in ("commit", "end", "rollback", "abort"):
+        if not state.in_transaction:
+            return Result("ROLLBACK" if word in ("rollback", "abort") else "COMMIT",
+                          notice="there is no transaction in progress")
+        rollback = word in ("rollback", "abort") or state.aborted
+        if rollback:
+            state.settings = dict(state.saved)
+        _end_local(state)
+        state.in_transaction, state.aborted, state.savepoints = False, False, []
+        return Result("ROLLBACK" if rollback else "COMMIT")
+    return None
+
+
+def _end_local(state: SessionState) -> None:
+    for name, before in state.local.items():      # SET LOCAL ends with its transaction
+        if before is None:
+            state.settings.pop(name, None)
+        else:
+            state.settings[name] = before
+    state.local = {}
+
+
+def _savepoint(state: SessionState, text: str, word: str) -> Result:
+    pattern, what = {"savepoint": (_SAVEPOINT, "SAVEPOINT"), "release": (_RELEASE, "RELEASE"),
+                     "rollback": (_ROLLBACK_TO, "ROLLBACK")}[word]
+    found = _NAME.match(pattern.match(text).group(1).strip()) if pattern.match(text) else None
+    if found is None:
+        raise ServerError(f"{what} takes one savepoint name: {what} name", "42601")
+    name = found.group(1).lower() if found.group(1) else found.group(2).replace('""', '"')
+    if not state.in_transaction:
+        shown = {"release": "RELEASE SAVEPOINT", "rollback": "ROLLBACK TO SAVEPOINT"}
+        raise ServerError(f"{shown.get(word, 'SAVEPOINT')} can only be used in transaction "
+                          "blocks", "25P01")
+    if word == "savepoint":
+        if len(state.savepoints) >= MAX_SAVEPOINTS:
+            raise ServerError(f"too many savepoints in this transaction (at most "
+                              f"{MAX_SAVEPOINTS}); RELEASE some", "54000")
+        state.savepoints.append((name, dict(state.settings), dict(state.local)))
+        return Result("SAVEPOINT")
+    names = [kept[0] for kept in state.savepoints]
+    if name not in names:
+        raise ServerError(f'savepoint "{name}" does not exist', "3B001")
+    at = len(names) - 1 - names[::-1].index(name)     # the newest of that name
+    if word == "release":
+        del state.savepoints[at:]
+        return Result("RELEASE")
+    _, settings, local = state.savepoints[at]
+    state.settings, state.local, state.aborted = dict(settings), dict(local), False
+    del state.savepoints[at + 1:]
+    return Result("ROLLBACK")
+
+
+MAX_SAVEPOINTS = 64
+"""Each savepoint keeps a copy of the connection's settings (a few dozen short values)."""
+_SET_TRANSACTION = re.compile(
+    r"^set\s+(session\s+characteristics\s+as\s+)?transaction\s+(.+)$", re.S | re.I)
+_MODE = re.compile(r"\s*(isolation\s+level\s+(serializable|repeatable\s+read|read\s+committed|"
+                   r"read\s+uncommitted)|read\s+only|read\s+write|(?:not\s+)?deferrable)"
+                   r"\s*(?:,|$)", re.I)
+
+
+def _set_transaction(state: SessionState, text: str) -> Result:
+    """SET TRANSACTION and SET SESSION CHARACTERISTICS AS TRANSACTION: every isolation level
+    and READ ONLY are what dpsql serve is already (its answers never change within a
+    transaction); READ WRITE is refused, as a read-only PostgreSQL standby refuses it."""
+    found = _SET_TRANSACTION.match(text)
+    session, modes, level, at = bool(found.group(1)), found.group(2), None, 0
+    while at < len(modes):
+        mode = _MODE.match(modes, at)
+        if mode is None:
+            raise ServerError("SET TRANSACTION takes ISOLATION LEVEL ..., READ ONLY or "
+                              "[NOT] DEFERRABLE, separated by commas", "42601")
+        if " ".join(mode.group(1).lower().split()) == "read write":
+            raise ServerError("cannot set transaction read-write mode: dpsql serve is read "
+                              "only", "25006")
+        level = " ".join(mode.group(2).lower().split()) if mode.group(2) else level
+        at = mode.end()
+    if session:
+        if level:
+            state.settings["default_transaction_isolation"] = level
+        return Result("SET")
+    if not state.in_transaction:
+        return Result("SET", notice="SET TRANSACTION can only be used in transaction blocks")
+    if level:
+        state.local.setdefault("transaction_isolation", state.settings.get("transaction_isolation"))
+        state.settings["transaction_isolation"] = level
+    return Result("SET")
 
 
 def _set(state: SessionState, text: str, default: Privacy) -> Result:
@@ -217,10 +316,12 @@ def _show(state: SessionState, text: str) -> Result:
     if found is None:
         raise ServerError("SHOW takes a parameter name", "42601")
     name = " ".join(found.group(1).lower().split())
+    if name == "transaction isolation level":
+        name = "transaction_isolation"
     if name in ("dpsql.budget", "dpsql.spent", "dpsql.remaining"):
         return Result("SHOW", [(name, "VARCHAR")], [(_pool(state, name),)])
     known = {k.lower(): v for k, v in PARAMETERS.items()}
-    known.update({"transaction isolation level": "read committed", "is_superuser": "off"})
+    known.update({"is_superuser": "off"})
     if name == "all":
         rows = sorted((k, str(state.settings.get(k, v)), "") for k, v in known.items())
         return Result("SHOW", [("name", "VARCHAR"), ("setting", "VARCHAR"),
@@ -231,8 +332,7 @@ def _show(state: SessionState, text: str) -> Result:
         value = known[name]
     else:
         raise ServerError(f'unrecognized configuration parameter "{name}"', "42704")
-    column = "transaction_isolation" if name == "transaction isolation level" else name
-    return Result("SHOW", [(column, "VARCHAR")], [(_text(value),)])
+    return Result("SHOW", [(name, "VARCHAR")], [(_text(value),)])
 
 
 def _text(value) -> str:

@@ -13,6 +13,7 @@ bounds such as 1e+142 on these tables; these tests fail on it.
 from __future__ import annotations
 
 import math
+import re
 import stat
 
 import numpy as np
@@ -122,7 +123,11 @@ def test_a_table_too_small_for_the_epsilon_is_told_so_and_charged():
     message = str(caught.value)
     assert isinstance(caught.value, dpsql.OperationalError)
     assert "too small for this epsilon" in message and "rows" in message
-    assert "epsilon=0.1) was charged" in message and "would take epsilon=" in message
+    assert "epsilon=0.1) was charged" in message
+    # what it would take: from the metadata's rows when no range stands out (about 99% of
+    # draws), or, when the noise makes one range stand out by half its threshold (about
+    # 1%: the flaky failure of earlier sessions), from that range's noisy count
+    assert re.search(r"would take epsilon=\d|, or epsilon=\d[.\d]* on this table", message)
     assert reader.spent == pytest.approx((0.1, 0.0))
     assert caught.value.estimate.lower is None
 

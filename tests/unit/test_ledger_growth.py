@@ -50,3 +50,34 @@ def test_a_ledger_is_read_in_blocks(tmp_path):
         tracemalloc.stop()
     assert abs(spent - 0.2) < 1e-9
     assert peak < 6_000_000, peak                      # was twice the file: 40 MB
+
+
+def test_free_replays_stop_growing_the_ledger(tmp_path, monkeypatch):
+    """The twelfth review's open point: every free replay still added a few hundred bytes,
+    without a bound. A release's replays past REPLAY_RECORDS are not written, so a ledger's
+    size is bounded by its paid releases; a replay stays free, and a new release is
+    recorded as before."""
+    from dpsql.privacy import ledger as ledger_module
+    monkeypatch.setattr(ledger_module, "REPLAY_RECORDS", 5)
+    warnings.simplefilter("ignore")
+    path = str(tmp_path / "l.jsonl")
+    reader = dpsql.from_df({"PUMS.PUMS": pd.read_csv(DATA / "PUMS.csv")},
+                           str(DATA / "PUMS.yaml"), privacy=dpsql.Privacy(epsilon=1.0),
+                           ledger=Ledger(path, dpsql.Budget(epsilon=10.0)))
+    first = reader.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    for _ in range(5):
+        reader.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    size = os.path.getsize(path)
+    again = None
+    for _ in range(30):
+        again = reader.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS")
+    assert os.path.getsize(path) == size
+    assert again.equals(first) and reader.spent[0] == 1.0
+    reopened = dpsql.from_df({"PUMS.PUMS": pd.read_csv(DATA / "PUMS.csv")},
+                             str(DATA / "PUMS.yaml"), privacy=dpsql.Privacy(epsilon=1.0),
+                             ledger=Ledger(path))            # counted again from the file
+    assert reopened.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS").equals(first)
+    assert os.path.getsize(path) == size
+    reopened.execute_df("SELECT SUM(age) AS s FROM PUMS.PUMS")
+    records = Ledger(path).records()
+    assert [r.replay for r in records] == [False] + [True] * 5 + [False]

@@ -1,0 +1,128 @@
+"""Transactions through the wire as PostgreSQL runs them (twelfth review of issue 33, its
+open points): a failed statement aborts the transaction until ROLLBACK or ROLLBACK TO
+SAVEPOINT (25P02, status 'E'); ROLLBACK TO SAVEPOINT undoes the SETs after it; SET
+TRANSACTION and SET SESSION CHARACTERISTICS are answered; a NULL float is NULL, not NaN.
+
+The same script runs on a real PostgreSQL and on dpsql serve, and each statement must give
+the same SQLSTATE, the same transaction status and the same SHOW value on both. Each test
+failed on the code before its fix."""
+import math
+
+import psycopg
+import pytest
+from psycopg.pq import TransactionStatus
+
+from tests.server.serving import Served, spent, write_deployment
+
+SCRIPT = [
+    "SET application_name = 'before'",
+    "COMMIT",                                   # WARNING 25P01, no transaction
+    "BEGIN",
+    "BEGIN",                                    # WARNING 25001
+    "SET application_name = 'a'",
+    "SAVEPOINT s1",
+    "SET application_name = 'b'",
+    "SAVEPOINT s2",
+    "SET LOCAL application_name = 'c'",
+    "SHOW application_name",
+    "ROLLBACK TO SAVEPOINT s2",
+    "SHOW application_name",                    # b
+    "ROLLBACK TO s1",
+    "SHOW application_name",                    # a
+    "ROLLBACK TO s2",                           # 3B001: s2 ended with the rollback to s1
+    "SHOW application_name",                    # 25P02: aborted
+    "SET application_name = 'x'",               # 25P02
+    "RELEASE s1",                               # 25P02
+    "ROLLBACK TO SAVEPOINT s1",                 # recovers
+    "SHOW application_name",                    # a
+    "RELEASE SAVEPOINT s1",
+    "ROLLBACK TO s1",                           # 3B001
+    "COMMIT",                                   # of an aborted transaction: ROLLBACK
+    "SHOW application_name",                    # before
+    "SAVEPOINT outside",                        # 25P01
+    "ROLLBACK TO outside",                      # 25P01
+    "RELEASE outside",                          # 25P01
+    "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",     # WARNING 25P01 outside a block
+    "BEGIN",
+    "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY, NOT DEFERRABLE",
+    "SHOW transaction_isolation",
+    "SHOW transaction isolation level",
+    "COMMIT",
+    "SHOW transaction_isolation",
+    "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+    "SHOW default_transaction_isolation",
+    "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
+    "SET TRANSACTION BANANA",                   # 42601
+    "BEGIN",
+    "SAVEPOINT \"Quoted Name\"",
+    "ROLLBACK TO \"Quoted Name\"",
+    "ROLLBACK TO quoted_name",                  # 3B001
+    "ROLLBACK",
+]
+
+
+def _outcome(con, sql: str) -> tuple:
+    try:
+        cur = con.execute(sql)
+        rows = cur.fetchall() if cur.description else None
+        state = "00000"
+    except psycopg.Error as err:
+        state, rows = err.sqlstate, None
+    return sql, state, rows, con.info.transaction_status.name
+
+
+def _run_script(con) -> list:
+    return [_outcome(con, sql) for sql in SCRIPT]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    server = Served(write_deployment(tmp_path_factory.mktemp("transactions")))
+    yield server
+    server.stop()
+
+
+def test_a_transaction_script_runs_as_on_postgresql(served, postgres):
+    with postgres.connect(autocommit=True) as pg:
+        pg.execute("SET default_transaction_read_only = on")   # as dpsql serve is
+        want = _run_script(pg)
+    with psycopg.connect(served.dsn(), autocommit=True) as con:
+        got = _run_script(con)
+    assert got == want
+    assert any(state == "25P02" for _, state, _, _ in got)      # the script reaches each case
+    assert any(status == "INERROR" for *_, status in got)
+
+
+def test_read_write_is_refused_as_by_a_read_only_server(served):
+    with psycopg.connect(served.dsn(), autocommit=True) as con:
+        con.execute("BEGIN")
+        with pytest.raises(psycopg.Error) as caught:
+            con.execute("SET TRANSACTION READ WRITE")
+        assert caught.value.sqlstate == "25006"
+        assert con.info.transaction_status == TransactionStatus.INERROR
+
+
+def test_a_refused_query_aborts_its_transaction_and_the_rest_costs_nothing(served):
+    before = spent(served.deployment, "alice")
+    with psycopg.connect(served.dsn()) as con:       # not autocommit: psycopg sends BEGIN
+        with pytest.raises(psycopg.Error) as caught:
+            con.execute("SELECT SUM(nonexistent) AS s FROM PUMS.PUMS")
+        assert caught.value.sqlstate.startswith("42")
+        for sql in ("SELECT COUNT(*) AS n FROM PUMS.PUMS", "SELECT 1", "SHOW dpsql.spent"):
+            with pytest.raises(psycopg.Error) as caught:
+                con.execute(sql)
+            assert caught.value.sqlstate == "25P02"
+        con.rollback()
+        assert con.execute("SELECT COUNT(*) AS n FROM PUMS.PUMS").fetchall()[0][0] > 0
+    assert spent(served.deployment, "alice") > before      # the one query after the rollback
+
+
+def test_a_null_float_arrives_as_null(served):
+    with psycopg.connect(served.dsn(), autocommit=True) as con:
+        con.execute("SET dpsql.epsilon = 1")
+        rows = con.execute(
+            "SELECT sex, CASE WHEN sex = '1' THEN AVG(income) END AS a FROM PUMS.PUMS "
+            "GROUP BY sex ORDER BY sex").fetchall()
+    value = dict(rows)
+    assert value["0"] is None
+    assert isinstance(value["1"], float) and not math.isnan(value["1"])
