@@ -58,6 +58,7 @@ class Server:
     def __init__(self, deployment: Deployment) -> None:
         self.deployment = deployment
         self.accounts = Accounts(deployment)
+        self.accounts.preload()
         self.catalog = Catalog(self.accounts.metadata)
         self.runner = Runner(deployment, self.accounts, self.catalog)
         self.pool = ThreadPoolExecutor(deployment.limits["workers"], "dpsql-worker")
