@@ -202,4 +202,10 @@ def name_of(node: exp.Expression) -> str:
         return f"function {str(node.this).upper()}()"
     if isinstance(node, exp.Func):
         return f"function {node.sql_name()}()"
-    return node.key.upper().replace("_", " ")
+    return _SPELLED.get(type(node), node.key.upper().replace("_", " "))
+
+
+_SPELLED = {exp.RawString: "a dollar-quoted string ($$...$$; write 'text')",
+            exp.ByteString: "an escape string (E'...'; write 'text')",
+            exp.National: "a national string (N'...'; write 'text')"}
+"""Nodes whose sqlglot name is not what the analyst wrote (thirteenth review)."""

@@ -68,7 +68,7 @@ def _p_value(node: exp.Expression, where: exp.Expression) -> Fraction:
              "the data", where)
     p = quantile_fraction(("-" if negative else "") + node.this)
     if not 0 <= p <= 1:
-        fail(f"the quantile p = {node.this} of {where.sql(ANALYST_DIALECT)[:60]}{{at}} is outside "
+        fail(f"the quantile p = {'-' if negative else ''}{node.this} of {where.sql(ANALYST_DIALECT)[:60]}{{at}} is outside "
              "[0, 1]", where)
     return p
 

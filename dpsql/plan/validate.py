@@ -31,6 +31,10 @@ SUPPORTED_AGGREGATES = RELEASED     # dpsql.plan.aggregates
 # SmartNoise spellings that sqlglot leaves as anonymous functions.
 ANONYMOUS_AGGREGATES = {"var": exp.Variance, "std": exp.Stddev, "var_samp": exp.Variance,
                         "variance_samp": exp.Variance}
+# Aggregates sqlglot renames (STRING_AGG is its GroupConcat, written back as LISTAGG):
+# a refusal names every spelling (thirteenth review of issue 33).
+_RENAMED = {exp.GroupConcat: "STRING_AGG (LISTAGG, GROUP_CONCAT)", exp.ArrayAgg: "ARRAY_AGG (LIST)",
+            exp.LogicalAnd: "BOOL_AND (EVERY)", exp.LogicalOr: "BOOL_OR (ANY)"}
 # SELECT clauses dpsql understands; any other (QUALIFY, WINDOW, sampling, ...) is refused
 # rather than silently dropped.
 KNOWN_CLAUSES = {"expressions", "from_", "from", "where", "group", "having", "order", "limit",
@@ -127,9 +131,10 @@ def _aggregates_in(expr: exp.Expression) -> list:
     for node in expr.walk():
         if isinstance(node, exp.AggFunc):
             if not isinstance(node, SUPPORTED_AGGREGATES):
-                _fail(f"aggregate {node.sql(ANALYST_DIALECT)} is not supported{{at}}; supported: "
-                      "COUNT, SUM, AVG, VAR/VARIANCE, STDDEV/STD, MEDIAN, QUANTILE_CONT/DISC, "
-                      "PERCENTILE_CONT/DISC, APPROX_QUANTILE, MIN, MAX", node)
+                _fail(f"aggregate {_RENAMED.get(type(node)) or node.sql(ANALYST_DIALECT)} is "
+                      "not supported{at}; supported: COUNT, SUM, AVG, VAR/VARIANCE, STDDEV/STD, "
+                      "MEDIAN, QUANTILE_CONT/DISC, PERCENTILE_CONT/DISC, APPROX_QUANTILE, MODE, "
+                      "MIN, MAX, CORR, COVAR_POP/SAMP, REGR_SLOPE/INTERCEPT", node)
             inner = [n for n in node.this.walk() if isinstance(n, exp.AggFunc)] if node.this else []
             if inner:
                 _fail(f"nested aggregates are not allowed: {node.sql(ANALYST_DIALECT)}{{at}}", node)

@@ -25,11 +25,9 @@ AUTH_TIMEOUT_S = 10.0
 """Seconds a client has to read or write one message before it has authenticated (the
 whole negotiation and authentication has the deployment's ``auth_timeout_s``)."""
 
-
 INLINE_TEXT = 4096
 """Characters of an analyst's text the event loop reads itself (split, placeholders);
 a longer one is read in a worker, in the analyst's turn (``Server.off_loop``)."""
-
 
 MAX_NAME = 63
 """Longest prepared statement or portal name (PostgreSQL's identifiers: 63 bytes). Names
@@ -200,7 +198,7 @@ class Connection:
         account = self.server.accounts.by_name.get(user)
         exchange = ScramExchange(account.analyst.verifier if account else None,
                                  username=user, server_secret=self.server.secret)
-        await self._send(p.authentication_sasl([MECHANISM]))
+        await self._send(p.negotiation(startup), p.authentication_sasl([MECHANISM]))
         try:
             first = await self._password()
             mechanism, response = p.sasl_initial(first)
@@ -419,7 +417,9 @@ class Connection:
             statement = self.statements.get(describe.name)
             if statement is None:
                 raise _Refused(f'prepared statement "{describe.name}" does not exist', "26000")
-            oids = [t if t != UNKNOWN else TEXT for t in statement.param_types]
+            types = list(statement.param_types) + [UNKNOWN] * statement.needed   # $1..$n
+            count = max(statement.needed, len(statement.param_types))    # (review 13)
+            oids = [t if t != UNKNOWN else TEXT for t in types[:count]]
             await self._send(p.parameter_description(oids), p.no_data())
             return
         portal = self._portal(describe.name)

@@ -235,7 +235,7 @@ def parse_startup(body: bytes):
         pid, secret = r.int32(), r.int32()
         r.end()
         return CancelRequest(pid, secret)
-    if code != PROTOCOL_3_0:
+    if code >> 16 != 3:     # 3.x is negotiated down to 3.0 (``negotiation``), as PostgreSQL
         raise ProtocolError(f"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}: "
                             "the server supports 3.0", "0A000")
     params = {}
@@ -449,3 +449,13 @@ def portal_suspended() -> bytes:
 
 def parameter_description(oids) -> bytes:
     return _message(b"t", _pack(f"!h{len(oids)}i", len(oids), *oids))
+
+
+def negotiation(startup: Startup) -> bytes:
+    """NegotiateProtocolVersion when the client asked for a minor version above 0 or for
+    protocol options (``_pq_.*``): the server speaks 3.0 and knows none of them (PostgreSQL
+    refuses nothing here; the thirteenth review's client asking for 3.2 was refused)."""
+    options = [name for name in startup.params if name.startswith("_pq_.")]
+    if startup.version == PROTOCOL_3_0 and not options:
+        return b""
+    return _message(b"v", _pack("!ii", 0, len(options)) + b"".join(_cstr(o) for o in options))

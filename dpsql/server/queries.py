@@ -59,7 +59,7 @@ def _placeholders(sql: str) -> tuple:
     out, numbers, start = [], [], 0
     for found in LEXEMES.finditer(sql):
         token = found.group()
-        if token.startswith("$"):
+        if token[:1] == "$" and token[1:2].isdigit():      # not a $$-quoted string
             out.append(sql[start:found.start()] + "?")
             numbers.append(placeholder_number(token[1:]))
             start = found.end()

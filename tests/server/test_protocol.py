@@ -123,7 +123,7 @@ def test_ssl_gss_and_cancel_requests():
 
 
 @pytest.mark.parametrize("body", [
-    b"", b"\x00\x03", startup_body({}, version=0x00020000), startup_body({}, version=196610),
+    b"", b"\x00\x03", startup_body({}, version=0x00020000), startup_body({}, version=0x00040000),
     startup_body({"user": "a"})[:-1],                  # no final terminator
     struct.pack("!i", 196608) + b"user\0alice",        # value without NUL
     struct.pack("!i", 196608) + b"user\0\xff\xfe\0\0",  # not UTF-8

@@ -126,3 +126,82 @@ def test_a_null_float_arrives_as_null(served):
     value = dict(rows)
     assert value["0"] is None
     assert isinstance(value["1"], float) and not math.isnan(value["1"])
+
+
+def test_describe_of_a_statement_counts_its_parameters(served):
+    """Thirteenth review: Describe (statement) listed only the parameter types the client
+    declared at Parse, usually none, so asyncpg refused to pass any (it reads the count)."""
+    import struct
+
+    from tests.server.serving import PASSWORDS
+    from tests.server.test_serve_attacks import SYNC, Raw, frame, parse
+
+    def described(sql, types=()):
+        raw.send(parse(sql, types), frame(b"D", b"S\0"), SYNC)
+        payload = next(body for kind, body in raw.until(b"Z") if kind == b"t")
+        count = struct.unpack("!h", payload[:2])[0]
+        return list(struct.unpack(f"!{count}i", payload[2:]))
+
+    raw = Raw(served)
+    try:
+        raw.login("alice", PASSWORDS["alice"])
+        sql = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > $1 AND sex = $2"
+        assert described(sql) == [25, 25]                                   # text
+        assert described("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > $1", [20]) == [20]
+    finally:
+        raw.s.close()
+
+
+@pytest.mark.parametrize("sql, statements", [
+    ("select 1; select $$a;b$$; select 2", ["select 1", "select $$a;b$$", "select 2"]),
+    ("select $x$ a;$$;b $x$ ; select 4", ["select $x$ a;$$;b $x$", "select 4"]),
+    ("select E'a\\';b'; select 3", ["select E'a\\';b'", "select 3"]),
+    ("select a$b$c; select 5", ["select a$b$c", "select 5"]),
+    ("select $1; select $2", ["select $1", "select $2"]),
+])
+def test_statements_split_outside_dollar_quoted_and_escape_strings(sql, statements):
+    """Thirteenth review: a ``;`` inside ``$$...$$`` or ``E'...\\'...'`` split the statement."""
+    from dpsql.server.queries import qmark
+    from dpsql.server.statements import split_statements
+    assert split_statements(sql) == statements
+    assert qmark("select $1, $$ $2 $$, $1", [5]) == ("select ?, $$ $2 $$, ?", [5, 5])
+
+
+def test_a_dollar_quoted_string_is_named_as_written(served):
+    with psycopg.connect(served.dsn(), autocommit=True) as con:
+        with pytest.raises(psycopg.Error) as caught:
+            con.execute("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ = $$a;b$$; SELECT 1")
+    assert "dollar-quoted string" in str(caught.value) and "RAWSTRING" not in str(caught.value)
+
+
+@pytest.mark.parametrize("minor, options", [(2, []), (1, ["_pq_.test_option"]), (0, ["_pq_.x"])])
+def test_a_newer_minor_protocol_version_is_negotiated_down(served, minor, options):
+    """Thirteenth review: a client asking for protocol 3.2 (libpq 18 with
+    max_protocol_version=latest) was refused; PostgreSQL answers NegotiateProtocolVersion
+    (3.0 and the options it does not know), then authenticates."""
+    import struct
+
+    from tests.server.test_serve_attacks import Raw, cstr
+    raw = Raw(served)
+    try:
+        body = struct.pack("!i", (3 << 16) | minor) + cstr("user") + cstr("alice")
+        body += b"".join(cstr(o) + cstr("on") for o in options) + b"\0"
+        raw.s.sendall(struct.pack("!i", len(body) + 4) + body)
+        kind, payload = raw.recv()
+        assert kind == b"v"
+        newest, count = struct.unpack("!ii", payload[:8])
+        assert newest == 0 and count == len(options)
+        assert payload[8:].split(b"\0")[:count] == [o.encode() for o in options]
+        assert raw.recv()[0] == b"R"                                   # then SCRAM, as usual
+    finally:
+        raw.s.close()
+
+
+def test_a_plain_3_0_startup_gets_no_negotiation(served):
+    from tests.server.test_serve_attacks import Raw
+    raw = Raw(served)
+    try:
+        raw.startup("alice")
+        assert raw.recv()[0] == b"R"
+    finally:
+        raw.s.close()

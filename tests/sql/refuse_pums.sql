@@ -176,3 +176,11 @@ SELECT WITH DIFFERENTIAL_PRIVACY SUM(income, contribution_bounds_per_group => (0
 SELECT WITH DIFFERENTIAL_PRIVACY AVG(income, contribution_bounds_per_group => (0, 1)) AS a, VAR_POP(age, contribution_bounds_per_row => (0, 1)) AS v FROM PUMS.PUMS -- QueryError: ask the per-row aggregates in a query of their own
 SELECT CORR(age, income * 2) AS r FROM PUMS.PUMS -- QueryError: takes two columns
 SELECT sex, MODE(age) AS m FROM PUMS.PUMS GROUP BY sex -- QueryError: must be the only item of the SELECT list
+# ---- refusals name what the analyst wrote (thirteenth review of issue 33)
+SELECT STRING_AGG(educ, ',') AS s FROM PUMS.PUMS -- QueryError: aggregate STRING_AGG (LISTAGG, GROUP_CONCAT) is not supported
+SELECT LIST(educ) AS s FROM PUMS.PUMS -- QueryError: aggregate ARRAY_AGG (LIST) is not supported
+SELECT QUANTILE_CONT(income, -0.1) AS q FROM PUMS.PUMS -- QueryError: the quantile p = -0.1 of
+SELECT QUANTILE_CONT(income, [0.2, -0.3]) AS q FROM PUMS.PUMS -- QueryError: the quantile p = -0.3 of
+SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ = $$ab$$ -- QueryError: a dollar-quoted string ($$...$$; write 'text') is not allowed
+SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ = E'ab' -- QueryError: an escape string (E'...'; write 'text') is not allowed
+SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ = N'ab' -- QueryError: a national string (N'...'; write 'text') is not allowed
