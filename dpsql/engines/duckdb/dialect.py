@@ -135,11 +135,27 @@ def _volatile(tree: exp.Expression) -> bool:
     write as a plain scalar. Such a relation must be stored, not recomputed, when it is
     read twice (its persons must count the same rows each time). Conservative: an
     unknown function or aggregate counts as volatile."""
-    return any(isinstance(n, (exp.Rand, exp.Uuid, exp.Window, exp.Limit, exp.Offset,
-                              exp.Fetch, exp.TableSample, exp.Qualify))
-               or (isinstance(n, exp.AggFunc) and not isinstance(n, EXACT_AGGREGATES))
-               or (isinstance(n, exp.Anonymous) and str(n.this).lower() not in SCALARS)
-               for n in tree.walk())
+    return any(_volatile_node(n) for n in tree.walk())
+
+
+def _volatile_node(n: exp.Expression) -> bool:
+    return (isinstance(n, (exp.Rand, exp.Uuid, exp.Window, exp.Limit, exp.Offset,
+                           exp.Fetch, exp.TableSample, exp.Qualify))
+            or (isinstance(n, exp.AggFunc) and not isinstance(n, EXACT_AGGREGATES))
+            or (isinstance(n, exp.Anonymous) and str(n.this).lower() not in SCALARS))
+
+
+def _volatile_subtrees(tree: exp.Expression) -> set:
+    """The ids of the nodes of ``tree`` that are ``_volatile``, in one walk: each volatile
+    node marks itself and its ancestors (walking every CTE's body on its own walked a
+    nested plan once per CTE above it)."""
+    marked: set = set()
+    for node in tree.walk():
+        if _volatile_node(node):
+            while node is not None and id(node) not in marked:
+                marked.add(id(node))
+                node = node.parent
+    return marked
 
 
 SCALARS = {"least", "greatest"}
@@ -153,8 +169,9 @@ def inline_deterministic(tree: exp.Expression) -> exp.Expression:
     deterministic (not ``_volatile``) marked NOT MATERIALIZED: DuckDB otherwise stores a
     CTE read twice (the typed relation of a truncated table), which costs more than
     reading it again. (Truncation sets its own CTEs' materialisation.)"""
+    volatile = _volatile_subtrees(tree)
     for cte in tree.find_all(exp.CTE):
-        if cte.args.get("materialized") is None and not _volatile(cte.this):
+        if cte.args.get("materialized") is None and id(cte.this) not in volatile:
             cte.set("materialized", False)
     return tree
 
