@@ -18,6 +18,9 @@ import struct
 from sqlglot import exp
 
 from ..errors import QueryError
+from ..frontend.literal_lists import listed_in
+from ..frontend.literals import int_literal
+from ..frontend.typecheck import _annotated
 from .nodes import Truncated, TruncatedGroups
 from .rewrite import with_source
 
@@ -131,6 +134,7 @@ def apply_rules(tree: exp.Expression, rules: dict, refusal, plan_rules: dict | N
     anything runs. Other nodes are the plan's own (clamps, fixed point, truncation, which
     work on values the plan bounded): ``plan_rules`` may compile them, else they are
     rendered as they are."""
+    _expand_lists(tree)
     analyst = analyst_nodes(tree)
     known = {id(node): node for node in tree.walk()}     # (kept alive: ids stay unique)
     added, limit = 0, MAX_COMPILED_NODES + 4 * len(known)
@@ -160,6 +164,15 @@ def apply_rules(tree: exp.Expression, rules: dict, refusal, plan_rules: dict | N
         else:
             parent.set(key, new, index=index)
     return tree
+
+
+def _expand_lists(tree: exp.Expression) -> None:
+    """Each list of integers (``dpsql.frontend.literal_lists``) as the typed literals it
+    stands for, in place: an engine without TRY compiles each by its rule."""
+    for node in list(tree.find_all(exp.In)):
+        values = listed_in(node)
+        if values is not None:
+            node.set("expressions", [_annotated(int_literal(v), "int") for v in values])
 
 
 def _new_nodes(new: exp.Expression, known: dict) -> int:

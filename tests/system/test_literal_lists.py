@@ -1,0 +1,74 @@
+"""A long list of integers (``x IN (1, 2, ...)``) is one typed unit (dpsql.frontend.literal_lists,
+issue 34): the plan is the one its values give one by one, on every engine's dialect, and
+whatever the list cannot be a unit for is planned value by value, as before."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import dpsql
+from dpsql.engines.postgres.dialect import Postgres
+from dpsql.engines.spark.dialect import Spark
+from dpsql.frontend import literal_lists
+from dpsql.frontend.parse import parse_query
+from tests.paths import DATA_SETS
+
+pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
+
+VALUES = ", ".join(str(v) for v in [*range(-100, 100, 3), 7, 7, 9_000_000_000, -2 ** 63 + 1, 0])
+SPLIT = VALUES.replace(", 9", ",\n 9") + "\n"
+NEVER = re.compile(r"(?!x)x")      # matches nothing: every list parsed value by value
+
+
+@pytest.fixture(scope="module")
+def reader():
+    meta, tables = DATA_SETS["pums"]
+    return dpsql.from_df(dict(tables), meta, privacy=dpsql.Privacy())
+
+
+def _plan_texts(reader, sql: str) -> list:
+    reader._plans.clear()
+    reader._compiled.clear()
+    try:
+        plan = reader._plan(sql)
+    except dpsql.Error as err:
+        return [type(err).__name__, str(err)]
+    return [*reader._sql(plan), plan.cost, plan.bound_sql, plan.key_sql,
+            Postgres().render(plan.exact), Spark().render(plan.exact),
+            [(s.name, s.l1, s.l2) for s in plan.statistics]]
+
+
+@pytest.mark.parametrize("sql", [
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE income IN ({VALUES})",
+    f"SELECT sex, SUM(income) AS s FROM PUMS.PUMS WHERE age NOT IN ({VALUES}) GROUP BY sex",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age * 2.5 IN ({VALUES}) AND married IN ({VALUES})",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age * 2.5 IN ({VALUES})",
+    f"SELECT age IN ({VALUES}) AS k, COUNT(*) AS n FROM PUMS.PUMS GROUP BY age IN ({VALUES})",
+    f"SELECT SUM(CASE WHEN age IN ({VALUES}) THEN income END) AS s FROM PUMS.PUMS",
+    f"WITH c AS (SELECT pid, age FROM PUMS.PUMS WHERE income IN ({VALUES})) "
+    f"SELECT COUNT(*) AS n FROM c JOIN PUMS.PUMS p ON c.pid = p.pid AND p.age IN ({VALUES})",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE sex IN ({VALUES})",          # text: expanded
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE 7 IN ({VALUES})",            # a constant
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE NULL IN ({VALUES})",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age IN ({SPLIT}) AND nope = 1",  # refused: the same place in the text
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE sex = 'IN ({VALUES})' AND age IN ({VALUES})",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS /* IN ({VALUES}) */ WHERE age IN ({VALUES})",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age IN (\n{SPLIT}) AND nope = 1",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age IN ({VALUES}, 0.5)",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age IN ({VALUES}, 007)",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age IN ({VALUES}, 99999999999999999999)",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE _dpsql_list_0 IN ({VALUES})",
+])
+def test_a_long_integer_list_plans_as_its_values_one_by_one(reader, sql, monkeypatch):
+    as_unit = _plan_texts(reader, sql)
+    monkeypatch.setattr(literal_lists, "_LIST", NEVER)
+    assert _plan_texts(reader, sql) == as_unit
+
+
+def test_the_list_is_one_node_and_counts_as_its_values_in_the_size_limit():
+    tree = parse_query(f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age IN ({VALUES})")
+    assert len([n for n in tree.walk() if literal_lists.values_of(n) is not None]) == 1
+    many = ", ".join(["1"] * 20_001)
+    with pytest.raises(dpsql.QueryError, match="more than 20000 syntax nodes"):
+        parse_query(f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age IN ({many})")
