@@ -145,17 +145,20 @@ def _volatile_node(n: exp.Expression) -> bool:
             or (isinstance(n, exp.Anonymous) and str(n.this).lower() not in SCALARS))
 
 
-def _volatile_subtrees(tree: exp.Expression) -> set:
-    """The ids of the nodes of ``tree`` that are ``_volatile``, in one walk: each volatile
-    node marks itself and its ancestors (walking every CTE's body on its own walked a
-    nested plan once per CTE above it)."""
+def _volatile_subtrees(tree: exp.Expression) -> tuple:
+    """(the ids of the nodes of ``tree`` that are ``_volatile``, its CTEs), in one walk: each
+    volatile node marks itself and its ancestors (walking every CTE's body on its own walked
+    a nested plan once per CTE above it)."""
     marked: set = set()
+    ctes = []
     for node in tree.walk():
+        if isinstance(node, exp.CTE):
+            ctes.append(node)
         if _volatile_node(node):
             while node is not None and id(node) not in marked:
                 marked.add(id(node))
                 node = node.parent
-    return marked
+    return marked, ctes
 
 
 SCALARS = {"least", "greatest"}
@@ -169,8 +172,8 @@ def inline_deterministic(tree: exp.Expression) -> exp.Expression:
     deterministic (not ``_volatile``) marked NOT MATERIALIZED: DuckDB otherwise stores a
     CTE read twice (the typed relation of a truncated table), which costs more than
     reading it again. (Truncation sets its own CTEs' materialisation.)"""
-    volatile = _volatile_subtrees(tree)
-    for cte in tree.find_all(exp.CTE):
+    volatile, ctes = _volatile_subtrees(tree)
+    for cte in ctes:
         if cte.args.get("materialized") is None and id(cte.this) not in volatile:
             cte.set("materialized", False)
     return tree
