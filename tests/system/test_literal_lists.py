@@ -69,7 +69,7 @@ def test_a_long_integer_list_plans_as_its_values_one_by_one(reader, sql, monkeyp
     list, read there as one array constant (compiled and dry-run here; its meaning is the
     next test's)."""
     as_unit = _plan_texts(reader, sql)
-    monkeypatch.setattr(duckdb_dialect, "listed_arrays", lambda tree: tree)
+    monkeypatch.setattr(duckdb_dialect, "as_array", lambda node: node)
     verbatim = _plan_texts(reader, sql)
     monkeypatch.setattr(literal_lists, "_LIST", NEVER)
     one_by_one = _plan_texts(reader, sql)
@@ -89,7 +89,7 @@ def test_duckdb_reads_a_list_as_an_array_with_the_meaning_of_its_values(kind):
     if kind == "DOUBLE":
         xs += [0.5, -0.0, 2.0 ** 63, -2.0 ** 63, float("inf"), float("-inf"), float("nan")]
     column = exp.column("x", quoted=True)
-    as_array = duckdb_dialect.listed_arrays(exp.In(this=column.copy(), expressions=[
+    as_array = duckdb_dialect.as_array(exp.In(this=column.copy(), expressions=[
         literal_lists.listed(values, typed=True)]))
     as_values = exp.In(this=column.copy(), expressions=[int_literal(v) for v in values])
     rows = ", ".join(f"(TRY_CAST({'NULL' if x is None else repr(str(x))} AS {kind}))"
