@@ -38,9 +38,12 @@ def _plan_texts(reader, sql: str) -> list:
         plan = reader._plan(sql)
     except dpsql.Error as err:
         return [type(err).__name__, str(err)]
-    return [*reader._sql(plan), plan.cost, plan.bound_sql, plan.key_sql,
-            Postgres().render(plan.exact), Spark().render(plan.exact),
-            [(s.name, s.l1, s.l2) for s in plan.statistics]]
+    parts = getattr(plan, "parts", [plan])           # a UnionPlan: each of its queries
+    return [
+        [reader._sql(p)[0] for p in parts], [reader._sql(p)[1] for p in parts], plan.cost,
+        [(p.bound_sql, p.key_sql) for p in parts],
+        [(Postgres().render(p.exact), Spark().render(p.exact)) for p in parts],
+        [(s.name, s.l1, s.l2) for p in parts for s in p.statistics]]
 
 
 @pytest.mark.parametrize("sql", [
@@ -52,6 +55,12 @@ def _plan_texts(reader, sql: str) -> list:
     f"SELECT SUM(CASE WHEN age IN ({VALUES}) THEN income END) AS s FROM PUMS.PUMS",
     f"WITH c AS (SELECT pid, age FROM PUMS.PUMS WHERE income IN ({VALUES})) "
     f"SELECT COUNT(*) AS n FROM c JOIN PUMS.PUMS p ON c.pid = p.pid AND p.age IN ({VALUES})",
+    f"SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex HAVING COUNT(*) IN ({VALUES})",
+    f"SELECT TOP 5 sex, COUNT(*) AS n FROM PUMS.PUMS WHERE age IN ({VALUES}) GROUP BY sex",
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (privacy_unit_column = pid) COUNT(*) AS n "
+    f"FROM PUMS.PUMS WHERE age IN ({VALUES})",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age IN ({VALUES}) UNION ALL "
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age NOT IN ({VALUES})",
     f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE sex IN ({VALUES})",          # text: expanded
     f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE 7 IN ({VALUES})",            # a constant
     f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE NULL IN ({VALUES})",
