@@ -162,7 +162,6 @@ SLOW_TESTS = {
     "unit/test_intervals.py::test_cli_accuracy_adds_interval_columns_and_validates_the_level",
     "system/test_star_joins.py::test_retail_comma_joins_plan_as_the_inner_joins",
     "system/test_star_joins.py::test_a_from_list_in_any_order_joins_along_its_equalities",  # 8 s
-    "system/test_plan_time.py::test_an_in_list_of_15000_values_is_planned_within_three_seconds",
     "system/test_dbapi.py::test_dbapi_pandas_and_cursor_share_one_ledger_across_processes",
     "safety/test_hostile_cases.py::test_case4_var_of_narrow_integer_storage_never_overflows",
     "unit/test_bounds.py::test_integer_arithmetic_never_raises_on_any_bigint",

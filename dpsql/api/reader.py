@@ -33,6 +33,7 @@ from ..frontend.dialect import ANALYST_DIALECT
 from .display import HTMLPage, Progress, Text, progress_callback, session_html, session_summary
 from .accuracy_target import budget_line, epsilon_for
 from .caches import Bounded
+from .collector import collector_paused
 from .options import session_budget, session_privacy
 from .smartnoise import SmartNoiseMethods
 
@@ -95,6 +96,13 @@ class Reader(SmartNoiseMethods):
         cached = self._plans.get(key)
         if cached is not None:
             return cached
+        with collector_paused():
+            plan = self._new_plan(sql, params, privacy, note)
+        with self._lock:
+            self._plans.put(key, plan)
+        return plan
+
+    def _new_plan(self, sql: str, params, privacy: Privacy, note) -> Plan:
         tree = parse_query(sql, params)
         # BigQuery's OPTIONS (epsilon, delta) set this query's privacy, as privacy= would.
         asked = query_privacy(tree, privacy)
@@ -107,11 +115,7 @@ class Reader(SmartNoiseMethods):
             plan = build_plan(query, privacy)
             self._compile(plan)
             plans.append(plan)
-        if len(plans) > 1:
-            plan = UnionPlan(plans, tree.sql(ANALYST_DIALECT))
-        with self._lock:
-            self._plans.put(key, plan)
-        return plan
+        return UnionPlan(plans, tree.sql(ANALYST_DIALECT)) if len(plans) > 1 else plans[0]
 
     def _compile(self, plan: Plan) -> None:
         """Render both queries of ``plan`` once and dry-run them, so that query errors

@@ -150,16 +150,14 @@ class ServerEngine:
         tables = plan.query.relation.tables
         typed = {typed_name(t): self._typed(t) for t in tables}
         # The invariant holds of what runs, this engine's constructs included (the
-        # typed relations have no windows); with_source's copy is lowered in place.
-        lowered = self.dialect.lowered(with_source(plan.exact, typed))
-        check_rows_independent(lowered)
+        # typed relations have no windows).
         nulls = {typed_name(t): self._dry_relation(t) for t in tables}
-        dry = self.dialect.sql(self.dialect.lowered(with_source(plan.exact, nulls)))
+        exact, dry = self.dialect.sql_over(plan.exact, typed, nulls, check_rows_independent)
         try:
             self._execute(dry)
         except self._errors() as err:
             raise QueryError(f"the engine refuses the query: {self._message(err)}") from None
-        return self.dialect.sql(lowered)
+        return exact
 
     def public_rows(self, select: exp.Select, tables) -> list:
         """Rows of a query over public tables only."""

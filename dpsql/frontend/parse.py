@@ -61,6 +61,7 @@ from sqlglot.tokens import TokenType
 from ..errors import QueryError
 from . import bigquery
 from .dialect import ANALYST_DIALECT
+from .literal_lists import parsed, weight
 from .params import bind_params, literal, typed_params  # noqa: F401 - re-exported
 from .parse_errors import parse_error
 from .spellings import date_spellings
@@ -283,7 +284,7 @@ def check_size(tree: exp.Expression) -> None:
     nodes, deepest, stack = 0, 0, [(tree, 1)]
     while stack:
         node, depth = stack.pop()
-        nodes += 1
+        nodes += weight(node)
         deepest = max(deepest, depth)
         if depth > MAX_DEPTH:
             raise QueryError(
@@ -439,7 +440,7 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
         sql.encode("utf-8")
     except UnicodeEncodeError:
         raise QueryError("the query is not valid Unicode (it holds a lone surrogate)") from None
-    statements, clause = _parse_all(sql)
+    statements, clause = parsed(sql, _parse_all)
     statements = [s for s in statements if s is not None]
     if len(statements) != 1:
         raise QueryError(f"expected one SQL statement, got {len(statements)}; "

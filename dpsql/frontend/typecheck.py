@@ -21,6 +21,7 @@ from . import decimals, temporal
 from .ranges import cannot_fail
 from .allowed import CAST_REFUSED, CAST_TARGETS, ENGINE_TYPES, NUMERIC, TEMPORAL, entry_for, name_of
 from .dialect import ANALYST_DIALECT
+from .literal_lists import expanded, listed, listed_in
 from .literals import (INT64, _convert_literal, _literal_value, _refuse,  # noqa: F401 - re-exported
                        _temporal_literal, float_literal, int_literal, number_literal)
 
@@ -212,6 +213,8 @@ class Checker:
         return self._rebuild(node, parts), "boolean"
 
     def _compare(self, node):
+        if listed_in(node) is not None:
+            return self._listed_in(node)
         name = node.key.upper()
         truth = decimals.compared(node)          # number constants only: decided exactly
         if truth is not None:
@@ -231,6 +234,17 @@ class Checker:
         if isinstance(node, exp.Between):
             return exp.Between(this=out[0], low=out[1], high=out[2]), "boolean"
         return type(node)(this=out[0], expression=out[1]), "boolean"
+
+    def _listed_in(self, node):
+        """``x IN (<a long list of integers>)`` (``dpsql.frontend.literal_lists``): compared
+        with a number, the list is typed once, as its values would be one by one."""
+        self._only(node, {"this", "expressions"})
+        if _literal_value(node.this) is None:
+            this, kind = self.check(node.this)
+            if kind in NUMERIC:
+                return exp.In(this=this, expressions=[
+                    _annotated(listed(listed_in(node), typed=True), "int")]), "boolean"
+        return self._compare(expanded(node))
 
     def _is(self, node):
         self._only(node, {"this", "expression"})

@@ -18,7 +18,11 @@ import struct
 from sqlglot import exp
 
 from ..errors import QueryError
+from ..frontend.literal_lists import listed_in
+from ..frontend.literals import int_literal
+from ..frontend.typecheck import _annotated
 from .nodes import Truncated, TruncatedGroups
+from .rewrite import with_source
 
 
 class Dialect:
@@ -62,6 +66,25 @@ class Dialect:
         """The text of a tree already ``lower``ed, which it consumes (sqlglot's generator
         may rewrite it in place instead of copying it first)."""
         return lowered.sql(self.name, pretty=pretty, copy=False)
+
+    def sql_over(self, tree: exp.Select, typed: dict, nulls: dict, check) -> tuple:
+        """(the engine SQL of the plan ``tree`` over the ``typed`` relations, the same plan
+        over the dry run's rows of ``nulls``): both name -> SELECT, read as the first CTEs.
+
+        The plan is copied, lowered and rendered once (``check`` sees it lowered): the two
+        texts differ only in those first CTEs, rendered on their own. Rendering a large plan
+        twice doubled the time it took to compile."""
+        lowered = self.lowered(with_source(tree, typed))
+        check(lowered)
+        count = len(typed)
+        real = [cte.sql(self.name) for cte in lowered.args["with_"].expressions[:count]]
+        stand_in = self.lowered(with_source(exp.select(exp.Literal.number(1)), nulls))
+        dry = [cte.sql(self.name) for cte in stand_in.args["with_"].expressions[:count]]
+        text = self.sql(lowered)
+        head = "WITH " + ", ".join(real)
+        if count and len(dry) == count and text.startswith(head):
+            return text, "WITH " + ", ".join(dry) + text[len(head):]
+        return text, self.sql(self.lowered(with_source(tree, nulls)))
 
 
 def total(node: exp.Expression) -> exp.Expression:
@@ -111,6 +134,7 @@ def apply_rules(tree: exp.Expression, rules: dict, refusal, plan_rules: dict | N
     anything runs. Other nodes are the plan's own (clamps, fixed point, truncation, which
     work on values the plan bounded): ``plan_rules`` may compile them, else they are
     rendered as they are."""
+    _expand_lists(tree)
     analyst = analyst_nodes(tree)
     known = {id(node): node for node in tree.walk()}     # (kept alive: ids stay unique)
     added, limit = 0, MAX_COMPILED_NODES + 4 * len(known)
@@ -140,6 +164,15 @@ def apply_rules(tree: exp.Expression, rules: dict, refusal, plan_rules: dict | N
         else:
             parent.set(key, new, index=index)
     return tree
+
+
+def _expand_lists(tree: exp.Expression) -> None:
+    """Each list of integers (``dpsql.frontend.literal_lists``) as the typed literals it
+    stands for, in place: an engine without TRY compiles each by its rule."""
+    for node in list(tree.find_all(exp.In)):
+        values = listed_in(node)
+        if values is not None:
+            node.set("expressions", [_annotated(int_literal(v), "int") for v in values])
 
 
 def _new_nodes(new: exp.Expression, known: dict) -> int:

@@ -205,9 +205,10 @@ class Join:
         on = None
         if cond is not None:
             on = cond.transform(lambda n: _sided(n, lback, rback))
-        sql = exp.select(*projections).from_(lsql.source("_jl"))
-        sql = (sql.join(rsql.source("_jr"), join_type="CROSS") if kind == "CROSS"
-               else sql.join(rsql.source("_jr"), on=on, join_type=kind))
+        # (The builders change ``sql``, built here, in place: a copy of it copied the left side.)
+        sql = exp.select(*projections).from_(lsql.source("_jl"), copy=False)
+        sql = (sql.join(rsql.source("_jr"), join_type="CROSS", copy=False) if kind == "CROSS"
+               else sql.join(rsql.source("_jr"), on=on, join_type=kind, copy=False))
         steps.append(f"join ({kind}) " + ", ".join(
             f"{_label(scope, a)} = {_label(scope, b)}" for a, b in pairs) + f": {how}")
         rel = Relation(result["base"], fields, pid_name, result["k"], result["bounded"], sql,

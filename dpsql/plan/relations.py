@@ -311,7 +311,7 @@ def select_rows(tree: exp.Select, child: Relation, binder: Binder, name: str) ->
     if where is not None:
         bound = binder.bind(where.this.copy(), "WHERE")
         _not_null(bound, projections, fields)
-        sql = sql.where(Checker(types, clause=f"WHERE of {name!r}").predicate(bound))
+        sql = sql.where(Checker(types, clause=f"WHERE of {name!r}").predicate(bound), copy=False)
     if tree.args.get("distinct"):
         if tree.args["distinct"].args.get("on") is not None:
             fail(f"DISTINCT ON is not supported (inside {name!r}): which row it keeps depends "
@@ -319,7 +319,7 @@ def select_rows(tree: exp.Select, child: Relation, binder: Binder, name: str) ->
         if pid is None or not any(f.is_id for f in fields.values() if f.name != HIDDEN_PID):
             fail(f"SELECT DISTINCT inside {name!r} must include the privacy unit's id among its "
                  "columns: otherwise it merges rows of different persons")
-        sql = sql.distinct()
+        sql = sql.distinct(copy=False)
     steps.append(f"{name}: row-level select (rows per person unchanged, at most {child.k}): "
                  + ", ".join(f"{f.name} {f.bounds_text()}" for f in fields.values()
                              if f.name != HIDDEN_PID)
@@ -388,7 +388,8 @@ def _select_star(item, child: Relation, binder: Binder, name: str, seen: set,
 # ------------------------------------------------------------------ truncation
 
 def not_null_id(rows: exp.Select, pid: str) -> exp.Select:
-    return rows.where(exp.Not(this=exp.Is(this=column(pid), expression=exp.Null())))
+    """``rows`` (the caller's own select, changed in place) without the rows of a NULL id."""
+    return rows.where(exp.Not(this=exp.Is(this=column(pid), expression=exp.Null())), copy=False)
 
 
 def _unbounded_message(node, parts) -> str:

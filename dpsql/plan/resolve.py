@@ -182,17 +182,24 @@ class Resolver:
         return renamed(relation, columns, node.alias or node.name), names
 
     # -- public data -------------------------------------------------------------
-    def read_public(self, relation: Relation) -> None:
-        """Every value (up to MAX_DOMAIN) and the range of each column of a public relation."""
+    def read_public(self, relation: Relation, known: dict | None = None) -> None:
+        """Every value (up to MAX_DOMAIN) and the range of each column of a public relation.
+        ``known``: field name -> its non-NULL values and row count, where the planner has them
+        already (a VALUES list's int and text columns): not read from the engine again."""
         if self.public is None:
             return
         for f in relation.visible():
             col = column(f.name)
-            stats = exp.select(exp.Count(this=exp.Distinct(expressions=[col])),
-                               exp.Min(this=col.copy()), exp.Max(this=col.copy()),
-                               exp.Count(this=exp.Star()), exp.Count(this=col.copy())
-                               ).from_(relation.source("_p"))
-            distinct, lo, hi, rows, non_null = self.public(stats, relation.tables)[0]
+            if known is not None and f.name in known:
+                listed, rows = known[f.name]
+                distinct, non_null = len(set(listed)), len(listed)
+                lo, hi = (min(listed), max(listed)) if listed else (None, None)
+            else:
+                stats = exp.select(exp.Count(this=exp.Distinct(expressions=[col])),
+                                   exp.Min(this=col.copy()), exp.Max(this=col.copy()),
+                                   exp.Count(this=exp.Star()), exp.Count(this=col.copy())
+                                   ).from_(relation.source("_p"))
+                distinct, lo, hi, rows, non_null = self.public(stats, relation.tables)[0]
             relation.rows = int(rows)
             f.nullable = non_null < rows
             if f.kind in ("int", "float") and lo is not None:
@@ -200,9 +207,10 @@ class Resolver:
                 # the owner's connection), and a plan is cached for the session.
                 f.lower, f.upper = lo, hi
             if distinct <= MAX_DOMAIN:
-                values = self.public(exp.select(col.copy()).from_(relation.source("_p")).where(
-                    exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null()))).distinct(),
-                    relation.tables)
+                values = [(v,) for v in set(listed)] if known is not None and f.name in known \
+                    else self.public(exp.select(col.copy()).from_(relation.source("_p")).where(
+                        exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null()))).distinct(),
+                        relation.tables)
                 f.domain = tuple(sorted((v[0] for v in values), key=lambda v: (type(v).__name__, v)))
             f.origin = "public data"
 
@@ -250,7 +258,8 @@ class Resolver:
         if any(len(r) != width for r in rows):
             fail("every row of a VALUES list must have the same number of values")
         names = [c.name for c in alias.columns]
-        fields, projections = {}, []
+        fields, projections, known = {}, [], {}
+        checker = Checker({}, clause="VALUES")
         for i, name in enumerate(names):
             kinds = set()
             for r in rows:
@@ -258,7 +267,7 @@ class Resolver:
                 if not isinstance(cell, (exp.Literal, exp.Null, exp.Boolean, exp.Neg)) or (
                         isinstance(cell, exp.Neg) and not isinstance(cell.this, exp.Literal)):
                     fail(f"VALUES: {cell.sql(ANALYST_DIALECT)[:40]} is not a literal")
-                kind = Checker({}, clause="VALUES").check(cell)[1]
+                kind = checker.check(cell)[1]
                 if kind != "null":
                     kinds.add(kind)
             if kinds == {"int", "float"}:
@@ -267,6 +276,9 @@ class Resolver:
                 fail(f"VALUES: column {name!r} mixes {', '.join(sorted(kinds))}; write one type")
             kind = kinds.pop() if kinds else "string"
             fields[name.lower()] = Field(name, kind, origin="VALUES")
+            listed = _listed_values([r[i] for r in rows], kind)
+            if listed is not None:
+                known[name] = (listed, len(rows))
             projections.append(exp.alias_(exp.Cast(this=exp.column(f"_c{i}", quoted=True),
                                                    to=exp.DataType.build(ENGINE_TYPES[kind])),
                                           name, quoted=True))
@@ -278,7 +290,7 @@ class Resolver:
         relation = Relation(base, fields, None, 0, True, sql, [f"VALUES {alias.name}: public, "
                             f"{len(rows)} row(s)"], "public", (), rows=len(rows))
         if self.public is not None:
-            self.read_public(relation)
+            self.read_public(relation, known)
         return relation, {alias.name.lower()}
 
     def table(self, node, name: str) -> Table:
@@ -355,3 +367,28 @@ def resolve(tree: exp.Select, metadata, public=None) -> tuple:
              "privacy, so dpsql does not answer it and spends nothing; query the tables "
              "directly")
     return relation, scope, tree
+
+
+def _listed_values(cells: list, kind: str) -> list | None:
+    """The non-NULL values of a VALUES column of whole numbers or text, as the engine reads
+    them (BIGINT, VARCHAR: the same Python values), or None for other columns (read from the
+    engine). Reading a long list's values back from the engine rendered it twice more."""
+    if kind not in ("int", "string"):
+        return None
+    out = []
+    for cell in cells:
+        if isinstance(cell, exp.Null):
+            continue
+        negative = isinstance(cell, exp.Neg)
+        literal = cell.this if negative else cell
+        if not isinstance(literal, exp.Literal):
+            return None
+        if kind == "string":
+            if not literal.is_string or negative:
+                return None
+            out.append(literal.this)
+        elif literal.is_string or not literal.this.isdigit() or not literal.this.isascii():
+            return None
+        else:
+            out.append(-int(literal.this) if negative else int(literal.this))
+    return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ...frontend.literal_lists import listed_in
 from ...plan.dialect import Dialect
 from .filters import restored_filters
 from ...plan.nodes import Truncated, TruncatedGroups
@@ -28,7 +29,12 @@ class DuckDB(Dialect):
     name = NAME
 
     def lowered(self, tree: exp.Expression) -> exp.Expression:
-        return restored_filters(inline_deterministic(self.compile_nodes(tree)))
+        tree = self.compile_nodes(tree)
+        volatile, ctes, lists = _walked(tree)
+        for node in lists:
+            as_array(node)
+        inline_deterministic(ctes, volatile)
+        return restored_filters(tree)
 
     def truncated(self, node: Truncated) -> exp.Select:
         # The whole tree gets this dialect's rewrites once, in ``lower``; the rows inside
@@ -40,6 +46,19 @@ class DuckDB(Dialect):
         return truncated_groups(self.compile_nodes(node.this), node.args["pid"],
                                 [k.copy() for k in node.args["keys"]],
                                 node.args["max_groups"], node.args["max_rows"])
+
+
+def as_array(node: exp.In) -> exp.In:
+    """``x IN (<a long list of integers>)`` (``dpsql.frontend.literal_lists``), in place, with
+    its list as one BIGINT[] constant that DuckDB reads from its text: ``x IN (SELECT
+    UNNEST(CAST('[1,2,...]' AS BIGINT[])))`` is ``x IN (1, 2, ...)`` (the list holds no
+    NULL: NULL, TRUE or FALSE alike, compared in the same type), but DuckDB binds it in
+    milliseconds, where 15,000 constants took 40 ms each time a CTE holding them was read."""
+    array = exp.Cast(this=exp.Literal.string("[" + ",".join(map(str, listed_in(node))) + "]"),
+                     to=exp.DataType.build("BIGINT[]", dialect=NAME))
+    node.set("expressions", None)
+    node.set("query", exp.Subquery(this=exp.select(exp.Unnest(expressions=[array]))))
+    return node
 
 
 def column(name: str) -> exp.Column:
@@ -135,11 +154,32 @@ def _volatile(tree: exp.Expression) -> bool:
     write as a plain scalar. Such a relation must be stored, not recomputed, when it is
     read twice (its persons must count the same rows each time). Conservative: an
     unknown function or aggregate counts as volatile."""
-    return any(isinstance(n, (exp.Rand, exp.Uuid, exp.Window, exp.Limit, exp.Offset,
-                              exp.Fetch, exp.TableSample, exp.Qualify))
-               or (isinstance(n, exp.AggFunc) and not isinstance(n, EXACT_AGGREGATES))
-               or (isinstance(n, exp.Anonymous) and str(n.this).lower() not in SCALARS)
-               for n in tree.walk())
+    return any(_volatile_node(n) for n in tree.walk())
+
+
+def _volatile_node(n: exp.Expression) -> bool:
+    return (isinstance(n, (exp.Rand, exp.Uuid, exp.Window, exp.Limit, exp.Offset,
+                           exp.Fetch, exp.TableSample, exp.Qualify))
+            or (isinstance(n, exp.AggFunc) and not isinstance(n, EXACT_AGGREGATES))
+            or (isinstance(n, exp.Anonymous) and str(n.this).lower() not in SCALARS))
+
+
+def _walked(tree: exp.Expression) -> tuple:
+    """(the ids of the nodes of ``tree`` that are ``_volatile``, its CTEs, its ``IN`` of an
+    integer list), in one walk: each volatile node marks itself and its ancestors (walking
+    every CTE's body on its own walked a nested plan once per CTE above it)."""
+    marked: set = set()
+    ctes, lists = [], []
+    for node in tree.walk():
+        if isinstance(node, exp.CTE):
+            ctes.append(node)
+        elif listed_in(node) is not None:
+            lists.append(node)
+        if _volatile_node(node):
+            while node is not None and id(node) not in marked:
+                marked.add(id(node))
+                node = node.parent
+    return marked, ctes, lists
 
 
 SCALARS = {"least", "greatest"}
@@ -148,15 +188,14 @@ SCALARS = {"least", "greatest"}
 EXACT_AGGREGATES = (exp.Count,)
 
 
-def inline_deterministic(tree: exp.Expression) -> exp.Expression:
-    """``tree`` with each CTE whose materialisation is unset and whose body is
-    deterministic (not ``_volatile``) marked NOT MATERIALIZED: DuckDB otherwise stores a
-    CTE read twice (the typed relation of a truncated table), which costs more than
-    reading it again. (Truncation sets its own CTEs' materialisation.)"""
-    for cte in tree.find_all(exp.CTE):
-        if cte.args.get("materialized") is None and not _volatile(cte.this):
+def inline_deterministic(ctes: list, volatile: set) -> None:
+    """Each of the plan's ``ctes`` whose materialisation is unset and whose body is
+    deterministic (not in ``volatile``: ``_walked``) marked NOT MATERIALIZED: DuckDB
+    otherwise stores a CTE read twice (the typed relation of a truncated table), which costs
+    more than reading it again. (Truncation sets its own CTEs' materialisation.)"""
+    for cte in ctes:
+        if cte.args.get("materialized") is None and id(cte.this) not in volatile:
             cte.set("materialized", False)
-    return tree
 
 
 def truncated_groups(rows: exp.Select, pid: str, keys: list, max_groups: int,
