@@ -7,22 +7,27 @@ collector ran, each full pass walking every object of the process (pandas, DuckD
 session's caches): a quarter to a third of the time a large plan took (issue 34). The
 collector is paused while any thread plans and resumes when the last one is done (unless
 the application had disabled it itself); the cycles a plan leaves are collected by its
-next pass, once.
+next pass, once. Threads planning back to back (a server's workers) could keep it paused
+for good while their plans' cycles pile up: a plan that ends more than ``EVERY_S`` after
+the last collection collects once, paused or not.
 """
 from __future__ import annotations
 
 import gc
 import threading
+import time
 from contextlib import contextmanager
 
+EVERY_S = 1.0
 _lock = threading.Lock()
 _planning = 0            # threads planning now
 _resume = False          # whether the collector was enabled when the first one began
+_collected = time.monotonic()
 
 
 @contextmanager
 def collector_paused():
-    global _planning, _resume
+    global _planning, _resume, _collected
     with _lock:
         if _planning == 0:
             _resume = gc.isenabled()
@@ -35,3 +40,8 @@ def collector_paused():
             _planning -= 1
             if _planning == 0 and _resume:
                 gc.enable()
+            due = _resume and time.monotonic() - _collected > EVERY_S
+            if due:
+                _collected = time.monotonic()
+        if due:
+            gc.collect()

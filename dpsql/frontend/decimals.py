@@ -193,3 +193,12 @@ def compared(node: exp.Expression) -> exp.Expression | None:
     else:
         truth = _COMPARISONS[type(node)](values[0], values[1])
     return exp.Boolean(this=bool(truth))
+
+
+def nonzero(divisor: exp.Expression) -> exp.Expression:
+    """A divisor of /, // or %, with zero made NULL: a division by zero is NULL on every
+    engine and every DuckDB version (DuckDB 2's / gives +-inf and NaN, its // and % an error
+    that TRY makes NULL; PostgreSQL raises; Spark's / is NULL; thirteenth review)."""
+    if isinstance(divisor, exp.Literal) and divisor.is_number and float(divisor.this) != 0:
+        return divisor
+    return exp.Nullif(this=divisor, expression=exp.Literal.number(0))

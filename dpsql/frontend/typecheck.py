@@ -371,7 +371,7 @@ class Checker:
             parts[key], _ = out, kinds.append(kind)
         kind = "float" if "float" in kinds else "int" if "int" in kinds else "null"
         if isinstance(node, (exp.Div, exp.IntDiv, exp.Mod)):
-            parts["expression"] = _nonzero(parts["expression"])
+            parts["expression"] = decimals.nonzero(parts["expression"])
         if isinstance(node, exp.IntDiv) and kind == "float":
             # DuckDB divides doubles with // (242.5 // 100 is 2.425); dpsql's // is floor
             # division for every number, so that x // 10 is a bucket whatever x's type.
@@ -493,11 +493,3 @@ def check(node: exp.Expression, columns: dict, clause: str = "WHERE", leaf=None)
 def predicate(node: exp.Expression, columns: dict, clause: str = "WHERE", leaf=None) -> exp.Expression:
     return Checker(columns, leaf, clause).predicate(node)
 
-
-def _nonzero(divisor: exp.Expression) -> exp.Expression:
-    """A divisor of /, // or %, with zero made NULL: a division by zero is NULL on every
-    engine and every DuckDB version (DuckDB 2's / gives +-inf and NaN, its // and % an error
-    that TRY makes NULL; PostgreSQL raises; Spark's / is NULL; thirteenth review)."""
-    if isinstance(divisor, exp.Literal) and divisor.is_number and float(divisor.this) != 0:
-        return divisor
-    return exp.Nullif(this=divisor, expression=exp.Literal.number(0))

@@ -1,0 +1,41 @@
+"""Planning pauses Python's garbage collector (dpsql.api.collector, issue 34). Threads that
+plan back to back, as a server's workers do, must not keep it paused for good: the cycles
+their plans leave would pile up without bound (an analyst's statements would grow the
+server until its memory limit stopped everyone's)."""
+import gc
+import threading
+import time
+
+from dpsql.api.collector import EVERY_S, collector_paused
+
+
+def test_overlapping_plans_still_collect_their_garbage():
+    full = []
+
+    def count(phase, info):
+        if phase == "start" and info["generation"] == 2:
+            full.append(1)
+
+    stop = threading.Event()
+
+    def long_plan():                      # one thread always planning
+        with collector_paused():
+            stop.wait(3 * EVERY_S + 1)
+
+    holder = threading.Thread(target=long_plan)
+    gc.callbacks.append(count)
+    try:
+        holder.start()
+        time.sleep(0.05)
+        end = time.monotonic() + 2.5 * EVERY_S
+        while time.monotonic() < end:     # others plan back to back meanwhile
+            with collector_paused():
+                [[] for _ in range(100)]
+            time.sleep(0.01)
+        assert not gc.isenabled()         # still paused: the long plan goes on
+        assert len(full) >= 2
+    finally:
+        stop.set()
+        holder.join()
+        gc.callbacks.remove(count)
+    assert gc.isenabled()
