@@ -3,7 +3,10 @@
 Owns: what each spelling means, decided here from the text alone and written as the forms
 ``dpsql.frontend.temporal`` makes total (docs/sql.md, dates and intervals, lists them):
 
-- ``DATE_SUB(t, INTERVAL n unit)`` (MySQL, BigQuery): ``t - INTERVAL n unit``.
+- ``DATE_SUB(t, INTERVAL n unit)`` (MySQL, BigQuery): ``t - INTERVAL n unit``; BigQuery's
+  ``TIMESTAMP_ADD``/``DATETIME_ADD(t, INTERVAL n unit)`` and ``..._SUB``: ``t ± INTERVAL n
+  unit``. ``TIMESTAMP_DIFF`` (whole units elapsed, not boundaries) is refused, naming
+  DATE_DIFF.
 - ``DATE_ADD(t, n)``, ``DATE_SUB(t, n)`` with an integer literal ``n`` (Spark, Hive, and
   DuckDB's ``date + n``): ``t ± INTERVAL n DAY``.
 - ``DATE_DIFF(a, b, part)`` (BigQuery: the part last, as a keyword, and ``a`` minus ``b``):
@@ -35,7 +38,18 @@ def date_spellings(tree: exp.Expression) -> exp.Expression:
     return tree.transform(_rule, copy=False)
 
 
+_SHIFTS = {exp.TimestampAdd: exp.Add, exp.DatetimeAdd: exp.Add, exp.TimestampSub: exp.Sub,
+           exp.DatetimeSub: exp.Sub}
+
+
 def _rule(node: exp.Expression) -> exp.Expression:
+    shift = _SHIFTS.get(type(node))
+    if shift is not None and isinstance(_bare(node.expression), exp.Interval):
+        return exp.Paren(this=shift(this=node.this, expression=node.expression))
+    if isinstance(node, exp.TimestampDiff):
+        _refuse(f"{node.sql(ANALYST_DIALECT)[:80]}: TIMESTAMP_DIFF (BigQuery's whole units "
+                "elapsed) is not supported; DATE_DIFF('part', b, a) counts the part's "
+                "boundaries from b to a (DATE_DIFF('second', b, a) // 3600 for whole hours)")
     if isinstance(node, exp.DateDiff) and _bigquery_order(node):
         return _bigquery_diff(node)
     if isinstance(node, exp.DateAdd) and not isinstance(_bare(node.expression), exp.Interval):

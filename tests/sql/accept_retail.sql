@@ -58,6 +58,7 @@ SELECT return_flag, COUNT(*) AS n FROM retail.lineitems l1 WHERE NOT EXISTS (SEL
 # dates as other dialects spell them: DATE_SUB(t, INTERVAL ...), DATE_ADD(t, n days), BigQuery's DATE_DIFF(a, b, PART)
 SELECT COUNT(*) AS n FROM retail.orders WHERE DATE_SUB(order_date, INTERVAL 3 MONTH) >= DATE '1994-01-01' AND DATE_ADD(order_date, 10) < DATE '1996-01-01' -- ok
 SELECT DATE_DIFF(l.ship_date, o.order_date, MONTH) AS months, COUNT(*) AS n FROM retail.orders o JOIN retail.lineitems l ON o.order_id = l.order_id GROUP BY 1 -- ok
+SELECT COUNT(*) AS n FROM retail.orders WHERE TIMESTAMP_ADD(order_date, INTERVAL 36 HOUR) < DATE '1996-01-01' AND TIMESTAMP_SUB(order_date, INTERVAL 2 DAY) >= DATE '1992-01-01' AND DATETIME_ADD(order_date, INTERVAL 1 MONTH) > DATETIME_SUB(order_date, INTERVAL '1' YEAR) -- ok
 SELECT l.return_flag, COUNT(*) AS n FROM retail.lineitems l JOIN retail.orders o ON o.order_id = l.order_id WHERE o.order_id IN (SELECT order_id FROM retail.lineitems WHERE discount >= 0.09) GROUP BY l.return_flag -- ok
 SELECT AVG(t.q) AS q FROM (SELECT order_id, SUM(quantity) AS q FROM retail.lineitems GROUP BY order_id) t JOIN retail.orders o ON t.order_id = o.order_id -- ok
 # ---- three levels (customers -> orders -> lineitems), comma joins, and lineitems alone (the plan
