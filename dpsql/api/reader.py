@@ -25,7 +25,7 @@ from ..release.explain import describe
 from ..metadata.model import Metadata
 from ..frontend.parse import parse_query, typed_params, union_parts
 from ..frontend.bigquery import query_privacy
-from ..plan import Plan, build_plan
+from ..plan import Plan, build_plan, grouping_sets
 from ..privacy.params import Budget, Privacy, large_privacy_warning
 from ..release.noise import add_noise, drowned_counts, empty_noisy
 from ..plan.validate import validate
@@ -33,6 +33,7 @@ from ..frontend.dialect import ANALYST_DIALECT
 from .display import HTMLPage, Progress, Text, progress_callback, session_html, session_summary
 from .accuracy_target import budget_line, epsilon_for
 from .caches import Bounded
+from .union import UnionPlan, concat
 from .collector import collector_paused
 from .options import session_budget, session_privacy
 from .smartnoise import SmartNoiseMethods
@@ -111,10 +112,12 @@ class Reader(SmartNoiseMethods):
         privacy = asked
         plans = []
         for part in union_parts(tree):
-            query = validate(part, self.metadata, self.engine.public_rows)
-            plan = build_plan(query, privacy)
-            self._compile(plan)
-            plans.append(plan)
+            sets = grouping_sets.expand(part) or [part]    # each set: a share of the privacy
+            for each in sets:
+                query = validate(each, self.metadata, self.engine.public_rows)
+                plan = build_plan(query, grouping_sets.share(privacy, len(sets)))
+                self._compile(plan)
+                plans.append(plan)
         return UnionPlan(plans, tree.sql(ANALYST_DIALECT)) if len(plans) > 1 else plans[0]
 
     def _compile(self, plan: Plan) -> None:
@@ -394,11 +397,7 @@ class Reader(SmartNoiseMethods):
         """Post-processing of stored noisy statistics (no data touched, nothing spent)."""
         parts = plan.parts if isinstance(plan, UnionPlan) else [plan]
         frames = [self._present_part(part, columns) for part, columns in zip(parts, noisy)]
-        if len(frames) == 1:
-            return frames[0]
-        for frame in frames[1:]:
-            frame.columns = frames[0].columns
-        return pd.concat(frames, ignore_index=True)
+        return concat(frames)
 
     def _present_part(self, plan: Plan, noisy: dict) -> pd.DataFrame:
         if plan.passthrough is not None:
@@ -422,24 +421,6 @@ class Reader(SmartNoiseMethods):
         df = self.execute_df(sql, params, privacy, replay)
         rows = [tuple(_native(v) for v in row) for row in df.itertuples(index=False, name=None)]
         return [tuple(df.columns)] + rows
-
-
-class UnionPlan:
-    """The plan of a UNION ALL of whole queries: each part its own release; the cost is
-    their sum."""
-
-    def __init__(self, parts: list, sql: str):
-        widths = {len(p.output_names) for p in parts}
-        if len(widths) != 1:
-            raise QueryError("every part of a UNION ALL must select the same number of "
-                             f"columns (here {', '.join(str(len(p.output_names)) for p in parts)})")
-        self.parts = parts
-        self.spend = sum((p.spend for p in parts), ZERO)
-        self.events = tuple(e for p in parts for e in p.events)
-        self.cost = self.spend.pair
-        self.bound_sql = sql
-        self.key_sql = " UNION ALL ".join(p.key_sql for p in parts)
-        self.output_names = parts[0].output_names
 
 
 def _warn_drowned(plan) -> None:

@@ -144,6 +144,10 @@ def _token_error(err: TokenError, sql: str) -> QueryError:
         return QueryError(f"cannot read the query: the {quote} opened at line {line}, "
                           f"column {col} is never closed (an unterminated string or quoted "
                           f"name); close it with {quote}, and write a {quote} inside it twice")
+    if not isinstance(err.__cause__, (TokenError, type(None))):    # the tokenizer's own
+        return QueryError("cannot read the query: it ends inside a comment, a string or a "    # failure
+                          "quoted name, or with a lone $; close what it opens. Write one "
+                          "SELECT statement in standard SQL.")
     return QueryError(f"cannot read the query: {' '.join(cause.split())[:200]}. "
                       "Write one SELECT statement in standard SQL.")
 

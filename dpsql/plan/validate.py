@@ -196,9 +196,9 @@ def _resolve_group(tree: exp.Select, binder: _Binder, items: list) -> list:
     sets = (exp.Rollup, exp.Cube, exp.GroupingSets)
     if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets") \
             or group.args.get("all") or any(isinstance(k, sets) for k in group.expressions):
-        _fail("GROUP BY ROLLUP, CUBE, GROUPING SETS and ALL are not supported: each grouping "
-              "set would be a release of its own; ask one query per grouping (GROUP BY sex, "
-              "then the same query without GROUP BY for the total)")
+        _fail("GROUP BY ALL, and ROLLUP, CUBE or GROUPING SETS inside a subquery or a CTE, "
+              "are not supported: name the keys (GROUP BY sex, educ), or group the outer "
+              "query by ROLLUP, CUBE or GROUPING SETS")
     keys = []
     by_alias = {_output_name(i).lower(): i for i in items if isinstance(i, exp.Alias)}
     for key in group.expressions:

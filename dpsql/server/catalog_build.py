@@ -46,6 +46,10 @@ def connect():
                     "enable_external_access = false",
                     "disabled_filesystems = 'LocalFileSystem'"):
         con.execute(f"SET {setting}")
+    try:    # a zero divisor raises, as on PostgreSQL (22012), never +-inf or NaN (review 14)
+        con.execute("SET GLOBAL ieee_floating_point_ops = false")
+    except duckdb.Error:
+        pass                     # a DuckDB without the setting (before 1.1) raises anyway
     return con
 
 

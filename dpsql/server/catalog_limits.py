@@ -315,6 +315,8 @@ def engine_error(error: Exception, sql: str) -> ProgrammingError:
         out = CatalogError("the catalog cannot answer this query: it names a column, "
                            "function or type the catalog does not have, or mixes types",
                            "42703")
+    elif "Division by zero" in text:
+        out = CatalogError("division by zero", "22012")
     elif isinstance(error, (duckdb.ConversionException, duckdb.InvalidInputException,
                             duckdb.OutOfRangeException)):
         out = CatalogError("a value in the catalog query is not valid for its type",

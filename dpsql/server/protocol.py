@@ -162,10 +162,9 @@ class _Reader:
         return _utf8(raw, self.what)
 
     def count(self) -> int:
-        n = self.int16()
-        if n < 0:
-            raise ProtocolError(f"{self.what} message has a negative count")
-        return n
+        """A count of parameters, types or formats: unsigned, as PostgreSQL reads it (up to
+        65,535 parameters; read signed, 32,768 types closed the connection, review 14)."""
+        return struct.unpack("!H", self.take(2))[0]
 
     def end(self) -> None:
         if self.at != len(self.body):
@@ -448,7 +447,7 @@ def portal_suspended() -> bytes:
 
 
 def parameter_description(oids) -> bytes:
-    return _message(b"t", _pack(f"!h{len(oids)}i", len(oids), *oids))
+    return _message(b"t", _pack(f"!H{len(oids)}I", len(oids), *oids))
 
 
 def negotiation(startup: Startup) -> bytes:

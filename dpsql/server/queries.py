@@ -204,6 +204,9 @@ class Runner:
             if watch.fired:          # stopped too late to interrupt: charged, not shown
                 raise _stopped(watch, _Charged(cost))
         columns = [(str(name), _frame_type(frame[name])) for name in frame.columns]
+        for (_, kind), name in zip(columns, list(frame.columns)):
+            if kind == "VARCHAR":   # pandas' missing text is NaN: NULL on the wire (review 14)
+                frame[name] = frame[name].astype(object).where(frame[name].notna(), None)
         rows = list(frame.itertuples(index=False, name=None))
         return Result(f"SELECT {len(rows)}", columns, rows, cost)
 

@@ -34,6 +34,7 @@ CLIENT_SETTINGS = {"application_name", "client_encoding", "datestyle", "timezone
                    "lc_monetary", "lc_numeric", "lc_time", "default_transaction_isolation",
                    "transaction_isolation", "idle_in_transaction_session_timeout",
                    "lock_timeout", "jit", "geqo", "transaction_read_only"}
+MAX_SETTING_CHARS = 1024
 FIXED = {"client_encoding": {"utf8", "unicode", "'utf8'", "'unicode'"},
          "standard_conforming_strings": {"on", "'on'"}}
 
@@ -91,9 +92,9 @@ class SessionState:
                        delta=values.get("delta", default.delta))
 
 
-LEXEMES = re.compile(r"""(?<![A-Za-z0-9_$])[Ee]'(?:[^'\\]|\\.|'')*(?:'|\Z)"""
+LEXEMES = re.compile(r"""(?<![\w$])[Ee]'(?:[^'\\]|\\.|'')*(?:'|\Z)"""
                      r"""|'(?:[^']|'')*(?:'|\Z)|"(?:[^"]|"")*(?:"|\Z)|--[^\n]*|/\*.*?(?:\*/|\Z)"""
-                     r"|(?<![A-Za-z0-9_$])\$(?P<tag>(?:[A-Za-z_][A-Za-z0-9_]*)?)\$.*?(?:\$(?P=tag)\$|\Z)"
+                     r"|(?<![\w$])\$(?P<tag>(?:[^\W\d][\w]*)?)\$.*?(?:\$(?P=tag)\$|\Z)"
                      r"|\$[0-9]+|;", re.S)
 """What splitting statements and numbering placeholders must see: a quoted string or
 identifier (quotes doubled inside), an escape string (``E'..\\'..'``) or a dollar-quoted
@@ -157,12 +158,19 @@ def _transaction(state: SessionState, text: str, word: str) -> Result | None:
     """BEGIN, COMMIT, ROLLBACK and savepoints, as PostgreSQL runs them on the connection's
     settings (a read-only server has nothing else to undo; a charge is never undone)."""
     if word in ("begin", "start"):
+        level = _modes(_BEGIN.sub("", text), "BEGIN")
         if state.in_transaction:
             return Result("BEGIN", notice="there is already a transaction in progress",
                           notice_code="25001")
         state.saved, state.local, state.savepoints = dict(state.settings), {}, []
         state.in_transaction = True
+        if level:
+            state.local["transaction_isolation"] = state.settings.get("transaction_isolation")
+            state.settings["transaction_isolation"] = level
         return Result("BEGIN")
+    if re.match(r"(commit|rollback)\s+prepared\b|prepare\s+transaction\b", text, re.I):
+        raise ServerError("prepared transactions are disabled: dpsql serve is read only",
+                          "55000")
     if word in ("savepoint", "release") or (word == "rollback" and _ROLLBACK_TO.match(text)):
         return _savepoint(state, text, word)
     if word in ("commit", "end", "rollback", "abort"):
@@ -231,17 +239,7 @@ def _set_transaction(state: SessionState, text: str) -> Result:
     and READ ONLY are what dpsql serve is already (its answers never change within a
     transaction); READ WRITE is refused, as a read-only PostgreSQL standby refuses it."""
     found = _SET_TRANSACTION.match(text)
-    session, modes, level, at = bool(found.group(1)), found.group(2), None, 0
-    while at < len(modes):
-        mode = _MODE.match(modes, at)
-        if mode is None:
-            raise ServerError("SET TRANSACTION takes ISOLATION LEVEL ..., READ ONLY or "
-                              "[NOT] DEFERRABLE, separated by commas", "42601")
-        if " ".join(mode.group(1).lower().split()) == "read write":
-            raise ServerError("cannot set transaction read-write mode: dpsql serve is read "
-                              "only", "25006")
-        level = " ".join(mode.group(2).lower().split()) if mode.group(2) else level
-        at = mode.end()
+    session, level = bool(found.group(1)), _modes(found.group(2), "SET TRANSACTION")
     if session:
         if level:
             state.settings["default_transaction_isolation"] = level
@@ -252,6 +250,26 @@ def _set_transaction(state: SessionState, text: str) -> Result:
         state.local.setdefault("transaction_isolation", state.settings.get("transaction_isolation"))
         state.settings["transaction_isolation"] = level
     return Result("SET")
+
+
+_BEGIN = re.compile(r"^(begin|start)(\s+(work|transaction)\b)?", re.I)
+
+
+def _modes(modes: str, what: str) -> str | None:
+    """The isolation level among a transaction's modes (None if not given), or ServerError
+    for a mode PostgreSQL does not know (42601) or READ WRITE (25006)."""
+    level, at = None, 0
+    while at < len(modes.strip()):
+        mode = _MODE.match(modes, at)
+        if mode is None:
+            raise ServerError(f"{what} takes ISOLATION LEVEL ..., READ ONLY or [NOT] "
+                              "DEFERRABLE, separated by commas", "42601")
+        if " ".join(mode.group(1).lower().split()) == "read write":
+            raise ServerError("cannot set transaction read-write mode: dpsql serve is read "
+                              "only", "25006")
+        level = " ".join(mode.group(2).lower().split()) if mode.group(2) else level
+        at = mode.end()
+    return level
 
 
 def _set(state: SessionState, text: str, default: Privacy) -> Result:
@@ -288,6 +306,9 @@ def _value(state: SessionState, name: str, value: str, default: Privacy):
     if name not in CLIENT_SETTINGS:
         raise ServerError(f'unrecognized configuration parameter "{name}"; dpsql sets '
                           f"{', '.join(DPSQL_SETTINGS)} and the usual client parameters", "42704")
+    if len(value) > MAX_SETTING_CHARS:      # each savepoint keeps a copy (review 14: 105 MB)
+        raise ServerError(f"the value of {name} is too long ({len(value):,} characters; at "
+                          f"most {MAX_SETTING_CHARS:,})", "22023")
     if name in FIXED and value.lower() not in FIXED[name]:
         raise ServerError(f"{name} can only be {sorted(FIXED[name])[0]} on dpsql", "22023")
     return value.strip("'")

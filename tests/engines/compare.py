@@ -52,9 +52,16 @@ def same_frame(a: pd.DataFrame, b: pd.DataFrame, rtol: float | None = 1e-3) -> b
             if not np.allclose(np.sort(x.astype(float)), np.sort(y.astype(float)), rtol=rtol,
                                atol=0.5, equal_nan=True):
                 return False
-        elif sorted(map(str, x)) != sorted(map(str, y)):
+        elif sorted(map(_cell, x)) != sorted(map(_cell, y)):
             return False
     return True
+
+
+def _cell(value) -> str:
+    """A cell as text, every spelling of missing (None, NaN, NA) alike: pandas shows missing
+    text as NaN, a server sends NULL."""
+    return "NULL" if value is None or value is pd.NA or (
+        isinstance(value, float) and value != value) else str(value)
 
 
 def without_engine_sql(text: str) -> str:

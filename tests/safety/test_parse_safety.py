@@ -249,3 +249,31 @@ def test_cli_binds_a_table_whose_metadata_schema_is_empty(tmp_path, capsys):
     code = cli.main(["query", "--metadata", str(meta), "--table", f".PUMS={PUMS_CSV}",
                      "--epsilon", "5", "SELECT COUNT(*) AS n FROM PUMS"])
     assert code == cli.EXIT_USAGE and "TABLE=PATH" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_large_derived_column_read_many_times_is_refused_before_any_engine_plans_it():
+    """Fourteenth review of issue 33: a CTE column ``age IN (5,000 integers)`` counted as
+    one column reference, so 961 references to it (under the cap of 1,000) made
+    PostgreSQL's planner expand 4.8 million nodes: 7.5 GB and up to 49 s, past the
+    statement's timeout and its cancel. Its other terms now count one per 100 (a list its
+    values): read 31 times per level, it is refused, free; read once, it is planned."""
+    reader = dpsql.from_df(pd.read_csv(DATA / "PUMS.csv"), str(DATA / "PUMS.yaml"),
+                           privacy=dpsql.Privacy(epsilon=1.0))
+
+    def query(values: int, refs: int) -> str:
+        listed = ", ".join(str(i) for i in range(values))
+        inner = " + ".join(["CAST(k AS INTEGER)"] * refs)
+        mid = ", ".join(f"({inner}) AS m{i}" for i in range(refs))
+        outer = " + ".join(f"m{i}" for i in range(refs))
+        return (f"WITH a AS (SELECT age IN ({listed}) AS k FROM PUMS.PUMS), b AS (SELECT {mid} "
+                f"FROM a) SELECT COUNT(*) AS n FROM b WHERE ({outer}) > 0")
+
+    case = ("WITH a AS (SELECT CASE " + " ".join(f"WHEN age = {i} THEN {i}" for i in range(2000))
+            + " END AS k FROM PUMS.PUMS) SELECT COUNT(*) AS n FROM a WHERE "
+            + " + ".join(["k"] * 20) + " > 0")              # the review's 2,000-branch CASE
+    for sql in (query(5000, 31), case):
+        with pytest.raises(dpsql.QueryError, match="column references once the columns"):
+            reader.get_privacy_cost(sql)
+    assert reader.get_privacy_cost(query(5000, 1))[0] == pytest.approx(1.0)
+    assert reader.spent == (0.0, 0.0)

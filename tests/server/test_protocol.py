@@ -228,7 +228,7 @@ def test_extra_bytes_are_refused(kind):
     (b"D", b"X" + cstr("s")),                                      # bad subtype
     (b"C", b"" + cstr("s")),                                       # missing subtype
     (b"E", cstr("") + struct.pack("!i", -1)),                      # negative row limit
-    (b"P", cstr("s") + cstr("q") + struct.pack("!h", -1)),         # negative count
+    (b"P", cstr("s") + cstr("q") + struct.pack("!h", -1)),         # 65,535 types, none sent
     (b"P", cstr("s") + cstr("q") + struct.pack("!hi", 2, 23)),     # count too big
     (b"B", bind_body(formats=(0, 1, 0))),                          # formats vs params
     (b"B", bind_body(formats=(2,))),                               # unknown format code

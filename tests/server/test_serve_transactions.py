@@ -53,6 +53,10 @@ SCRIPT = [
     "SHOW default_transaction_isolation",
     "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
     "SET TRANSACTION BANANA",                   # 42601
+    "BEGIN ISOLATION LEVEL SERIALIZABLE, READ ONLY",
+    "SHOW transaction_isolation",               # serializable
+    "COMMIT",
+    "BEGIN ISOLATION LEVEL BANANA",             # 42601
     "BEGIN",
     "SAVEPOINT \"Quoted Name\"",
     "ROLLBACK TO \"Quoted Name\"",
@@ -95,6 +99,12 @@ def test_a_transaction_script_runs_as_on_postgresql(served, postgres):
 
 def test_read_write_is_refused_as_by_a_read_only_server(served):
     with psycopg.connect(served.dsn(), autocommit=True) as con:
+        for sql, state in (("START TRANSACTION READ WRITE", "25006"),     # as a standby
+                           ("COMMIT PREPARED 'x'", "55000"), ("PREPARE TRANSACTION 'x'", "55000"),
+                           ("SET application_name = '" + "x" * 2000 + "'", "22023")):
+            with pytest.raises(psycopg.Error) as caught:       # review 14
+                con.execute(sql)
+            assert caught.value.sqlstate == state, sql
         con.execute("BEGIN")
         with pytest.raises(psycopg.Error) as caught:
             con.execute("SET TRANSACTION READ WRITE")
@@ -205,3 +215,24 @@ def test_a_plain_3_0_startup_gets_no_negotiation(served):
         assert raw.recv()[0] == b"R"
     finally:
         raw.s.close()
+
+
+def test_a_null_text_key_arrives_as_null(served):
+    """Fourteenth review: pandas' missing text (NaN) was sent as the text 'NaN'."""
+    with psycopg.connect(served.dsn(), autocommit=True) as con:
+        con.execute("SET dpsql.epsilon = 1")
+        rows = con.execute("SELECT NULLIF(sex, '1') AS k, COUNT(*) AS n FROM PUMS.PUMS "
+                           "GROUP BY NULLIF(sex, '1')").fetchall()
+    assert sorted(k is None for k, _ in rows) == [False, True]
+    assert "NaN" not in [k for k, _ in rows]
+
+
+@pytest.mark.parametrize("sql", ["SELECT 1/0", "SELECT 0/0", "SELECT 1.0/0.0", "SELECT 5 % 0"])
+def test_a_catalog_division_by_zero_is_22012_as_on_postgresql(served, postgres, sql):
+    """Fourteenth review: queries without FROM answered 1/0 as Infinity and 0/0 as NaN."""
+    states = []
+    for connect in (lambda: postgres.connect(autocommit=True),
+                    lambda: psycopg.connect(served.dsn(), autocommit=True)):
+        with connect() as con:
+            states.append(_outcome(con, sql)[1])
+    assert states == ["22012", "22012"]

@@ -30,9 +30,6 @@ SELECT sex, age, COUNT(*) FROM PUMS.PUMS GROUP BY sex -- QueryError: column "age
 SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex HAVING age > 3 -- QueryError: column "age" in HAVING is neither grouped
 SELECT educ, COUNT(*) AS n FROM PUMS.PUMS GROUP BY educ ORDER BY age -- QueryError: column "age" in ORDER BY is neither grouped
 SELECT DISTINCT sex FROM PUMS.PUMS ORDER BY married -- QueryError: column "married" in ORDER BY is neither grouped
-SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY ROLLUP (sex) -- QueryError: each grouping set would be a release of its own
-SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY CUBE (sex, race) -- QueryError: each grouping set would be a release of its own
-SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY GROUPING SETS ((sex), ()) -- QueryError: each grouping set would be a release of its own
 # ---- GROUP BY the privacy unit's id
 SELECT pid, COUNT(*) FROM PUMS.PUMS GROUP BY pid -- QueryError: privacy unit
 SELECT pid % 10 AS b, COUNT(*) AS n FROM PUMS.PUMS GROUP BY b -- QueryError: uses the privacy unit's id
@@ -184,3 +181,5 @@ SELECT QUANTILE_CONT(income, [0.2, -0.3]) AS q FROM PUMS.PUMS -- QueryError: the
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ = $$ab$$ -- QueryError: a dollar-quoted string ($$...$$; write 'text') is not allowed
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ = E'ab' -- QueryError: an escape string (E'...'; write 'text') is not allowed
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ = N'ab' -- QueryError: a national string (N'...'; write 'text') is not allowed
+SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY ROLLUP(sex) ORDER BY n DESC -- QueryError: ORDER with GROUP BY ROLLUP, CUBE or GROUPING SETS is not supported
+SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY ALL -- QueryError: GROUP BY ALL
