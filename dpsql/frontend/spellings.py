@@ -14,6 +14,9 @@ Owns: what each spelling means, decided here from the text alone and written as 
   (year, quarter, month, day, hour, minute, second). BigQuery's WEEK counts Sundays, and
   ISOWEEK, ISOYEAR and WEEK(<day>) other boundaries: refused, not silently DuckDB's.
 
+``APPROX_COUNT_DISTINCT(x)`` (BigQuery, DuckDB) is ``COUNT(DISTINCT x)``: counted exactly,
+then released with its noise, which is what makes it approximate.
+
 DuckDB's own ``DATE_SUB('part', a, b)`` (whole units) stays refused by the allow-list. The
 rewrite runs on the parsed tree, before anything else reads it, so every engine renders the
 rule it already has for the result. It runs after parameters are bound, so ``DATE_ADD(t, ?)``
@@ -43,6 +46,9 @@ _SHIFTS = {exp.TimestampAdd: exp.Add, exp.DatetimeAdd: exp.Add, exp.TimestampSub
 
 
 def _rule(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.ApproxDistinct) and not node.args.get("accuracy"):
+        # BigQuery's and DuckDB's APPROX_COUNT_DISTINCT(x): the noisy COUNT(DISTINCT x)
+        return exp.Count(this=exp.Distinct(expressions=[node.this]))
     shift = _SHIFTS.get(type(node))
     if shift is not None and isinstance(_bare(node.expression), exp.Interval):
         return exp.Paren(this=shift(this=node.this, expression=node.expression))

@@ -17,6 +17,8 @@ SELECT COUNT(*) AS n, SUM(income) AS s, AVG(age) AS a, VAR(age) AS v, STDDEV(age
 SELECT COUNT(DISTINCT pid) AS persons FROM PUMS.PUMS -- ok
 SELECT COUNT(DISTINCT educ) AS d FROM PUMS.PUMS -- ok
 SELECT COUNT(DISTINCT age // 10) AS d FROM PUMS.PUMS -- ok
+SELECT APPROX_COUNT_DISTINCT(educ) AS d FROM PUMS.PUMS -- ok
+SELECT sex, APPROX_COUNT_DISTINCT(pid) AS persons FROM PUMS.PUMS GROUP BY sex -- ok
 # ---- grouping sets: one release, the privacy split over the sets (issue 37)
 SELECT sex, married, COUNT(*) AS n FROM PUMS.PUMS GROUP BY ROLLUP(sex, married) -- ok
 SELECT sex, married, COUNT(*) AS n, AVG(income) AS a FROM PUMS.PUMS GROUP BY CUBE(sex, married) -- ok
