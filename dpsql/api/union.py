@@ -35,7 +35,10 @@ def concat(frames: list) -> pd.DataFrame:
     for frame in frames[1:]:
         frame.columns = frames[0].columns
     for i in range(frames[0].shape[1]):
-        typed = [f.iloc[:, i] for f in frames if f.iloc[:, i].notna().any()]
+        # the parts' own types: of their values, or of an empty part's column (no group
+        # released: its type still comes from the plan; fifteenth review)
+        typed = [f.iloc[:, i] for f in frames if f.iloc[:, i].notna().any()
+                 or (len(f) == 0 and f.iloc[:, i].dtype.kind != "O")]
         kinds = {c.dtype.kind for c in typed}
         if len(typed) < len(frames) and len(kinds) == 1 and kinds <= set("iufb"):
             nullable = {"i": "Int64", "u": "Int64", "f": "Float64", "b": "boolean"}[kinds.pop()]

@@ -25,6 +25,7 @@ from .quantiles import normalise_quantile
 from .selection import normalise_mode
 from ..frontend.binding import Binder as _Binder
 from ..frontend.binding import fail as _fail
+from ..frontend.binding import statement_expansion
 from ..frontend.dialect import ANALYST_DIALECT
 
 SUPPORTED_AGGREGATES = RELEASED     # dpsql.plan.aggregates
@@ -220,6 +221,11 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
 
     ``public``: a function that reads public tables (``Engine.public_rows``), so that
     their values can be public key sets; without it they are joined but not read."""
+    with statement_expansion():
+        return _validate(tree, metadata, public)
+
+
+def _validate(tree: exp.Select, metadata: Metadata, public) -> Query:
     original = tree        # the query as asked (parameters bound): its canonical text
     tree = rewrite(tree, metadata)     # BigQuery's differential-privacy syntax, if any
     tree, outer = split_outer(tree)    # an outer query over one aggregation: its inner one

@@ -81,3 +81,15 @@ def test_what_is_refused_is_free(sql, message):
     with pytest.raises(dpsql.QueryError, match=message.replace("(", r"\(")):
         reader.execute_df(sql)
     assert reader.spent == (0.0, 0.0)
+
+
+def test_a_key_column_keeps_its_type_when_no_group_of_its_set_is_released():
+    """Fifteenth review: with no group of the finer set released (its key private and
+    thresholded), the key column came out as text (TEXT on the wire), BIGINT otherwise."""
+    from tests.paths import DATA
+    reader = dpsql.from_df(pd.read_csv(DATA / "PUMS.csv"), str(DATA / "PUMS.yaml"),
+                           privacy=dpsql.Privacy(epsilon=1e5))
+    for floor in (90, 99):
+        frame = reader.execute_df(f"SELECT age, COUNT(*) AS n FROM PUMS.PUMS WHERE age >= {floor} "
+                                  "GROUP BY ROLLUP(age)")
+        assert str(frame.age.dtype) == "Int64", floor
