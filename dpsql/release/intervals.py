@@ -99,8 +99,9 @@ class _Intervals:
             return lo.copy(), hi.copy()
         if isinstance(node, exp.Column) or isinstance(node, exp.Literal):
             return _double(node.copy()), _double(node.copy())
-        if isinstance(node, (exp.Paren, exp.Try)):
-            return self(node.this)
+        if isinstance(node, (exp.Paren, exp.Try)) or (isinstance(node, exp.Nullif) and
+                                                       node.expression.this == "0"):
+            return self(node.this)   # NULLIF(b, 0), a divisor: b's values (or NULL)
         if isinstance(node, (exp.Cast, exp.TryCast)):
             # Bounds stay DOUBLE: rounding a bound to an integer type could narrow it.
             return self(node.this)
