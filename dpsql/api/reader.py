@@ -30,6 +30,7 @@ from ..privacy.params import Budget, Privacy, large_privacy_warning
 from ..release.noise import add_noise, drowned_counts, empty_noisy
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
+from ..frontend.binding import statement_work
 from .display import HTMLPage, Progress, Text, progress_callback, session_html, session_summary
 from .accuracy_target import budget_line, epsilon_for
 from .caches import Bounded
@@ -111,13 +112,14 @@ class Reader(SmartNoiseMethods):
             warn(large_privacy_warning(asked))
         privacy = asked
         plans = []
-        for part in union_parts(tree):
-            sets = grouping_sets.expand(part) or [part]    # each set: a share of the privacy
-            for each in sets:
-                query = validate(each, self.metadata, self.engine.public_rows)
-                plan = build_plan(query, grouping_sets.share(privacy, len(sets)))
-                self._compile(plan)
-                plans.append(plan)
+        with statement_work():      # the work per private row of all the parts together
+            for part in union_parts(tree):
+                sets = grouping_sets.expand(part) or [part]    # each set: a share of the privacy
+                for each in sets:
+                    query = validate(each, self.metadata, self.engine.public_rows)
+                    plan = build_plan(query, grouping_sets.share(privacy, len(sets)))
+                    self._compile(plan)
+                    plans.append(plan)
         return UnionPlan(plans, tree.sql(ANALYST_DIALECT)) if len(plans) > 1 else plans[0]
 
     def _compile(self, plan: Plan) -> None:

@@ -66,6 +66,8 @@ class Column:
                                            # cells read as NULL (DEFAULT_TEXT_LENGTH if None)
     weight: int = 1                        # dpsql: base-column references a derived column
                                            # stands for, CTEs expanded (MAX_WEIGHT)
+    cost: int = 0                          # dpsql: character operations computing a derived
+                                           # column takes a row (dpsql.frontend.costs)
 
     @property
     def bounded(self) -> bool:

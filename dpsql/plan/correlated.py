@@ -113,7 +113,7 @@ def correlated_filter(resolver, sub: exp.Select, negated: bool, relation: Relati
     new.set("expressions", items)
     new.set("where", exp.Where(this=exp.and_(*[p.copy() for p in rest])) if rest else None)
     inner = resolver.select(new, env, label)
-    binder = Binder(relation.table(), scope)
+    binder = Binder(relation.table(), scope, relation.fanout)
 
     def placed(node):
         if not isinstance(node, exp.Column):

@@ -32,7 +32,7 @@ from sqlglot import exp
 
 from ..metadata.model import Column, Table
 from .rewrite import column
-from ..frontend.binding import Binder, fail
+from ..frontend.binding import Binder, charge_work, fail
 from ..frontend.typecheck import Checker
 from .nodes import truncated
 from .references import filtered, reference_join
@@ -103,6 +103,7 @@ class Join:
             fail(f"the name {sorted(clash)[0]!r} stands for two tables in FROM; give each its "
                  "own alias")
         self.node = node
+        self.on_cost = 0           # character operations of the ON condition (charged per pair)
 
     # -- names ---------------------------------------------------------------
     def _renames(self):
@@ -160,7 +161,9 @@ class Join:
                 if isinstance(n, (exp.AggFunc, exp.Window, exp.Subquery, exp.Select, exp.Exists)):
                     fail("a join condition must compare the two rows only (no aggregates, "
                          "windows or subqueries)")
-            cond = Binder(relation_table(fields, self.left.base), scope).bind(on.copy(), "JOIN ... ON")
+            binder = Binder(relation_table(fields, self.left.base), scope, fanout=None)
+            cond = binder.bind(on.copy(), "JOIN ... ON")
+            self.on_cost = binder.cost(cond)
         cond = Checker(types, clause="JOIN ... ON").predicate(cond)
         pairs = []
         for c in conjuncts(cond):
@@ -180,6 +183,9 @@ class Join:
         steps = left.steps + right.steps
         kind = "CROSS" if self.cross else (self.side or "INNER")
         result, how, lsql, rsql, fanout, rows, tables = self._by_units(fields, pairs, lback, rback)
+        # The condition runs on every pair the join compares: at most the rows each private
+        # row becomes (all pairs when no key is compared: fanout counts the public rows).
+        charge_work(self.on_cost, fanout, "JOIN ... ON")
         # Which columns are the person's id afterwards: the owner side's.
         owner_left = result.pop("owner_left")
         owner, owner_sql, mapping = (left, lsql, lmap) if owner_left else (right, rsql, rmap)

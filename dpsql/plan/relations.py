@@ -26,6 +26,7 @@ from sqlglot import exp
 from ..metadata.model import Column, Table
 from .rewrite import column, typed_name
 from ..frontend.allowed import TEXT_UNIT
+from ..frontend.costs import row_cost
 from ..frontend.binding import Binder, expression_weight, fail
 from ..frontend.typecheck import Checker
 from .bounds import INF, Deriver
@@ -66,6 +67,7 @@ class Field:
     id_copy: bool = False              # equals the person's id on every row (an inner join's key)
     ref: str | None = None             # "schema.table.column" this column references (no id yet)
     weight: int = 1                    # base-column references it stands for (MAX_WEIGHT)
+    cost: int = 0                      # character operations computing it takes a row
     censored: bool = True              # as a group key, needs a threshold unless its values
                                        # are public: False only if every table it comes from
                                        # says censor_dims: false
@@ -134,7 +136,8 @@ class Relation:
         for f in self.fields.values():
             columns[f.name] = Column(
                 f.name, f.kind, private_id=(f.name == self.pid), lower=f.lower, upper=f.upper,
-                nullable=f.nullable, values=_ordered(f.domain), weight=f.weight)
+                nullable=f.nullable, values=_ordered(f.domain), weight=f.weight,
+                cost=f.cost)
         # Whether a key needs a threshold is each key column's own property (Field.censored,
         # read by the aggregation planner), not the base table's.
         return Table(self.base.schema, self.base.name, columns, max_ids=self.k,
@@ -230,6 +233,14 @@ def check_work(relation: "Relation", extra: int = 1) -> None:
              "there. Join fewer public rows, or compute simpler or shorter columns")
 
 
+def field_cost(expr: exp.Expression, fields: dict) -> int:
+    """Character operations computing ``expr`` over a relation's ``fields`` takes a row."""
+    def text(c):
+        f = fields.get(c.name.lower())
+        return f.weight * TEXT_UNIT if f is not None and f.kind == "string" else None
+    return row_cost(expr, text, lambda c: getattr(fields.get(c.name.lower()), "cost", 0))
+
+
 def censored(node: exp.Expression, fields: dict) -> bool:
     """Whether a key computed by ``node`` needs a threshold: if any column it reads does
     (a column the relation does not know counts as one that does)."""
@@ -253,6 +264,7 @@ def _derive(expr: exp.Expression, kind: str, child: Relation, name: str, id_colu
                  censored=censored(expr, child.fields),
                  weight=expression_weight(expr, lambda c: child.fields.get(
                      c.name.lower(), Field("", "")).weight),
+                 cost=field_cost(expr, child.fields),
                  nullable=plain.nullable if plain is not None else True,
                  source=plain.source if plain is not None else None,
                  ref=plain.ref if plain is not None else None,

@@ -89,7 +89,7 @@ class Resolver:
     def semi_join(self, node, negated: bool, relation: Relation, scope: dict, env: dict):
         label = ("NOT " if negated else "") + ("EXISTS (...)" if isinstance(node, exp.Exists)
                                                else "IN (SELECT ...)")
-        binder = Binder(relation.table(), scope)
+        binder = Binder(relation.table(), scope, relation.fanout)
         if isinstance(node, exp.In) and node.args.get("query") is not None:
             target = node.this
             sub = node.args["query"]
@@ -345,7 +345,7 @@ class Resolver:
                     fail(f"subqueries in expressions are not supported (inside {name!r}): "
                          "scalar and correlated subqueries make one row's value depend on "
                          "other rows")
-        binder = Binder(child.table(), qualifiers)
+        binder = Binder(child.table(), qualifiers, child.fanout)
         grouped = tree.args.get("group") is not None or tree.args.get("having") is not None or any(
             isinstance(n, exp.AggFunc) for item in tree.expressions for n in item.walk())
         if grouped:

@@ -25,7 +25,7 @@ from .quantiles import normalise_quantile
 from .selection import normalise_mode
 from ..frontend.binding import Binder as _Binder
 from ..frontend.binding import fail as _fail
-from ..frontend.binding import statement_expansion
+from ..frontend.binding import statement_expansion, statement_work
 from ..frontend.dialect import ANALYST_DIALECT
 
 SUPPORTED_AGGREGATES = RELEASED     # dpsql.plan.aggregates
@@ -221,7 +221,7 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
 
     ``public``: a function that reads public tables (``Engine.public_rows``), so that
     their values can be public key sets; without it they are joined but not read."""
-    with statement_expansion():
+    with statement_work(), statement_expansion():
         return _validate(tree, metadata, public)
 
 
@@ -239,7 +239,7 @@ def _validate(tree: exp.Select, metadata: Metadata, public) -> Query:
     window = tree.find(exp.Window)
     if window is not None:
         _fail("window functions (OVER) are not supported{at}", window)
-    binder = _Binder(table, qualifiers)
+    binder = _Binder(table, qualifiers, relation.fanout)
     items = list(tree.expressions)
     for item in items:
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):

@@ -27,6 +27,8 @@ META = {"": {"s": {
           "sex": {"type": "string", "values": ["f", "m"]}},
     "v": {"max_ids": 3, "pid": {"type": "int", "private_id": True},
           "cost": {"type": "int", "lower": 0, "upper": 1000}},
+    "w": {"max_ids": 1, "pid": {"type": "int", "private_id": True},
+          "x": {"type": "int", "lower": 0, "upper": 100}},
     "gt": {"max_ids": 20, "max_groups": 2, "max_rows_per_group": 3,
            "pid": {"type": "int", "private_id": True},
            "g": {"type": "string", "values": list("abcdefghij")}},
@@ -40,13 +42,15 @@ def tables(with_x: bool) -> dict:
     p = pd.DataFrame({"pid": persons, "sex": ["f" if i % 2 else "m" for i in persons]})
     v = pd.DataFrame({"pid": persons, "cost": [10] * len(persons)})
     gt = pd.DataFrame({"pid": persons, "g": [("abcdefghij")[i % 10] for i in persons]})
+    w = pd.DataFrame({"pid": persons, "x": [i % 51 for i in persons]})
     if with_x:
         t = pd.concat([t, pd.DataFrame({"pid": [X] * 50, "g": ["a"] * 50,
                                         "k": ["only-x"] * 50, "x": [100] * 50})])
         p = pd.concat([p, pd.DataFrame({"pid": [X], "sex": ["f"]})])
         v = pd.concat([v, pd.DataFrame({"pid": [X] * 40, "cost": [1000] * 40})])
         gt = pd.concat([gt, pd.DataFrame({"pid": [X] * 200, "g": list("abcdefghij") * 20})])
-    return {"s.t": t, "s.p": p, "s.v": v, "s.gt": gt}
+        w = pd.concat([w, pd.DataFrame({"pid": [X], "x": [100]})])       # X's one row
+    return {"s.t": t, "s.p": p, "s.v": v, "s.gt": gt, "s.w": w}
 
 
 def _exact_without(readers, sql: str) -> pd.DataFrame:
@@ -87,3 +91,28 @@ def test_a_key_of_one_person_is_thresholded(readers, runs):
 def test_quantile_of_one_persons_extreme(readers, runs):
     sql = "SELECT MAX(x) AS hi FROM s.t"
     attack(readers, sql, lambda df: bool(df.hi[0] >= 75), runs=runs, buckets=2)
+
+
+def gated_like(literals: int, values: int, length: int = 900) -> str:
+    """Work that only X's row (x = 100) does: a 97-character LIKE pattern over a CONCAT of
+    ``literals`` literals of ``length`` characters, on each of ``values`` joined rows (issue
+    33's fifteenth review, F6: on PostgreSQL 60 literals under 1,000 rows ran into the 5 s
+    timeout with the person and answered in 0.5 s without)."""
+    lits = ", ".join(["'" + "a" * length + "'"] * literals)
+    vals = ", ".join(f"({i})" for i in range(values))
+    return (f"SELECT COUNT(*) AS n FROM s.w, (VALUES {vals}) v(k) WHERE CASE WHEN x = 100 THEN "
+            f"CONCAT({lits}, CAST(k AS VARCHAR)) LIKE '%{'a' * 94}b%' ELSE FALSE END")
+
+
+def test_work_confined_to_one_persons_row_is_refused_for_free(readers):
+    for literals, values in ((60, 1000), (20, 100), (1, 1000)):
+        a, _ = attack(readers, gated_like(literals, values), runs=3)
+        assert all(label[0] == "refused" and "characters for each private row" in label[1]
+                   for label in a.counts), dict(a.counts)
+
+
+def test_work_at_the_bound_takes_the_same_time(readers, runs):
+    """The heaviest such work the bound allows (11 literals, one row: 0.97 of
+    MAX_ROW_WORK), timed in coarse buckets on both neighbours."""
+    a, b = attack(readers, gated_like(11, 1), timed=True, runs=runs, buckets=8)
+    assert all(label[0] == "answer" for side in (a, b) for label in side.counts), dict(a.counts)

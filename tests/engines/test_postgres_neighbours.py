@@ -21,7 +21,9 @@ from tests.engines.neighbour_checks import (  # noqa: F401 - collected here, on 
     test_group_truncation_to_max_groups_and_rows,
     test_private_join_on_the_person,
     test_a_key_of_one_person_is_thresholded,
-    test_quantile_of_one_persons_extreme)
+    test_quantile_of_one_persons_extreme,
+    test_work_confined_to_one_persons_row_is_refused_for_free,
+    test_work_at_the_bound_takes_the_same_time)
 from tests.servers import create_database, load_frame
 
 RUNS = 120

@@ -367,3 +367,30 @@ def test_a_public_column_without_its_value_set_is_thresholded(tmp_path):
            "GROUP BY c.code")
     plan = reader._plan(sql)
     assert not plan.public_keys and plan.threshold is not None
+
+
+# -- 10. work a CASE confines to one person's row counts toward the bound -------------
+
+def _gated_like(literals: int, values: int) -> str:
+    lits = ", ".join(["'" + "a" * 900 + "'"] * literals)
+    return (f"SELECT COUNT(*) AS n FROM PUMS.PUMS p CROSS JOIN {_values(values, 'v')} WHERE "
+            f"CASE WHEN p.income = {PERSON_INCOME} THEN CONCAT({lits}, CAST(v.xv AS VARCHAR)) "
+            f"LIKE '%{'a' * 94}b%' ELSE FALSE END")
+
+
+def test_work_confined_to_one_persons_row_is_refused_for_free():
+    """Fifteenth review of issue 33 (F6): on PostgreSQL this query (60 literals, 1,000 rows)
+    ran into the 5 s timeout with the person and answered in 0.5 s without; the literals'
+    text, the pattern's length and the WHERE clause did not count toward the work bound."""
+    readers = _pums_pair(DATA / "PUMS_lookup.yaml", epsilon=0.1)
+    for literals, values in ((60, 1000), (20, 100), (1, 1000)):
+        a, _ = attack(readers, _gated_like(literals, values), runs=3)
+        assert all(label[0] == "refused" and "characters for each private row" in label[1]
+                   for label in a.counts), dict(a.counts)
+
+
+def test_work_at_the_bound_takes_the_same_time():
+    """The heaviest such work the bound allows (11 literals, one row), in coarse buckets."""
+    readers = _pums_pair(DATA / "PUMS_lookup.yaml", epsilon=0.1)
+    a, b = attack(readers, _gated_like(11, 1), timed=True, runs=40, buckets=8)
+    assert all(label[0] == "answer" for side in (a, b) for label in side.counts), dict(a.counts)

@@ -375,7 +375,7 @@ def test_a_long_text_column_costs_work_by_its_length():
         ("SELECT COUNT(*) AS n FROM x.t WHERE STRPOS(CONCAT(s, 'x'), 'zz') > 0",
          "copies text columns 512 times"),
         (f"SELECT COUNT(*) AS n FROM x.t CROSS JOIN {values} WHERE s LIKE '%a'",
-         "10,240 units of work per private row"),
+         "2,622,120 characters for each private row"),    # 20 x 131,106
         ("SELECT COUNT(*) AS n FROM x.t WHERE s = 'a' OR s = 'b' OR s = 'c'",
          "1,536 column references")]:
         with pytest.raises(dpsql.QueryError, match=words):
