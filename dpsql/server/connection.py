@@ -82,14 +82,14 @@ class Connection:
             p.MAX_STARTUP
         length = p.read_length(await self._read(4, timeout), limit)
         body = await self._read(length - 4, timeout)
-        if self.state is None or length <= INLINE_TEXT:
-            return p.parse_message(kind, body)
-        self.state.cancel_requested, self.busy = False, True     # a cancel now stops it
         try:
+            if self.state is None or length <= INLINE_TEXT:
+                return p.parse_message(kind, body)
+            self.state.cancel_requested, self.busy = False, True     # a cancel now stops it
             return await self.server.off_loop(self, p.parse_message, kind, body)
-        except p.ProtocolError:
-            raise
-        except errors.Error as err:        # its turn never came (timeout, cancel)
+        except errors.Error as err:   # its turn never came (timeout, cancel), or malformed
+            if isinstance(err, p.ProtocolError) and (self.state is None or kind not in p.ANSWERABLE):
+                raise
             return _Unread(kind, err)
 
     async def _send(self, *chunks: bytes) -> None:

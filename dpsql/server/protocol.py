@@ -26,6 +26,13 @@ SSL_NO, SSL_YES = b"N", b"S"
 """The one-byte answers to SSLRequest (and GSSENCRequest: ``SSL_NO``)."""
 
 
+ANSWERABLE = frozenset((b"Q", b"P", b"B", b"D", b"E", b"C"))
+"""Message kinds whose whole frame, with a malformed body, is answered with an ERROR after
+authentication, as PostgreSQL's "insufficient data left in message", the connection going
+on as after any error (to Sync in the extended protocol). Closing it at once lost the
+answer: the client's Sync, unread, reset the socket (fifteenth review of issue 33)."""
+
+
 class ProtocolError(OperationalError):
     """The client broke the protocol; the connection cannot go on.
 

@@ -172,3 +172,28 @@ def test_set_inside_a_rolled_back_transaction_is_undone(served):
         con.execute("SET dpsql.epsilon = 0.9")
         con.execute("ROLLBACK")
         assert con.execute("SHOW dpsql.epsilon").fetchone() == ("0.2",)
+
+
+@pytest.mark.parametrize("body", [
+    cstr("") + cstr("s") + struct.pack("!H", 0) + struct.pack("!H", 0),       # no result formats
+    cstr("") + cstr("s") + struct.pack("!HH", 0, 65535) + struct.pack("!i", 1) + b"5",  # 1 of 65,535
+], ids=["bind-without-result-formats", "bind-short-of-values"])
+def test_a_truncated_bind_is_answered_08P01_and_the_connection_goes_on(served, body):
+    """Fifteenth review of issue 33 (F3): a truncated Bind closed the connection with no
+    ErrorResponse; PostgreSQL answers 08P01 ("insufficient data left in message") and,
+    after Sync, goes on."""
+    raw = Raw(served)
+    raw.login("alice", PASSWORDS["alice"])
+    raw.send(parse("SELECT COUNT(*) FROM PUMS.PUMS WHERE age > $1"), frame(b"B", body), EXECUTE, SYNC)
+    assert code_of(raw.until()) == "08P01"
+    raw.send(frame(b"Q", cstr("SELECT 1")))
+    assert raw.until()[-1][0] == b"Z"
+
+
+def test_a_truncated_parse_is_answered_08P01_and_the_connection_goes_on(served):
+    raw = Raw(served)
+    raw.login("alice", PASSWORDS["alice"])
+    raw.send(frame(b"P", cstr("s2") + cstr("select 1") + struct.pack("!HI", 65535, 23)), SYNC)
+    assert code_of(raw.until()) == "08P01"
+    raw.send(frame(b"Q", cstr("SELECT 1")))
+    assert raw.until()[-1][0] == b"Z"
