@@ -196,6 +196,15 @@ def typed_params(params) -> tuple:
     return values, key
 
 
+def _grouping(holder: exp.Expression) -> bool:
+    """Whether ``holder`` is a GROUP BY item, bare or in ROLLUP, CUBE, GROUPING SETS or a
+    bracket of them (where an integer would be a position: fifteenth review of issue 33)."""
+    node = holder.parent
+    while isinstance(node, (exp.Rollup, exp.Cube, exp.GroupingSets, exp.Tuple, exp.Paren)):
+        node = node.parent
+    return isinstance(node, exp.Group)
+
+
 def bind_params(tree: exp.Expression, params: Sequence | None) -> exp.Expression:
     """Replace each ``?`` with its parameter, in order of appearance."""
     # Pre-order (depth-first) traversal visits placeholders in textual order.
@@ -211,7 +220,7 @@ def bind_params(tree: exp.Expression, params: Sequence | None) -> exp.Expression
                          f"{len(params)} parameter(s) were given")
     for position, (holder, value) in enumerate(zip(holders, params), 1):
         parent = holder.parent
-        if isinstance(parent, exp.Group) or (isinstance(parent, exp.Ordered) and parent.this is holder):
+        if _grouping(holder) or (isinstance(parent, exp.Ordered) and parent.this is holder):
             raise QueryError("a '?' parameter cannot stand for a GROUP BY or ORDER BY position; "
                              "parameters are values, they never change the query's shape")
         holder.replace(literal(value, position))

@@ -60,7 +60,7 @@ from sqlglot.tokens import TokenType
 
 from ..errors import QueryError
 from . import bigquery
-from .dialect import ANALYST_DIALECT
+from .dialect import ANALYST_DIALECT, analyst_parser
 from .literal_lists import parsed, weight
 from .params import bind_params, literal, typed_params  # noqa: F401 - re-exported
 from .parse_errors import parse_error
@@ -174,6 +174,8 @@ def _tokenize(sql: str, dialect: str) -> list:
 
 
 def _parse_tokens(tokens: list, sql: str, dialect: str) -> list:
+    if dialect == ANALYST_DIALECT:
+        return analyst_parser().parse(tokens, sql)
     return sqlglot.Dialect.get_or_raise(dialect).parser().parse(tokens, sql)
 
 

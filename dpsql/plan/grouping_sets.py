@@ -31,14 +31,15 @@ def expand(tree: exp.Expression) -> list | None:
     """The grouped query of each grouping set of ``tree``'s GROUP BY, in SQL's order, or
     None when it has none."""
     group = tree.args.get("group") if isinstance(tree, exp.Select) else None
-    if group is None or not any(isinstance(k, _SETS) for k in group.expressions):
+    if group is None or not any(isinstance(k, _SETS) or _empty(k) for k in group.expressions):
         return None
-    for clause in ("order", "limit", "offset"):
-        if tree.args.get(clause):
-            raise QueryError(f"{clause.upper()} with GROUP BY ROLLUP, CUBE or GROUPING SETS is "
-                             "not supported: the result holds every grouping set's rows; "
-                             "order or cut them after the query")
-    sets = _sets(group)
+    sets = _sets(group, tree.expressions)
+    if len(sets) > 1:
+        for clause in ("order", "limit", "offset"):
+            if tree.args.get(clause):
+                raise QueryError(f"{clause.upper()} with GROUP BY ROLLUP, CUBE or GROUPING SETS "
+                                 "is not supported: the result holds every grouping set's rows; "
+                                 "order or cut them after the query")
     written = {_text(k): k for chosen in sets for k in chosen}
     return [_part(tree, chosen, [k for t, k in written.items()
                                  if t not in {_text(c) for c in chosen}]) for chosen in sets]
@@ -53,21 +54,10 @@ def share(privacy, parts: int):
     return replace(privacy, epsilon=privacy.epsilon / parts, delta=privacy.delta / parts)
 
 
-def _sets(group: exp.Group) -> list:
+def _sets(group: exp.Group, items: list) -> list:
     product = [[]]
     for item in group.expressions:
-        if isinstance(item, exp.GroupingSets):
-            choices = [_members(x) for x in item.expressions]
-        elif isinstance(item, exp.Rollup):
-            keys = list(item.expressions)
-            choices = [keys[:i] for i in range(len(keys), -1, -1)]
-        elif isinstance(item, exp.Cube):
-            keys = list(item.expressions)
-            choices = [list(c) for r in range(len(keys), -1, -1)
-                       for c in itertools.combinations(keys, r)]
-        else:
-            choices = [[item]]
-        product = [p + c for p in product for c in choices]
+        product = [p + c for p in product for c in _choices(item, items)]
         if len(product) > MAX_SETS:
             raise QueryError(f"GROUP BY {group.sql(ANALYST_DIALECT)[9:89]}: more than "
                              f"{MAX_SETS} grouping sets; each takes a share of the query's "
@@ -75,12 +65,32 @@ def _sets(group: exp.Group) -> list:
     return product
 
 
-def _members(node: exp.Expression) -> list:
-    if isinstance(node, exp.Tuple):
-        return list(node.expressions)
-    if isinstance(node, exp.Paren):
-        return [node.this]
-    return [node]
+def _choices(item: exp.Expression, items: list) -> list:
+    """The grouping sets one GROUP BY item stands for (lists of keys), as PostgreSQL reads
+    it: a ROLLUP, CUBE or GROUPING SETS nested in GROUPING SETS adds its own sets, ``()`` is
+    the empty set, and a whole number a position in the SELECT list."""
+    if isinstance(item, exp.GroupingSets):
+        return [keys for x in item.expressions for keys in _choices(x, items)]
+    if isinstance(item, (exp.Rollup, exp.Cube)):
+        keys = [_key(k, items) for k in item.expressions]
+        if isinstance(item, exp.Rollup):
+            return [keys[:i] for i in range(len(keys), -1, -1)]
+        return [list(c) for r in range(len(keys), -1, -1) for c in itertools.combinations(keys, r)]
+    if isinstance(item, exp.Tuple):
+        return [[_key(k, items) for k in item.expressions]]
+    return [[_key(item.this if isinstance(item, exp.Paren) else item, items)]]
+
+
+def _key(node: exp.Expression, items: list) -> exp.Expression:
+    """A key as written, a position replaced by its SELECT item (its expression)."""
+    if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit() and \
+            node.this.isascii() and 1 <= int(node.this) <= len(items):
+        return _bare(items[int(node.this) - 1]).copy()
+    return node
+
+
+def _empty(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Tuple) and not node.expressions
 
 
 def _text(node: exp.Expression) -> str:

@@ -23,11 +23,16 @@ QUERIES = [
     "SELECT g, h, COUNT(*) AS n FROM s.t GROUP BY g, ROLLUP(h)",
     "SELECT h AS k, COUNT(*) AS n FROM s.t GROUP BY GROUPING SETS (1, ())",
     "SELECT g, COUNT(*) AS n FROM s.t GROUP BY ROLLUP(g) HAVING COUNT(*) > 1500",
+    # fifteenth review of issue 33: spellings PostgreSQL reads that were refused or misread
+    "SELECT COUNT(*) AS n FROM s.t GROUP BY ()",
+    "SELECT g, COUNT(*) AS n FROM s.t GROUP BY g, () ORDER BY g",
+    "SELECT x > 50 AS big, h, COUNT(*) AS n FROM s.t GROUP BY CUBE(x > 50, h)",
+    "SELECT g, h, COUNT(*) AS n FROM s.t GROUP BY GROUPING SETS (g, ROLLUP(g, h))",
 ]
 
 
 def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
-    keys = [c for c in frame.columns if c in ("g", "h", "k")]
+    keys = [c for c in frame.columns if c in ("g", "h", "k", "big")]
     out = frame.astype({k: "object" for k in keys}).where(frame.notna(), None)
     return out.sort_values(keys, key=lambda c: c.map(repr)).reset_index(drop=True)
 
@@ -40,12 +45,21 @@ def test_grouping_sets_answer_as_duckdb_at_large_epsilon(sql):
     want = _sorted(duckdb.sql(sql.replace("s.t", "t")).df())
     assert list(got.columns) == list(want.columns) and len(got) == len(want)
     for column in got.columns:
-        if column in ("g", "h", "k"):
+        if column in ("g", "h", "k", "big"):
             assert [None if pd.isna(v) else str(v) for v in got[column]] == \
                    [None if pd.isna(v) else str(v) for v in want[column]], column
         else:
             assert np.allclose(got[column].astype(float), want[column].astype(float),
                                rtol=1e-3, atol=0.5), column
+
+
+def test_a_position_in_brackets_is_a_position_as_in_postgresql():
+    """Fifteenth review of issue 33: GROUPING SETS ((1), (g)) named dpsql's internal alias;
+    PostgreSQL reads (1) as position 1 (DuckDB as the constant 1)."""
+    reader = dpsql.from_df(ROWS, META, privacy=dpsql.Privacy(epsilon=1e5))
+    got = _sorted(reader.execute_df("SELECT g, COUNT(*) AS n FROM s.t GROUP BY GROUPING SETS ((1), (g))"))
+    assert list(got.g) == ["a", "a", "b", "b", "c", "c"]
+    assert np.allclose(got.n.astype(float), 1000, atol=0.5)
 
 
 def test_the_privacy_is_split_over_the_sets_and_costs_one_query():
@@ -75,11 +89,14 @@ def test_a_null_key_column_keeps_its_type():
     ("SELECT COUNT(*) AS n FROM (SELECT g, COUNT(*) AS c FROM s.t GROUP BY ROLLUP(g)) z",
      "inside a subquery"),
     ("SELECT g, h, COUNT(*) AS n FROM s.t GROUP BY ROLLUP(g)", "h"),
+    # a parameter is a value, never a position (it was taken as one inside ROLLUP)
+    ("SELECT g, COUNT(*) AS n FROM s.t GROUP BY ROLLUP(g, ?)", "cannot stand for a GROUP BY"),
+    ("SELECT g, COUNT(*) AS n FROM s.t GROUP BY GROUPING SETS ((g, ?))", "cannot stand for"),
 ])
 def test_what_is_refused_is_free(sql, message):
     reader = dpsql.from_df(ROWS, META, privacy=dpsql.Privacy(epsilon=1.0))
     with pytest.raises(dpsql.QueryError, match=message.replace("(", r"\(")):
-        reader.execute_df(sql)
+        reader.execute_df(sql, [1] if "?" in sql else None)
     assert reader.spent == (0.0, 0.0)
 
 
