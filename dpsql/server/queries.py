@@ -15,8 +15,9 @@ from .. import errors
 from ..frontend.bigquery import sql_privacy
 from ..privacy.params import Privacy
 from .deadline import MemoryGuard, StatementCancelled, Watch, release_memory
-from .statements import LEXEMES, Result, ServerError, SessionState, first_word, \
-    session_command, sqlstate, strip
+from .lexing import lexemes, strip
+from .statements import Result, ServerError, SessionState, first_word, session_command, \
+    sqlstate
 from .values import data_rows, placeholder_number
 
 _DUCK_OIDS = {"BIGINT": 20, "HUGEINT": 1700, "INTEGER": 23, "SMALLINT": 21, "TINYINT": 21,
@@ -57,7 +58,7 @@ def _placeholders(sql: str) -> tuple:
     skipped. A number of more digits than any statement's parameters is refused
     (``placeholder_number``: Python refuses ints of over 4,300 digits)."""
     out, numbers, start = [], [], 0
-    for found in LEXEMES.finditer(sql):
+    for found in lexemes(sql):
         token = found.group()
         if token[:1] == "$" and token[1:2].isdigit():      # not a $$-quoted string
             out.append(sql[start:found.start()] + "?")

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from .. import errors
 from ..privacy.params import Privacy
 from .catalog import PARAMETERS
+from .lexing import split_statements, strip, unquoted, without_comments  # noqa: F401 - split_statements: its users import it here
 
-_COMMENTS = re.compile(r"^(\s+|--[^\n]*(\n|$)|/\*.*?\*/)+", re.S)
 # Matched against the statement without its trailing ";" and blanks (``_bare``): no
 # pattern has two quantifiers that can share a run of characters, so each is linear in
 # the statement's length (``(.+?)\s*;?\s*$`` had taken minutes on 10,000 blanks).
@@ -92,23 +92,6 @@ class SessionState:
                        delta=values.get("delta", default.delta))
 
 
-LEXEMES = re.compile(r"""(?<![\w$])[Ee]'(?:[^'\\]|\\.|'')*(?:'|\Z)"""
-                     r"""|'(?:[^']|'')*(?:'|\Z)|"(?:[^"]|"")*(?:"|\Z)|--[^\n]*|/\*.*?(?:\*/|\Z)"""
-                     r"|(?<![\w$])\$(?P<tag>(?:[^\W\d][\w]*)?)\$.*?(?:\$(?P=tag)\$|\Z)"
-                     r"|\$[0-9]+|;", re.S)
-"""What splitting statements and numbering placeholders must see: a quoted string or
-identifier (quotes doubled inside), an escape string (``E'..\\'..'``) or a dollar-quoted
-one (``$$..$$``, ``$tag$..$tag$``: thirteenth review, a ``;`` in one split the
-statement), a comment, a ``$n``, a ``;``. Scanned by the regular
-expression engine, so that a statement's characters cost no Python step each: a scan in
-Python took 55-65 ms for 100 KB, in the event loop, per Bind or Query message (eighth
-review of issue 33: pipelined, they delayed other analysts' ``SELECT 1`` by up to 4 s)."""
-
-
-def strip(sql: str) -> str:
-    return _COMMENTS.sub("", sql, count=1).strip()
-
-
 def _bare(text: str) -> str:
     """A stripped statement without its trailing semicolons."""
     return text.rstrip().rstrip(";").rstrip()
@@ -119,9 +102,15 @@ def first_word(sql: str) -> str:
     return found.group(0).lower() if found else ""
 
 
+_COMMANDS = {"begin", "start", "commit", "end", "rollback", "abort", "savepoint", "release",
+             "prepare", "set", "reset", "show"}
+"""First words whose statement text the commands below read (comments removed first)."""
+
+
 def session_command(state: SessionState, sql: str, default: Privacy) -> Result | None:
     """The result of a transaction or session command, or None for anything else."""
-    text, word = _bare(strip(sql)), first_word(sql)
+    word = first_word(sql)
+    text = _bare(without_comments(sql).strip()) if word in _COMMANDS else ""
     if state.aborted and word not in ("rollback", "abort", "commit", "end"):
         raise ServerError("current transaction is aborted, commands ignored until end of "
                           "transaction block: ROLLBACK (or ROLLBACK TO a savepoint)", "25P02")
@@ -309,14 +298,17 @@ def _value(state: SessionState, name: str, value: str, default: Privacy):
     if len(value) > MAX_SETTING_CHARS:      # each savepoint keeps a copy (review 14: 105 MB)
         raise ServerError(f"the value of {name} is too long ({len(value):,} characters; at "
                           f"most {MAX_SETTING_CHARS:,})", "22023")
+    value = unquoted(value)
     if name in FIXED and value.lower() not in FIXED[name]:
         raise ServerError(f"{name} can only be {sorted(FIXED[name])[0]} on dpsql", "22023")
-    return value.strip("'")
+    if name == "application_name":     # as PostgreSQL: printable ASCII, a '?' a byte else
+        value = "".join(c if " " <= c <= "~" else "?" * len(c.encode()) for c in value)
+    return value
 
 
 def _number(name: str, value: str) -> float:
     try:
-        number = float(value.strip("'"))
+        number = float(unquoted(value))
     except ValueError:
         number = float("nan")
     if not number > 0 or number == float("inf"):
@@ -411,18 +403,3 @@ def sqlstate(exc: BaseException) -> str:
         if text.startswith("unknown column"):
             return "42703"
     return next((state for kind, state in SQLSTATES if isinstance(exc, kind)), "XX000")
-
-
-def split_statements(sql: str) -> list:
-    """The statements of a simple-protocol query string, split at ``;`` outside quotes
-    and comments (blank ones dropped)."""
-    if not any(c in sql for c in "'\"-/$"):        # no quote or comment: split in C
-        out = sql.split(";")
-    else:
-        out, start = [], 0
-        for found in LEXEMES.finditer(sql):
-            if found.group() == ";":
-                out.append(sql[start:found.start()])
-                start = found.end()
-        out.append(sql[start:])
-    return [t for t in (s.strip() for s in out) if t and strip(t)]

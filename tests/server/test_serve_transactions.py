@@ -62,6 +62,18 @@ SCRIPT = [
     "ROLLBACK TO \"Quoted Name\"",
     "ROLLBACK TO quoted_name",                  # 3B001
     "ROLLBACK",
+    # fourteenth review: quoted setting values were kept with their quotes
+    "SET application_name = $$dollar quoted$$",
+    "SHOW application_name",
+    "SET application_name = $q$tagged 'q'$q$",
+    "SHOW application_name",
+    "SET application_name = E'tab\\there \\x41 \\u00e9 it\\'s'",
+    "SHOW application_name",
+    "SET application_name = 'it''s'",
+    "SHOW application_name",
+    "SET application_name TO plain_word",
+    "SHOW application_name",
+    "SHOW application_name /* a /* nested */ comment */",
 ]
 
 
@@ -168,6 +180,10 @@ def test_describe_of_a_statement_counts_its_parameters(served):
     ("select E'a\\';b'; select 3", ["select E'a\\';b'", "select 3"]),
     ("select a$b$c; select 5", ["select a$b$c", "select 5"]),
     ("select $1; select $2", ["select $1", "select $2"]),
+    # fourteenth review: PostgreSQL nests block comments
+    ("select 1 /* a /* b */ ; */; select 2", ["select 1 /* a /* b */ ; */", "select 2"]),
+    ("/* x /* y */ ; */ select 6", ["/* x /* y */ ; */ select 6"]),
+    ("select 7 /* unclosed /* ; select 8", ["select 7 /* unclosed /* ; select 8"]),
 ])
 def test_statements_split_outside_dollar_quoted_and_escape_strings(sql, statements):
     """Thirteenth review: a ``;`` inside ``$$...$$`` or ``E'...\\'...'`` split the statement."""
@@ -175,6 +191,7 @@ def test_statements_split_outside_dollar_quoted_and_escape_strings(sql, statemen
     from dpsql.server.statements import split_statements
     assert split_statements(sql) == statements
     assert qmark("select $1, $$ $2 $$, $1", [5]) == ("select ?, $$ $2 $$, ?", [5, 5])
+    assert qmark("select $1 /* $2 /* $3 */ $4 */", [5]) == ("select ? /* $2 /* $3 */ $4 */", [5])
 
 
 def test_a_dollar_quoted_string_is_named_as_written(served):
