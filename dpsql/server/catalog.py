@@ -116,13 +116,14 @@ class Catalog:
     # ------------------------------------------------------------ the answer
 
     def run(self, sql: str, params: list | None = None, *, user: str = OWNER,
-            database: str | None = None, cursors: list | None = None):
+            database: str | None = None, cursors: list | None = None,
+            settings: dict | None = None):
         """(columns as (name, DuckDB type name), rows) of a catalog statement, for ``user``
         connected to ``database`` (``current_database()``; the metadata's collection if
         not given). Raises a ``ProgrammingError`` with a SQLSTATE for anything ``answers``
         refuses, past a limit (54000, also past MAX_ROWS rows) or that the engine rejects
         (its text is logged, never shown). ``cursors`` receives the running cursor (to
-        interrupt it)."""
+        interrupt it); ``settings`` the session's (shown by ``pg_settings``)."""
         show = self._show_name(sql)
         if show is not None:
             return [(show, "VARCHAR")], [(self._parameter(show, user),)]
@@ -139,7 +140,7 @@ class Catalog:
             raise
         except Exception as error:  # noqa: BLE001 - only dpsql errors reach the analyst
             raise catalog_limits.engine_error(error, sql) from None
-        return self._execute(text, database, cursors, sql)
+        return self._execute(text, database, cursors, sql, settings or {})
 
     def _compile(self, tree, params, user: str, database: str) -> str:
         """The DuckDB text of a checked tree: parameters inlined, limits checked, relations
@@ -158,12 +159,15 @@ class Catalog:
         tree = catalog_limits.guard(tree)
         return tree.sql(dialect="duckdb")
 
-    def _execute(self, text: str, database: str, cursors, sql: str):
+    def _execute(self, text: str, database: str, cursors, sql: str, settings: dict):
         cursor = self._con.cursor()
         if cursors is not None:
             cursors.append(cursor)
         try:
             cursor.execute(f"SET VARIABLE {catalog_build.DATABASE_VARIABLE} = ?", [database])
+            cursor.execute(f"SET VARIABLE {catalog_build.SETTINGS_VARIABLE} = "
+                           "map(?::VARCHAR[], ?::VARCHAR[])",
+                           [[k.lower() for k in settings], [_cut(str(v)) for v in settings.values()]])
             cursor.execute(text)
             columns = [(d[0], str(d[1])) for d in cursor.description]
             rows = _fetch(cursor)
@@ -187,6 +191,11 @@ class Catalog:
             "n.oid = c.relnamespace WHERE c.relname = ? AND (? = '' OR n.nspname = ?)",
             [table, schema, schema]).fetchone()
         return found[0] if found else None
+
+
+def _cut(value: str) -> str:
+    """At most ``catalog_build.SETTING_BYTES`` bytes of ``value`` (whole characters)."""
+    return value.encode()[:catalog_build.SETTING_BYTES].decode(errors="ignore")
 
 
 def _fetch(cursor) -> list:

@@ -61,6 +61,16 @@ MAX_DATABASE_BYTES = 63
 """The longest database name a catalog answers with (PostgreSQL truncates longer ones)."""
 
 
+SETTINGS_VARIABLE = "dpsql_settings"
+"""The DuckDB variable holding the session's settings (a MAP of lower-case names to text)
+while a catalog statement runs: ``pg_settings`` and ``current_setting()`` show them, as
+PostgreSQL does (they showed the defaults: fourteenth review of issue 33)."""
+SETTING_BYTES = 1000
+"""The most bytes of a session's setting that ``pg_settings`` shows (``Catalog.run`` cuts
+longer ones; SHOW shows all): within ``catalog_limits.MAX_VALUE_BYTES``, the width every
+other catalog value has at most, on which the widest-row bound of ``catalog_width`` rests."""
+
+
 def build(con, metadata, schemas: list, parameters: dict) -> tuple:
     """Create every catalog relation and macro on ``con``; returns the allow-list,
     ``{"pg_catalog": names, "information_schema": names}``, and the widest value of
@@ -76,7 +86,8 @@ def build(con, metadata, schemas: list, parameters: dict) -> tuple:
             found = rows.get((statement_schema, name), [])
             replaced = _create(con, SCHEMAS[statement_schema], name, columns, found)
             widths[(statement_schema, name)] = {
-                c: width(MAX_DATABASE_BYTES * "x") if c in replaced else max(
+                c: width(MAX_DATABASE_BYTES * "x") if c in replaced else
+                width(SETTING_BYTES * "x") if (name, c) == ("pg_settings", "setting") else max(
                     (width(r.get(c)) for r in found), default=width(None)) for c, _ in columns}
         allowed[statement_schema] = frozenset(specs)
     for name, body in MACROS.items():
@@ -102,9 +113,11 @@ def _create(con, schema: str, name: str, columns: list, rows: list) -> list:
                         [[row.get(c) for c in names] for row in rows])
     replaced = [c for c, _ in columns if c.endswith("_catalog") or c == "catalog_name"
                 or (name == "pg_database" and c == "datname")]
-    replace = (" REPLACE (" + ", ".join(
-        f"getvariable('{DATABASE_VARIABLE}')::VARCHAR AS {_quote(c)}" for c in replaced)
-        + ")") if replaced else ""
+    replacements = [f"getvariable('{DATABASE_VARIABLE}')::VARCHAR AS {_quote(c)}" for c in replaced]
+    if name == "pg_settings":     # the session's own value where it SET one
+        replacements.append(f"COALESCE(element_at(getvariable('{SETTINGS_VARIABLE}'), "
+                            'lower("name"))[1], "setting") AS "setting"')
+    replace = (" REPLACE (" + ", ".join(replacements) + ")") if replacements else ""
     con.execute(f"CREATE VIEW {schema}.{_quote(name)} AS SELECT *{replace} FROM {data}")
     return replaced
 

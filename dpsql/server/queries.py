@@ -17,7 +17,7 @@ from ..privacy.params import Privacy
 from .deadline import MemoryGuard, StatementCancelled, Watch, release_memory
 from .lexing import lexemes, strip
 from .statements import Result, ServerError, SessionState, first_word, session_command, \
-    sqlstate
+    shown_settings, sqlstate
 from .values import data_rows, placeholder_number
 
 _DUCK_OIDS = {"BIGINT": 20, "HUGEINT": 1700, "INTEGER": 23, "SMALLINT": 21, "TINYINT": 21,
@@ -139,7 +139,8 @@ class Runner:
         watch.engine(lambda: [c.interrupt() for c in cursors])
         try:
             columns, rows = watch.call(self.catalog.run, sql, params, user=state.user,
-                                       database=state.database, cursors=cursors)
+                                       database=state.database, cursors=cursors,
+                                       settings=shown_settings(state))
         except errors.Error as err:
             raise _stopped(watch, err) if watch.fired else err from None
         return Result(f"SELECT {len(rows)}", list(columns), list(rows))

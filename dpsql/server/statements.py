@@ -338,18 +338,30 @@ def _show(state: SessionState, text: str) -> Result:
     if name in ("dpsql.budget", "dpsql.spent", "dpsql.remaining"):
         return Result("SHOW", [(name, "VARCHAR")], [(_pool(state, name),)])
     known = {k.lower(): v for k, v in PARAMETERS.items()}
-    known.update({"is_superuser": "off"})
     if name == "all":
-        rows = sorted((k, str(state.settings.get(k, v)), "") for k, v in known.items())
+        rows = sorted((k, _text(setting(state, k)), "") for k in known)
         return Result("SHOW", [("name", "VARCHAR"), ("setting", "VARCHAR"),
                                ("description", "VARCHAR")], rows)
-    if name in state.settings:
-        value = state.settings[name]
-    elif name in known:
-        value = known[name]
-    else:
+    if name not in state.settings and name not in known:
         raise ServerError(f'unrecognized configuration parameter "{name}"', "42704")
-    return Result("SHOW", [(name, "VARCHAR")], [(_text(value),)])
+    return Result("SHOW", [(name, "VARCHAR")], [(_text(setting(state, name)),)])
+
+
+def setting(state: SessionState, name: str):
+    """A setting's value in this session, as SHOW, pg_settings and current_setting() show
+    it: outside a transaction's own level, transaction_isolation is the session's
+    default_transaction_isolation (as in PostgreSQL)."""
+    if state.settings.get(name) is not None:
+        return state.settings[name]
+    if name == "transaction_isolation" and state.settings.get("default_transaction_isolation"):
+        return state.settings["default_transaction_isolation"]
+    return {k.lower(): v for k, v in PARAMETERS.items()}.get(name)
+
+
+def shown_settings(state: SessionState) -> dict:
+    """Every setting this session changed, by lower-case name, as ``setting`` shows it."""
+    names = set(state.settings) | {"transaction_isolation"}
+    return {n: _text(setting(state, n)) for n in names if setting(state, n) is not None}
 
 
 def _text(value) -> str:

@@ -51,6 +51,7 @@ SCRIPT = [
     "SHOW transaction_isolation",
     "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE",
     "SHOW default_transaction_isolation",
+    "SHOW transaction_isolation",               # the default, outside a transaction
     "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
     "SET TRANSACTION BANANA",                   # 42601
     "BEGIN ISOLATION LEVEL SERIALIZABLE, READ ONLY",
@@ -74,6 +75,13 @@ SCRIPT = [
     "SET application_name TO plain_word",
     "SHOW application_name",
     "SHOW application_name /* a /* nested */ comment */",
+    # fourteenth review: pg_settings and current_setting() showed the defaults
+    "SELECT setting FROM pg_settings WHERE name = 'application_name'",
+    "SELECT current_setting('application_name')",
+    "BEGIN ISOLATION LEVEL SERIALIZABLE",
+    "SELECT setting FROM pg_settings WHERE name = 'transaction_isolation'",
+    "ROLLBACK",
+    "SELECT setting FROM pg_settings WHERE name = 'transaction_isolation'",
 ]
 
 
