@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ...frontend.literal_lists import listed_in
+from ...frontend.literal_lists import listed_in, rows_in
 from ...plan.dialect import Dialect
 from .filters import restored_filters
 from ...plan.nodes import Truncated, TruncatedGroups
@@ -32,7 +32,7 @@ class DuckDB(Dialect):
         tree = self.compile_nodes(tree)
         volatile, ctes, lists = _walked(tree)
         for node in lists:
-            as_array(node)
+            (as_rows if isinstance(node, exp.Values) else as_array)(node)
         inline_deterministic(ctes, volatile)
         return restored_filters(tree)
 
@@ -54,11 +54,28 @@ def as_array(node: exp.In) -> exp.In:
     UNNEST(CAST('[1,2,...]' AS BIGINT[])))`` is ``x IN (1, 2, ...)`` (the list holds no
     NULL: NULL, TRUE or FALSE alike, compared in the same type), but DuckDB binds it in
     milliseconds, where 15,000 constants took 40 ms each time a CTE holding them was read."""
-    array = exp.Cast(this=exp.Literal.string("[" + ",".join(map(str, listed_in(node))) + "]"),
-                     to=exp.DataType.build("BIGINT[]", dialect=NAME))
+    node.set("query", exp.Subquery(this=exp.select(exp.Unnest(expressions=[
+        _array(listed_in(node))]))))
     node.set("expressions", None)
-    node.set("query", exp.Subquery(this=exp.select(exp.Unnest(expressions=[array]))))
     return node
+
+
+def as_rows(node: exp.Values) -> exp.Subquery:
+    """``(VALUES (1), (2), ...) AS name(col)`` of a long list of integers
+    (``dpsql.frontend.literal_lists``; a planner's list: of ``TRY_CAST(v AS BIGINT)``), in
+    place, as ``(SELECT UNNEST(CAST('[1,2,...]' AS BIGINT[])) AS col) AS name``: the same
+    rows (a BIGINT column, where the VALUES' integers are INTEGER or BIGINT by their size,
+    which every reader of the list casts to BIGINT), bound as one constant."""
+    alias = node.args["alias"]
+    rows = exp.select(exp.Alias(this=exp.Unnest(expressions=[_array(rows_in(node))]),
+                                alias=alias.columns[0].copy()))
+    return node.replace(exp.Subquery(this=rows, alias=exp.TableAlias(this=alias.this.copy())))
+
+
+def _array(values: tuple) -> exp.Cast:
+    """A BIGINT[] constant of ``values``, read by DuckDB from its text."""
+    return exp.Cast(this=exp.Literal.string("[" + ",".join(map(str, values)) + "]"),
+                    to=exp.DataType.build("BIGINT[]", dialect=NAME))
 
 
 def column(name: str) -> exp.Column:
@@ -165,15 +182,15 @@ def _volatile_node(n: exp.Expression) -> bool:
 
 
 def _walked(tree: exp.Expression) -> tuple:
-    """(the ids of the nodes of ``tree`` that are ``_volatile``, its CTEs, its ``IN`` of an
-    integer list), in one walk: each volatile node marks itself and its ancestors (walking
+    """(the ids of the nodes of ``tree`` that are ``_volatile``, its CTEs, its ``IN`` and
+    VALUES of an integer list), in one walk: each volatile node marks itself and its ancestors (walking
     every CTE's body on its own walked a nested plan once per CTE above it)."""
     marked: set = set()
     ctes, lists = [], []
     for node in tree.walk():
         if isinstance(node, exp.CTE):
             ctes.append(node)
-        elif listed_in(node) is not None:
+        elif listed_in(node) is not None or rows_in(node) is not None:
             lists.append(node)
         if _volatile_node(node):
             while node is not None and id(node) not in marked:
