@@ -32,7 +32,7 @@ from ..frontend.allowed import ENGINE_TYPES
 from ..frontend.typecheck import Checker, check, float_literal, predicate
 from .aggregates import aggregate_type, plan_aggregates
 from .statistics import Statistic, StatisticSet
-from .nodes import epoch_us, truncated, truncated_groups
+from .nodes import epoch_us, every_node, truncated, truncated_groups
 from .lift import MAX_GRID, lift
 from .query import Query
 from .relations import Field, censored, check_work
@@ -198,8 +198,8 @@ def check_rows_independent(tree: exp.Expression) -> None:
     """The plan's invariant (docs/privacy.md): every row depends only on its own person's
     rows and public data. No step may number, rank or order rows across persons, so every
     window in a plan is partitioned (by the person, in truncation)."""
-    for node in tree.find_all(exp.Window):
-        if not node.args.get("partition_by"):
+    for node in every_node(tree):
+        if type(node) is exp.Window and not node.args.get("partition_by"):
             raise InternalError(f"dpsql planned a window over all rows ({node.sql(ANALYST_DIALECT)[:60]}); "
                                 "this is a bug, please report it")
 

@@ -18,7 +18,7 @@ from sqlglot import exp
 from ...frontend.literal_lists import listed_in, rows_in
 from ...plan.dialect import Dialect
 from .filters import restored_filters
-from ...plan.nodes import Truncated, TruncatedGroups
+from ...plan.nodes import Truncated, TruncatedGroups, every_node
 
 NAME = "duckdb"
 
@@ -40,7 +40,7 @@ class DuckDB(Dialect):
         # The whole tree gets this dialect's rewrites once, in ``lower``; the rows inside
         # only need their own nodes compiled.
         return truncated(self.compile_nodes(node.this), node.args["pid"], node.args["k"],
-                         list(node.args["fields"]), node.args.get("prefix") or "")
+                         list(node.args["fields"]), node.args.get("prefix") or "", stored=None)
 
     def truncated_groups(self, node: TruncatedGroups) -> exp.Select:
         return truncated_groups(self.compile_nodes(node.this), node.args["pid"],
@@ -82,7 +82,8 @@ def column(name: str) -> exp.Column:
     return exp.column(name, quoted=True)
 
 
-def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = "") -> exp.Select:
+def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = "",
+              stored: bool | None = False) -> exp.Select:
     """Keep a uniformly random subset of at most k rows per person, inside the engine.
 
     Persons with at most k rows keep them all (what a uniform k-subset gives them
@@ -94,7 +95,9 @@ def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = ""
     whatever the tags. Which rows a person keeps depends on their own rows and tags
     only. The untagged rows are recomputed rather than stored when they are
     deterministic (docs/performance.md). Rows whose id is NULL were dropped before:
-    they cannot be attributed, so no bound could hold.
+    they cannot be attributed, so no bound could hold. ``stored=None``: whether the rows are
+    stored is decided by the one walk of the lowered plan (``_walked``), not by a walk of
+    the rows per truncation (nested truncations walked a plan once per level).
     """
     fields = fields or ["_one"]
     names = {n: f"_{n}{prefix}" for n in ("rows", "heavy", "tagged", "cut")}
@@ -135,8 +138,11 @@ def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = ""
     select.set("with_", exp.With(expressions=[
         exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(names[name])),
                 materialized=stored)
-        for name, body, stored in (("rows", rows, _volatile(rows)), ("heavy", heavy, True),
-                                   ("tagged", tagged, True), ("cut", cut, True))]))
+        for name, body, stored in (("rows", rows, _volatile(rows) if stored is False else None),
+                                   ("heavy", heavy, True), ("tagged", tagged, True),
+                                   ("cut", cut, True))]))
+    if stored is None:
+        select.args["with_"].expressions[0].meta[STORED_IF_VOLATILE] = True
     return select
 
 
@@ -149,6 +155,7 @@ def _select(items: list, source: exp.Expression, *joins) -> exp.Select:
 
 
 TAG, SMALLEST, CUT = "_dpsql_tag", "_dpsql_smallest", "_dpsql_cut"
+STORED_IF_VOLATILE = "dpsql_stored_if_volatile"
 
 
 def _cut(k: int) -> exp.Expression:
@@ -187,7 +194,7 @@ def _walked(tree: exp.Expression) -> tuple:
     every CTE's body on its own walked a nested plan once per CTE above it)."""
     marked: set = set()
     ctes, lists = [], []
-    for node in tree.walk():
+    for node in every_node(tree):
         if isinstance(node, exp.CTE):
             ctes.append(node)
         elif listed_in(node) is not None or rows_in(node) is not None:
@@ -209,10 +216,14 @@ def inline_deterministic(ctes: list, volatile: set) -> None:
     """Each of the plan's ``ctes`` whose materialisation is unset and whose body is
     deterministic (not in ``volatile``: ``_walked``) marked NOT MATERIALIZED: DuckDB
     otherwise stores a CTE read twice (the typed relation of a truncated table), which costs
-    more than reading it again. (Truncation sets its own CTEs' materialisation.)"""
+    more than reading it again. (Truncation sets its own CTEs' materialisation; its rows'
+    CTE, when left to the walk, ``STORED_IF_VOLATILE``, is stored if not deterministic.)"""
     for cte in ctes:
-        if cte.args.get("materialized") is None and id(cte.this) not in volatile:
-            cte.set("materialized", False)
+        if cte.args.get("materialized") is None:
+            if id(cte.this) not in volatile:
+                cte.set("materialized", False)
+            elif cte.meta.get(STORED_IF_VOLATILE):
+                cte.set("materialized", True)
 
 
 def truncated_groups(rows: exp.Select, pid: str, keys: list, max_groups: int,
