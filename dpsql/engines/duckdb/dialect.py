@@ -30,11 +30,11 @@ class DuckDB(Dialect):
 
     def lowered(self, tree: exp.Expression) -> exp.Expression:
         tree = self.compile_nodes(tree)
-        volatile, ctes, lists = _walked(tree)
+        volatile, ctes, lists, selects = _walked(tree)
         for node in lists:
             (as_rows if isinstance(node, exp.Values) else as_array)(node)
         inline_deterministic(ctes, volatile)
-        return restored_filters(tree)
+        return restored_filters(tree, selects)
 
     def truncated(self, node: Truncated) -> exp.Select:
         # The whole tree gets this dialect's rewrites once, in ``lower``; the rows inside
@@ -190,20 +190,23 @@ def _volatile_node(n: exp.Expression) -> bool:
 
 def _walked(tree: exp.Expression) -> tuple:
     """(the ids of the nodes of ``tree`` that are ``_volatile``, its CTEs, its ``IN`` and
-    VALUES of an integer list), in one walk: each volatile node marks itself and its ancestors (walking
-    every CTE's body on its own walked a nested plan once per CTE above it)."""
+    VALUES of an integer list, its SELECTs), in one walk: each volatile node marks itself and
+    its ancestors (walking every CTE's body on its own walked a nested plan once per CTE
+    above it)."""
     marked: set = set()
-    ctes, lists = [], []
+    ctes, lists, selects = [], [], []
     for node in every_node(tree):
         if isinstance(node, exp.CTE):
             ctes.append(node)
+        elif type(node) is exp.Select:
+            selects.append(node)
         elif listed_in(node) is not None or rows_in(node) is not None:
             lists.append(node)
         if _volatile_node(node):
             while node is not None and id(node) not in marked:
                 marked.add(id(node))
                 node = node.parent
-    return marked, ctes, lists
+    return marked, ctes, lists, selects
 
 
 SCALARS = {"least", "greatest"}
