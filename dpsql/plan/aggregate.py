@@ -22,6 +22,8 @@ from sqlglot import exp
 
 from ..errors import InternalError, QueryError
 from ..frontend.parse import literal
+from ..frontend.literal_lists import MIN_LISTED, listed, listed_rows
+from ..frontend.literals import INT64
 from .quantiles import BOUNDED_CTE, counts_with_histogram, histograms, with_histograms
 from ..privacy.params import Privacy
 from ..privacy.spend import ZERO, Spend
@@ -30,7 +32,7 @@ from ..frontend.allowed import ENGINE_TYPES
 from ..frontend.typecheck import Checker, check, float_literal, predicate
 from .aggregates import aggregate_type, plan_aggregates
 from .statistics import Statistic, StatisticSet
-from .nodes import epoch_us, truncated, truncated_groups
+from .nodes import epoch_us, every_node, truncated, truncated_groups
 from .lift import MAX_GRID, lift
 from .query import Query
 from .relations import Field, censored, check_work
@@ -121,9 +123,10 @@ def _rows(query: Query, pid: str | None, domains: list | None, types: dict) -> e
     if pid is not None:
         conditions.append(exp.Not(this=exp.Is(this=column(pid), expression=exp.Null())))
     for col in domains or []:
+        values = _listed_key(col)
         conditions.append(exp.In(this=column(col.name), expressions=[
             exp.TryCast(this=literal(v), to=data_type(ENGINE_TYPES[col.type]))
-            for v in col.values]))
+            for v in col.values] if values is None else [listed(values, False, ENGINE_TYPES["int"])]))
     rows = exp.select(exp.Star()).from_(query.relation.source("_src"), copy=False)
     for cond in conditions:      # each built here: used as it is, not copied
         rows = rows.where(exp.Paren(this=cond), copy=False)
@@ -151,19 +154,34 @@ def key_output(node: exp.Expression, kind: str) -> exp.Expression:
     return node
 
 
+def _listed_key(col) -> tuple | None:
+    """A public key's values, if they are written as one list node (``listed`` in its
+    filter, ``listed_rows`` in its grid), or None to write them value by value: at least
+    ``MIN_LISTED`` integers of an integer key, each within BIGINT (``TRY_CAST(v AS BIGINT)``
+    is then ``v`` itself). An engine renders the node once (DuckDB: one array constant) or
+    expands it into the ``TRY_CAST``s it stands for (``dpsql.plan.dialect``)."""
+    values = col.values
+    if col.type != "int" or len(values) < MIN_LISTED or \
+            any(type(v) is not int or not INT64[0] <= v <= INT64[1] for v in values):
+        return None
+    return tuple(values)
+
+
 def _grid(domains: list) -> exp.Select:
     """Every combination of public key values, in the keys' output representation."""
     grid = None
     for i, col in enumerate(domains):
-        listed = exp.Values(expressions=[exp.Tuple(expressions=[exp.TryCast(
-            this=literal(v), to=data_type(ENGINE_TYPES[col.type]))]) for v in col.values],
+        values = _listed_key(col)
+        inline = exp.Values(expressions=[exp.Tuple(expressions=[exp.TryCast(
+            this=literal(v), to=data_type(ENGINE_TYPES[col.type]))]) for v in col.values]
+            if values is None else [listed_rows(values, ENGINE_TYPES["int"])],
             alias=exp.TableAlias(this=exp.to_identifier(f"_g{i}"),
                                  columns=[exp.to_identifier(f"_v{i}", quoted=True)]))
         # The output representation written once, over the list's column (not per value:
         # a float key's is a CASE of ten nodes, rendered for each of up to 1,000 values).
         output = exp.Subquery(this=exp.select(exp.alias_(
             key_output(column(f"_v{i}"), col.type), f"_k{i}", quoted=True)).from_(
-            listed, copy=False), alias=exp.TableAlias(this=exp.to_identifier(f"_o{i}")))
+            inline, copy=False), alias=exp.TableAlias(this=exp.to_identifier(f"_o{i}")))
         # DISTINCT: two listed values may be one engine value ('2020-01-01' and
         # '2020-01-01 00:00:00'); one group must be released once, with one share of noise.
         # NOT NULL: a listed value the engine type cannot hold (an integer beyond 64 bits)
@@ -180,8 +198,8 @@ def check_rows_independent(tree: exp.Expression) -> None:
     """The plan's invariant (docs/privacy.md): every row depends only on its own person's
     rows and public data. No step may number, rank or order rows across persons, so every
     window in a plan is partitioned (by the person, in truncation)."""
-    for node in tree.find_all(exp.Window):
-        if not node.args.get("partition_by"):
+    for node in every_node(tree):
+        if type(node) is exp.Window and not node.args.get("partition_by"):
             raise InternalError(f"dpsql planned a window over all rows ({node.sql(ANALYST_DIALECT)[:60]}); "
                                 "this is a bug, please report it")
 

@@ -18,11 +18,12 @@ import struct
 from sqlglot import exp
 
 from ..errors import QueryError
-from ..frontend.literal_lists import listed_in
+from ..frontend.literal_lists import cast_of, listed_in, rows_in
 from ..frontend.literals import int_literal
 from ..frontend.typecheck import _annotated
 from .nodes import Truncated, TruncatedGroups
-from .rewrite import with_source
+from ..frontend.params import literal
+from .rewrite import data_type, with_source
 
 
 class Dialect:
@@ -168,11 +169,25 @@ def apply_rules(tree: exp.Expression, rules: dict, refusal, plan_rules: dict | N
 
 def _expand_lists(tree: exp.Expression) -> None:
     """Each list of integers (``dpsql.frontend.literal_lists``) as the typed literals it
-    stands for, in place: an engine without TRY compiles each by its rule."""
-    for node in list(tree.find_all(exp.In)):
+    stands for, in place: an engine without TRY compiles each by its rule. The planner's
+    lists (a key filter's IN, a key grid's VALUES: ``cast_of``) become the ``TRY_CAST``s
+    they stand for; a VALUES list of the analyst's is rendered as its rows as written."""
+    for node in list(tree.find_all(exp.In, exp.Values)):
+        cast = cast_of(node)
+        if isinstance(node, exp.Values):
+            if cast is not None:
+                node.set("expressions", [exp.Tuple(expressions=[item])
+                                         for item in _cast_items(rows_in(node), cast)])
+            continue
         values = listed_in(node)
         if values is not None:
-            node.set("expressions", [_annotated(int_literal(v), "int") for v in values])
+            node.set("expressions", _cast_items(values, cast) if cast is not None else
+                     [_annotated(int_literal(v), "int") for v in values])
+
+
+def _cast_items(values: tuple, cast: str) -> list:
+    """``TRY_CAST(value AS cast)`` of each value, as the planner writes a listed value."""
+    return [exp.TryCast(this=literal(v), to=data_type(cast)) for v in values]
 
 
 def _new_nodes(new: exp.Expression, known: dict) -> int:

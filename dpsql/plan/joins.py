@@ -221,6 +221,7 @@ class Join:
                        steps, result["unit"], tables, result["ref"], result["groups"],
                        owner_sql.local_ids and result["unit"] == "person", fanout, rows,
                        result.get("copies", {}), result.get("held", False))
+        rel.owned = True                  # its SQL is this join's own: its reader takes it
         return rel, scope
 
     def _by_units(self, fields, pairs, lback, rback) -> tuple:
@@ -418,6 +419,7 @@ def _truncated_side(side: Relation, tag: str) -> Relation:
     out = side.derived(dict(side.fields), side.pid, side.k, False, sql,
                        side.steps + [f"truncation: at most {side.k} row(s) per person kept "
                                      "(uniformly at random) before the join"])
+    out.owned = True                  # read once, by the join
     return out
 
 

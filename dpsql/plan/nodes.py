@@ -40,3 +40,18 @@ def truncated_groups(rows: exp.Select, pid: str, keys: list, max_groups: int,
 def epoch_us(node: exp.Expression) -> exp.Expression:
     """A timestamp as microseconds since 1970, NULL where it cannot be computed."""
     return exp.Try(this=exp.UnixMicros(this=node))
+
+
+def every_node(tree: exp.Expression) -> list:
+    """Every node of ``tree``, each once (parents before their children): sqlglot's ``walk``
+    runs a generator per node, twice the time of this loop over a plan of thousands."""
+    found, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        for value in node.args.values():
+            if type(value) is list:
+                stack.extend([v for v in value if isinstance(v, exp.Expression)])
+            elif isinstance(value, exp.Expression):
+                stack.append(value)
+    return found

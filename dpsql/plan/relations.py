@@ -108,6 +108,9 @@ class Relation:
     held: bool = False                 # k holds by how the rows were made (the sides of a
                                        # join on the person were truncated before it), though
                                        # they are not per-person rows: no truncation needed
+    owned: bool = False                # ``sql`` was built for this relation's one reader (a
+                                       # join's truncated side, a join): the first ``source``
+                                       # takes it as it is, later ones copy it
 
     def __post_init__(self) -> None:
         if self.tables is None:
@@ -117,6 +120,9 @@ class Relation:
         name = exp.TableAlias(this=exp.to_identifier(alias))
         if self.sql is None:
             return exp.Table(this=exp.to_identifier(typed_name(self.base), quoted=True), alias=name)
+        if self.owned:       # no other tree holds it: not copied (copying a nested
+            self.owned = False               # plan at each level of joins was quadratic)
+            return exp.Subquery(this=self.sql, alias=name)
         return exp.Subquery(this=self.sql.copy(), alias=name)
 
     def derived(self, fields: dict, pid, k: int, bounded: bool, sql, steps: list) -> "Relation":

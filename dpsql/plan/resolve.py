@@ -25,6 +25,7 @@ from .per_person import per_person
 from .column_lists import column_names, name_items, renamed
 from .relations import ROW_CLAUSES, Field, Relation, scan, select_rows
 from ..frontend.dialect import ANALYST_DIALECT
+from ..frontend.literal_lists import rows_in
 
 
 class Resolver:
@@ -247,48 +248,39 @@ class Resolver:
         return int(self.public(total, left.tables + right.tables)[0][0] or 0)
 
     def values(self, node: exp.Values, alias=None) -> tuple:
-        """An inline table: public rows of literals, typed by their literals."""
-        from ..frontend.typecheck import Checker
+        """An inline table: public rows of literals, typed by their literals (a long list of
+        one integer per row is one node, ``dpsql.frontend.literal_lists``: its values are
+        integers, typed as one)."""
         alias = alias or node.args.get("alias")
-        rows = [t.expressions if isinstance(t, exp.Tuple) else [t] for t in node.expressions]
-        width = len(rows[0])
+        listed = rows_in(node)
+        rows = None if listed is not None else \
+            [t.expressions if isinstance(t, exp.Tuple) else [t] for t in node.expressions]
+        width = 1 if rows is None else len(rows[0])
         if alias is None or len(alias.columns) != width:
             fail(f"a VALUES list needs a name and {width} column name(s): "
                  "(VALUES (...), ...) AS name(col1, col2)")
-        if any(len(r) != width for r in rows):
+        if rows is not None and any(len(r) != width for r in rows):
             fail("every row of a VALUES list must have the same number of values")
         names = [c.name for c in alias.columns]
-        fields, projections, known = {}, [], {}
-        checker = Checker({}, clause="VALUES")
-        for i, name in enumerate(names):
-            kinds = set()
-            for r in rows:
-                cell = r[i]
-                if not isinstance(cell, (exp.Literal, exp.Null, exp.Boolean, exp.Neg)) or (
-                        isinstance(cell, exp.Neg) and not isinstance(cell.this, exp.Literal)):
-                    fail(f"VALUES: {cell.sql(ANALYST_DIALECT)[:40]} is not a literal")
-                kind = checker.check(cell)[1]
-                if kind != "null":
-                    kinds.add(kind)
-            if kinds == {"int", "float"}:
-                kinds = {"float"}
-            if len(kinds) > 1:
-                fail(f"VALUES: column {name!r} mixes {', '.join(sorted(kinds))}; write one type")
-            kind = kinds.pop() if kinds else "string"
+        if rows is None:
+            count, kinds, known = len(listed), ["int"], {names[0]: (list(listed), len(listed))}
+            content = [node.expressions[0].copy()]
+        else:
+            count, (kinds, known) = len(rows), _column_kinds(rows, names)
+            content = [exp.Tuple(expressions=[c.copy() for c in r]) for r in rows]
+        fields, projections = {}, []
+        for i, (name, kind) in enumerate(zip(names, kinds)):
             fields[name.lower()] = Field(name, kind, origin="VALUES")
-            listed = _listed_values([r[i] for r in rows], kind)
-            if listed is not None:
-                known[name] = (listed, len(rows))
             projections.append(exp.alias_(exp.Cast(this=exp.column(f"_c{i}", quoted=True),
                                                    to=exp.DataType.build(ENGINE_TYPES[kind])),
                                           name, quoted=True))
-        inline = exp.Values(expressions=[exp.Tuple(expressions=[c.copy() for c in r]) for r in rows],
+        inline = exp.Values(expressions=content,
                             alias=exp.TableAlias(this=exp.to_identifier("_v"), columns=[
                                 exp.to_identifier(f"_c{i}", quoted=True) for i in range(width)]))
         sql = exp.select(*projections).from_(inline)
         base = Table("", "values", {}, public=True)
         relation = Relation(base, fields, None, 0, True, sql, [f"VALUES {alias.name}: public, "
-                            f"{len(rows)} row(s)"], "public", (), rows=len(rows))
+                            f"{count} row(s)"], "public", (), rows=count)
         if self.public is not None:
             self.read_public(relation, known)
         return relation, {alias.name.lower()}
@@ -367,6 +359,34 @@ def resolve(tree: exp.Select, metadata, public=None) -> tuple:
              "privacy, so dpsql does not answer it and spends nothing; query the tables "
              "directly")
     return relation, scope, tree
+
+
+def _column_kinds(rows: list, names: list) -> tuple:
+    """(the type of each column of a VALUES list's ``rows``, by its literals; field name ->
+    its non-NULL values and row count, for the int and text columns)."""
+    from ..frontend.typecheck import Checker
+    kinds_of, known = [], {}
+    checker = Checker({}, clause="VALUES")
+    for i, name in enumerate(names):
+        kinds = set()
+        for r in rows:
+            cell = r[i]
+            if not isinstance(cell, (exp.Literal, exp.Null, exp.Boolean, exp.Neg)) or (
+                    isinstance(cell, exp.Neg) and not isinstance(cell.this, exp.Literal)):
+                fail(f"VALUES: {cell.sql(ANALYST_DIALECT)[:40]} is not a literal")
+            kind = checker.check(cell)[1]
+            if kind != "null":
+                kinds.add(kind)
+        if kinds == {"int", "float"}:
+            kinds = {"float"}
+        if len(kinds) > 1:
+            fail(f"VALUES: column {name!r} mixes {', '.join(sorted(kinds))}; write one type")
+        kind = kinds.pop() if kinds else "string"
+        kinds_of.append(kind)
+        listed = _listed_values([r[i] for r in rows], kind)
+        if listed is not None:
+            known[name] = (listed, len(rows))
+    return kinds_of, known
 
 
 def _listed_values(cells: list, kind: str) -> list | None:

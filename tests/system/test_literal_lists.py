@@ -1,6 +1,8 @@
-"""A long list of integers (``x IN (1, 2, ...)``) is one typed unit (dpsql.frontend.literal_lists,
-issue 34): the plan is the one its values give one by one, on every engine's dialect, and
-whatever the list cannot be a unit for is planned value by value, as before."""
+"""A long list of integers (``x IN (1, 2, ...)``, ``(VALUES (1), (2), ...) AS v(x)``, and the
+planner's key filter and key grid of such a column) is one typed unit
+(dpsql.frontend.literal_lists, issue 34): the plan is the one its values give one by one, on
+every engine's dialect, and whatever the list cannot be a unit for is planned value by value,
+as before."""
 from __future__ import annotations
 
 import re
@@ -16,6 +18,7 @@ from dpsql.engines.spark.dialect import Spark
 from dpsql.frontend import literal_lists
 from dpsql.frontend.literals import int_literal
 from dpsql.frontend.parse import parse_query
+from dpsql.plan import aggregate
 from tests.paths import DATA_SETS
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
@@ -117,3 +120,62 @@ def test_the_list_is_one_node_and_counts_as_its_values_in_the_size_limit():
     many = ", ".join(["1"] * 20_001)
     with pytest.raises(dpsql.QueryError, match="more than 20000 syntax nodes"):
         parse_query(f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age IN ({many})")
+
+
+ROWS = ", ".join(f"({v})" for v in VALUES.split(", "))
+ROWS_SPLIT = ROWS.replace(", (9", ",\n (9") + "\n"
+JOINED = "SELECT v.x, COUNT(*) AS n FROM PUMS.PUMS CROSS JOIN (VALUES {}) AS v(x) WHERE age > v.x "
+
+
+@pytest.mark.parametrize("sql", [
+    JOINED.format(ROWS) + "GROUP BY v.x",
+    f"SELECT v.x, SUM(income) AS s FROM PUMS.PUMS JOIN (VALUES {ROWS}) AS v(x) ON age = v.x "
+    "GROUP BY v.x",
+    f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age IN (SELECT x FROM (VALUES {ROWS}) AS v(x))",
+    f"SELECT v.x, COUNT(*) AS n FROM PUMS.PUMS JOIN (SELECT * FROM (VALUES {ROWS}) AS w(x)) AS v "
+    "ON age = v.x GROUP BY v.x",
+    f"WITH v(x) AS (VALUES {ROWS}) SELECT v.x, COUNT(*) AS n FROM PUMS.PUMS JOIN v ON age = v.x "
+    "GROUP BY v.x",
+    JOINED.format(ROWS) + f"AND income IN ({VALUES}) GROUP BY v.x",
+    JOINED.format(ROWS + ", (007)") + "GROUP BY v.x",               # as written: the planner's lists
+    JOINED.format(ROWS + ", (1.5)") + "GROUP BY v.x",
+    JOINED.format(ROWS + ", (1, 2)") + "GROUP BY v.x",
+    JOINED.format(ROWS).replace("v(x)", "v(x, y)") + "GROUP BY v.x",
+    JOINED.format(ROWS).replace("AS v(x)", "") + "GROUP BY v.x",
+    JOINED.format(ROWS_SPLIT) + "AND nope = 1 GROUP BY v.x",
+    JOINED.format("(1), (2)") + f"AND sex = 'VALUES {ROWS}' GROUP BY v.x",
+    JOINED.format("(1), (2)") + f"/* VALUES {ROWS} */ GROUP BY v.x",
+    JOINED.format(ROWS).replace("v.x", "_dpsql_rows_0"),
+])
+def test_a_values_list_of_integers_plans_as_its_rows_one_by_one(reader, sql, monkeypatch):
+    """As the test above, for a VALUES list and the key filter and grid the planner writes
+    of its column: the same plan, texts and cost; DuckDB's SQL differs only in the lists."""
+    as_unit = _plan_texts(reader, sql)
+    monkeypatch.setattr(duckdb_dialect, "as_array", lambda node: node)
+    monkeypatch.setattr(duckdb_dialect, "as_rows", lambda node: node)
+    verbatim = _plan_texts(reader, sql)
+    monkeypatch.setattr(literal_lists, "_LIST", NEVER)
+    monkeypatch.setattr(literal_lists, "_ROWS", NEVER)
+    monkeypatch.setattr(aggregate, "_listed_key", lambda col: None)
+    one_by_one = _plan_texts(reader, sql)
+    assert verbatim == one_by_one
+    assert as_unit[1:] == one_by_one[1:]
+
+
+@pytest.mark.parametrize("cast", [None, "BIGINT"])
+def test_duckdb_reads_a_values_list_as_an_array_with_its_rows(cast):
+    """``(SELECT UNNEST(CAST('[...]' AS BIGINT[])) AS c) AS v`` holds the rows of ``(VALUES
+    (1), ...) AS v(c)`` (of ``TRY_CAST(1 AS BIGINT)``, ...: a key grid), duplicates and the
+    extremes included, as BIGINT."""
+    values = tuple(range(-70, 70, 3)) + tuple(BOUNDARY) + (7, 7)
+    node = exp.Values(expressions=[literal_lists.listed_rows(values, cast)],
+                      alias=exp.TableAlias(this=exp.to_identifier("v"),
+                                           columns=[exp.to_identifier("c", quoted=True)]))
+    written = exp.select(exp.column("c", quoted=True)).from_(node.copy()).sql("duckdb")
+    select = exp.select(exp.column("c", quoted=True)).from_(node)
+    duckdb_dialect.as_rows(node)
+    con = duckdb.connect()
+    rows = [sorted(con.execute(f"SELECT CAST(c AS BIGINT), typeof(CAST(c AS BIGINT)) "
+                               f"FROM ({text})").fetchall())
+            for text in (written, select.sql("duckdb"))]
+    assert rows[0] == rows[1] and len(rows[0]) == len(values)

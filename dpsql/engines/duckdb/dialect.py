@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ...frontend.literal_lists import listed_in
+from ...frontend.literal_lists import listed_in, rows_in
 from ...plan.dialect import Dialect
 from .filters import restored_filters
-from ...plan.nodes import Truncated, TruncatedGroups
+from ...plan.nodes import Truncated, TruncatedGroups, every_node
 
 NAME = "duckdb"
 
@@ -30,17 +30,17 @@ class DuckDB(Dialect):
 
     def lowered(self, tree: exp.Expression) -> exp.Expression:
         tree = self.compile_nodes(tree)
-        volatile, ctes, lists = _walked(tree)
+        volatile, ctes, lists, selects = _walked(tree)
         for node in lists:
-            as_array(node)
+            (as_rows if isinstance(node, exp.Values) else as_array)(node)
         inline_deterministic(ctes, volatile)
-        return restored_filters(tree)
+        return restored_filters(tree, selects)
 
     def truncated(self, node: Truncated) -> exp.Select:
         # The whole tree gets this dialect's rewrites once, in ``lower``; the rows inside
         # only need their own nodes compiled.
         return truncated(self.compile_nodes(node.this), node.args["pid"], node.args["k"],
-                         list(node.args["fields"]), node.args.get("prefix") or "")
+                         list(node.args["fields"]), node.args.get("prefix") or "", stored=None)
 
     def truncated_groups(self, node: TruncatedGroups) -> exp.Select:
         return truncated_groups(self.compile_nodes(node.this), node.args["pid"],
@@ -54,18 +54,36 @@ def as_array(node: exp.In) -> exp.In:
     UNNEST(CAST('[1,2,...]' AS BIGINT[])))`` is ``x IN (1, 2, ...)`` (the list holds no
     NULL: NULL, TRUE or FALSE alike, compared in the same type), but DuckDB binds it in
     milliseconds, where 15,000 constants took 40 ms each time a CTE holding them was read."""
-    array = exp.Cast(this=exp.Literal.string("[" + ",".join(map(str, listed_in(node))) + "]"),
-                     to=exp.DataType.build("BIGINT[]", dialect=NAME))
+    node.set("query", exp.Subquery(this=exp.select(exp.Unnest(expressions=[
+        _array(listed_in(node))]))))
     node.set("expressions", None)
-    node.set("query", exp.Subquery(this=exp.select(exp.Unnest(expressions=[array]))))
     return node
+
+
+def as_rows(node: exp.Values) -> exp.Subquery:
+    """``(VALUES (1), (2), ...) AS name(col)`` of a long list of integers
+    (``dpsql.frontend.literal_lists``; a planner's list: of ``TRY_CAST(v AS BIGINT)``), in
+    place, as ``(SELECT UNNEST(CAST('[1,2,...]' AS BIGINT[])) AS col) AS name``: the same
+    rows (a BIGINT column, where the VALUES' integers are INTEGER or BIGINT by their size,
+    which every reader of the list casts to BIGINT), bound as one constant."""
+    alias = node.args["alias"]
+    rows = exp.select(exp.Alias(this=exp.Unnest(expressions=[_array(rows_in(node))]),
+                                alias=alias.columns[0].copy()))
+    return node.replace(exp.Subquery(this=rows, alias=exp.TableAlias(this=alias.this.copy())))
+
+
+def _array(values: tuple) -> exp.Cast:
+    """A BIGINT[] constant of ``values``, read by DuckDB from its text."""
+    return exp.Cast(this=exp.Literal.string("[" + ",".join(map(str, values)) + "]"),
+                    to=exp.DataType.build("BIGINT[]", dialect=NAME))
 
 
 def column(name: str) -> exp.Column:
     return exp.column(name, quoted=True)
 
 
-def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = "") -> exp.Select:
+def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = "",
+              stored: bool | None = False) -> exp.Select:
     """Keep a uniformly random subset of at most k rows per person, inside the engine.
 
     Persons with at most k rows keep them all (what a uniform k-subset gives them
@@ -77,7 +95,9 @@ def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = ""
     whatever the tags. Which rows a person keeps depends on their own rows and tags
     only. The untagged rows are recomputed rather than stored when they are
     deterministic (docs/performance.md). Rows whose id is NULL were dropped before:
-    they cannot be attributed, so no bound could hold.
+    they cannot be attributed, so no bound could hold. ``stored=None``: whether the rows are
+    stored is decided by the one walk of the lowered plan (``_walked``), not by a walk of
+    the rows per truncation (nested truncations walked a plan once per level).
     """
     fields = fields or ["_one"]
     names = {n: f"_{n}{prefix}" for n in ("rows", "heavy", "tagged", "cut")}
@@ -118,8 +138,11 @@ def truncated(rows: exp.Select, pid: str, k: int, fields: list, prefix: str = ""
     select.set("with_", exp.With(expressions=[
         exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(names[name])),
                 materialized=stored)
-        for name, body, stored in (("rows", rows, _volatile(rows)), ("heavy", heavy, True),
-                                   ("tagged", tagged, True), ("cut", cut, True))]))
+        for name, body, stored in (("rows", rows, _volatile(rows) if stored is False else None),
+                                   ("heavy", heavy, True), ("tagged", tagged, True),
+                                   ("cut", cut, True))]))
+    if stored is None:
+        select.args["with_"].expressions[0].meta[STORED_IF_VOLATILE] = True
     return select
 
 
@@ -132,6 +155,7 @@ def _select(items: list, source: exp.Expression, *joins) -> exp.Select:
 
 
 TAG, SMALLEST, CUT = "_dpsql_tag", "_dpsql_smallest", "_dpsql_cut"
+STORED_IF_VOLATILE = "dpsql_stored_if_volatile"
 
 
 def _cut(k: int) -> exp.Expression:
@@ -165,21 +189,24 @@ def _volatile_node(n: exp.Expression) -> bool:
 
 
 def _walked(tree: exp.Expression) -> tuple:
-    """(the ids of the nodes of ``tree`` that are ``_volatile``, its CTEs, its ``IN`` of an
-    integer list), in one walk: each volatile node marks itself and its ancestors (walking
-    every CTE's body on its own walked a nested plan once per CTE above it)."""
+    """(the ids of the nodes of ``tree`` that are ``_volatile``, its CTEs, its ``IN`` and
+    VALUES of an integer list, its SELECTs), in one walk: each volatile node marks itself and
+    its ancestors (walking every CTE's body on its own walked a nested plan once per CTE
+    above it)."""
     marked: set = set()
-    ctes, lists = [], []
-    for node in tree.walk():
+    ctes, lists, selects = [], [], []
+    for node in every_node(tree):
         if isinstance(node, exp.CTE):
             ctes.append(node)
-        elif listed_in(node) is not None:
+        elif type(node) is exp.Select:
+            selects.append(node)
+        elif listed_in(node) is not None or rows_in(node) is not None:
             lists.append(node)
         if _volatile_node(node):
             while node is not None and id(node) not in marked:
                 marked.add(id(node))
                 node = node.parent
-    return marked, ctes, lists
+    return marked, ctes, lists, selects
 
 
 SCALARS = {"least", "greatest"}
@@ -192,10 +219,14 @@ def inline_deterministic(ctes: list, volatile: set) -> None:
     """Each of the plan's ``ctes`` whose materialisation is unset and whose body is
     deterministic (not in ``volatile``: ``_walked``) marked NOT MATERIALIZED: DuckDB
     otherwise stores a CTE read twice (the typed relation of a truncated table), which costs
-    more than reading it again. (Truncation sets its own CTEs' materialisation.)"""
+    more than reading it again. (Truncation sets its own CTEs' materialisation; its rows'
+    CTE, when left to the walk, ``STORED_IF_VOLATILE``, is stored if not deterministic.)"""
     for cte in ctes:
-        if cte.args.get("materialized") is None and id(cte.this) not in volatile:
-            cte.set("materialized", False)
+        if cte.args.get("materialized") is None:
+            if id(cte.this) not in volatile:
+                cte.set("materialized", False)
+            elif cte.meta.get(STORED_IF_VOLATILE):
+                cte.set("materialized", True)
 
 
 def truncated_groups(rows: exp.Select, pid: str, keys: list, max_groups: int,

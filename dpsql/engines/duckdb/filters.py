@@ -16,9 +16,10 @@ NULL_IGNORING = (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)
 COMPARISONS = (exp.LT, exp.GT, exp.LTE, exp.GTE)
 
 
-def restored_filters(tree: exp.Expression) -> exp.Expression:
-    """``tree`` with each aggregate of one filtered column rewritten as a FILTER."""
-    for select in list(tree.find_all(exp.Select)):
+def restored_filters(tree: exp.Expression, selects: list | None = None) -> exp.Expression:
+    """``tree`` with each aggregate of one filtered column rewritten as a FILTER (``selects``:
+    its SELECTs, where the caller's walk found them)."""
+    for select in list(tree.find_all(exp.Select)) if selects is None else selects:
         definitions = _definitions(select)
         if definitions:
             for agg in [n for e in select.expressions for n in e.find_all(NULL_IGNORING)]:
