@@ -60,7 +60,8 @@ def text_length(node: exp.Expression, column_text) -> int | None:
         return column_text(node)
     if isinstance(node, exp.Literal):
         return len(str(node.this)) if node.is_string else None
-    if isinstance(node, (exp.Concat, exp.DPipe)):
+    named = str(node.this).lower() if isinstance(node, exp.Anonymous) else None
+    if isinstance(node, (exp.Concat, exp.DPipe)) or named == "concat":   # typed: Anonymous
         return sum(_as_text(a, column_text) for a in _operands(node))
     if isinstance(node, _CASE_FOLDS):
         inner = text_length(node.this, column_text)
@@ -71,7 +72,7 @@ def text_length(node: exp.Expression, column_text) -> int | None:
         if node.to.this in exp.DataType.TEXT_TYPES:
             return _as_text(node.this, column_text)
         return None
-    if isinstance(node, _BRANCHES):
+    if isinstance(node, _BRANCHES) or named in ("greatest", "least"):
         lengths = [text_length(a, column_text) for a in _results(node)]
         lengths = [n for n in lengths if n is not None]
         return max(lengths) if lengths else None
