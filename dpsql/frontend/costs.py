@@ -23,7 +23,8 @@ without; neither the literals' text nor the pattern's length was counted):
   ``m`` and ``w`` runs of ``%``: each ``%`` after the first may make a backtracking matcher
   (Spark's regular expressions) try every position again (``'%ab%'`` is ``n * m``);
   ILIKE adds the case folding of both sides;
-- STRPOS, POSITION and CONTAINS cost ``n * m``; STARTS_WITH ``n + m``;
+- STRPOS, POSITION and CONTAINS cost ``n * m``; STARTS_WITH ``n + m``; an aggregate the
+  length of the text it compares or hashes (``MAX(s)``, ``COUNT(DISTINCT s)``);
 - a column costs what computing it costs (a derived column of a CTE or subquery: its
   expression's cost, as the engines may compute it again for every reference).
 
@@ -97,6 +98,10 @@ def row_cost(expr: exp.Expression, column_text, column_cost) -> int:
             total += sum(_as_text(a, column_text) for a in (node.this, node.expression))
         elif isinstance(node, (*_COMPARES, exp.In)):
             total += _compared(node, column_text)
+        elif isinstance(node, exp.AggFunc):     # text compared or hashed (MIN, DISTINCT)
+            args = [x for a in node.iter_expressions()
+                    for x in (a.expressions if isinstance(a, exp.Distinct) else [a])]
+            total += sum(text_length(a, column_text) or 0 for a in args)
         elif isinstance(node, (exp.Length, exp.Cast, exp.TryCast)):
             total += _as_text(node.this, column_text)
         elif not isinstance(node, (exp.Column, exp.Literal)):
