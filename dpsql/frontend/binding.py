@@ -225,7 +225,8 @@ class Binder:
         col = self.table.column(node.name) if not isinstance(node.this, exp.Star) else None
         if col is None or col.type != "string":
             return None
-        return col.weight * col.text_length
+        text = getattr(col, "text", None)         # a derived column's, when known
+        return text if text is not None else col.weight * col.text_length
 
     def _column_cost(self, node: exp.Column) -> int:
         col = self.table.column(node.name) if not isinstance(node.this, exp.Star) else None

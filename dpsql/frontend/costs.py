@@ -23,7 +23,8 @@ without; neither the literals' text nor the pattern's length was counted):
   ``m`` and ``w`` runs of ``%``: each ``%`` after the first may make a backtracking matcher
   (Spark's regular expressions) try every position again (``'%ab%'`` is ``n * m``);
   ILIKE adds the case folding of both sides;
-- STRPOS, POSITION and CONTAINS cost ``n * m``; STARTS_WITH ``n + m``;
+- STRPOS, POSITION and CONTAINS cost ``n * m``; STARTS_WITH ``n + m``; an aggregate the
+  length of the text it compares or hashes (``MAX(s)``, ``COUNT(DISTINCT s)``);
 - a column costs what computing it costs (a derived column of a CTE or subquery: its
   expression's cost, as the engines may compute it again for every reference).
 
@@ -60,7 +61,8 @@ def text_length(node: exp.Expression, column_text) -> int | None:
         return column_text(node)
     if isinstance(node, exp.Literal):
         return len(str(node.this)) if node.is_string else None
-    if isinstance(node, (exp.Concat, exp.DPipe)):
+    named = str(node.this).lower() if isinstance(node, exp.Anonymous) else None
+    if isinstance(node, (exp.Concat, exp.DPipe)) or named == "concat":   # typed: Anonymous
         return sum(_as_text(a, column_text) for a in _operands(node))
     if isinstance(node, _CASE_FOLDS):
         inner = text_length(node.this, column_text)
@@ -71,7 +73,7 @@ def text_length(node: exp.Expression, column_text) -> int | None:
         if node.to.this in exp.DataType.TEXT_TYPES:
             return _as_text(node.this, column_text)
         return None
-    if isinstance(node, _BRANCHES):
+    if isinstance(node, _BRANCHES) or named in ("greatest", "least"):
         lengths = [text_length(a, column_text) for a in _results(node)]
         lengths = [n for n in lengths if n is not None]
         return max(lengths) if lengths else None
@@ -96,6 +98,10 @@ def row_cost(expr: exp.Expression, column_text, column_cost) -> int:
             total += sum(_as_text(a, column_text) for a in (node.this, node.expression))
         elif isinstance(node, (*_COMPARES, exp.In)):
             total += _compared(node, column_text)
+        elif isinstance(node, exp.AggFunc):     # text compared or hashed (MIN, DISTINCT)
+            args = [x for a in node.iter_expressions()
+                    for x in (a.expressions if isinstance(a, exp.Distinct) else [a])]
+            total += sum(text_length(a, column_text) or 0 for a in args)
         elif isinstance(node, (exp.Length, exp.Cast, exp.TryCast)):
             total += _as_text(node.this, column_text)
         elif not isinstance(node, (exp.Column, exp.Literal)):

@@ -24,11 +24,11 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..frontend.binding import Binder, fail
+from ..frontend.binding import Binder, charge_work, fail
 from ..frontend.dialect import ANALYST_DIALECT
 from ..frontend.typecheck import Checker
 from .joins import conjuncts
-from .relations import Relation
+from .relations import Relation, field_cost
 from .rewrite import column
 from .setops import LOCAL_IDS, _refuse_link, _through_key, filtered_by, owned_once
 
@@ -144,6 +144,7 @@ def semi_join_on(outer: Relation, inner: Relation, conditions: list, negated: bo
     types = {**outer.types(), **{n: f.kind for n, f in inner.fields.items()
                                  if n.startswith(HIDDEN)}}
     cond = Checker(types, clause=f"WHERE of {label}").predicate(exp.and_(*conditions))
+    _charge(outer, inner, cond, label)
     for col in list(cond.find_all(exp.Column)):
         col.set("table", exp.to_identifier("_in" if col.name.startswith(HIDDEN) else "_o"))
     rows = exp.select(exp.Star()).from_(inner.source("_i"))
@@ -154,6 +155,16 @@ def semi_join_on(outer: Relation, inner: Relation, conditions: list, negated: bo
     return filtered_by(outer, inner, exp.Not(this=test) if negated else test, key,
                        f"{'anti' if negated else 'semi'}-join {label} on {len(conditions)} "
                        "conditions, tied to the outer row's person", label)
+
+
+def _charge(outer: Relation, inner: Relation, cond: exp.Expression, label: str) -> None:
+    """Count ``cond`` toward the statement's work per private row (``MAX_ROW_WORK``): it runs
+    for an outer row once for each inner row it is tested against, all of a public
+    relation's rows or the person's own (sixteenth review of issue 33: a CASE-gated LIKE in
+    an EXISTS over 1,000 VALUES rows ran into PostgreSQL's timeout with one person only)."""
+    tested = max(inner.rows or 1, 1) if inner.unit == "public" else max(inner.k, 1) * inner.fanout
+    fields = {**outer.fields, **{n: f for n, f in inner.fields.items() if n.startswith(HIDDEN)}}
+    charge_work(field_cost(cond, fields), outer.fanout * tested, f"WHERE of {label}")
 
 
 def _tie(outer: Relation, inner: Relation, conditions: list, label: str, metadata,

@@ -71,14 +71,22 @@ def _choices(item: exp.Expression, items: list) -> list:
     the empty set, and a whole number a position in the SELECT list."""
     if isinstance(item, exp.GroupingSets):
         return [keys for x in item.expressions for keys in _choices(x, items)]
-    if isinstance(item, (exp.Rollup, exp.Cube)):
-        keys = [_key(k, items) for k in item.expressions]
+    if isinstance(item, (exp.Rollup, exp.Cube)):    # elements: a key, (a, b) or ()
+        parts = [_element(e, items) for e in item.expressions]
         if isinstance(item, exp.Rollup):
-            return [keys[:i] for i in range(len(keys), -1, -1)]
-        return [list(c) for r in range(len(keys), -1, -1) for c in itertools.combinations(keys, r)]
-    if isinstance(item, exp.Tuple):
-        return [[_key(k, items) for k in item.expressions]]
-    return [[_key(item.this if isinstance(item, exp.Paren) else item, items)]]
+            chosen = [parts[:i] for i in range(len(parts), -1, -1)]
+        else:
+            chosen = [list(c) for r in range(len(parts), -1, -1)
+                      for c in itertools.combinations(parts, r)]
+        return [[k for part in c for k in part] for c in chosen]
+    return [_element(item, items)]
+
+
+def _element(node: exp.Expression, items: list) -> list:
+    """The keys of one element: ``(a, b)`` both, ``(a)`` a, ``()`` none."""
+    if isinstance(node, exp.Tuple):
+        return [_key(k, items) for k in node.expressions]
+    return [_key(node.this if isinstance(node, exp.Paren) else node, items)]
 
 
 def _key(node: exp.Expression, items: list) -> exp.Expression:

@@ -26,7 +26,7 @@ from sqlglot import exp
 from ..metadata.model import Column, Table
 from .rewrite import column, typed_name
 from ..frontend.allowed import TEXT_UNIT
-from ..frontend.costs import row_cost
+from ..frontend.costs import row_cost, text_length
 from ..frontend.binding import Binder, expression_weight, fail
 from ..frontend.typecheck import Checker
 from .bounds import INF, Deriver
@@ -68,6 +68,7 @@ class Field:
     ref: str | None = None             # "schema.table.column" this column references (no id yet)
     weight: int = 1                    # base-column references it stands for (MAX_WEIGHT)
     cost: int = 0                      # character operations computing it takes a row
+    text: int | None = None            # most characters of its text (None: weight units)
     censored: bool = True              # as a group key, needs a threshold unless its values
                                        # are public: False only if every table it comes from
                                        # says censor_dims: false
@@ -143,7 +144,7 @@ class Relation:
             columns[f.name] = Column(
                 f.name, f.kind, private_id=(f.name == self.pid), lower=f.lower, upper=f.upper,
                 nullable=f.nullable, values=_ordered(f.domain), weight=f.weight,
-                cost=f.cost)
+                cost=f.cost, text=f.text)
         # Whether a key needs a threshold is each key column's own property (Field.censored,
         # read by the aggregation planner), not the base table's.
         return Table(self.base.schema, self.base.name, columns, max_ids=self.k,
@@ -184,7 +185,7 @@ def scan(table: Table, metadata=None) -> Relation:
             col.name, col.type, col.lower if bounded else None, col.upper if bounded else None,
             domain=col.values, nullable=col.nullable, is_id=is_id, of_id=is_id or col.private_id,
             origin="metadata", source=f"{table.full_name}.{col.name}".lower(), weight=col.work,
-            censored=table.public or table.censor_dims,
+            text=col.text_length if col.type == "string" else None, censored=table.public or table.censor_dims,
             ref=(f"{ref[1].full_name}.{ref[2]}".lower() if ref and col.name == ref[0] else None))
     if table.public:
         return Relation(table, fields, None, 0, True, steps=[f"scan {table.full_name}: public "
@@ -239,12 +240,19 @@ def check_work(relation: "Relation", extra: int = 1) -> None:
              "there. Join fewer public rows, or compute simpler or shorter columns")
 
 
-def field_cost(expr: exp.Expression, fields: dict) -> int:
-    """Character operations computing ``expr`` over a relation's ``fields`` takes a row."""
+def field_text(fields: dict):
+    """The most characters of a text column of ``fields`` (``costs.text_length``'s reader)."""
     def text(c):
         f = fields.get(c.name.lower())
-        return f.weight * TEXT_UNIT if f is not None and f.kind == "string" else None
-    return row_cost(expr, text, lambda c: getattr(fields.get(c.name.lower()), "cost", 0))
+        if f is None or f.kind != "string":
+            return None
+        return f.text if f.text is not None else f.weight * TEXT_UNIT
+    return text
+
+
+def field_cost(expr: exp.Expression, fields: dict) -> int:
+    """Character operations computing ``expr`` over a relation's ``fields`` takes a row."""
+    return row_cost(expr, field_text(fields), lambda c: getattr(fields.get(c.name.lower()), "cost", 0))
 
 
 def censored(node: exp.Expression, fields: dict) -> bool:
@@ -271,6 +279,7 @@ def _derive(expr: exp.Expression, kind: str, child: Relation, name: str, id_colu
                  weight=expression_weight(expr, lambda c: child.fields.get(
                      c.name.lower(), Field("", "")).weight),
                  cost=field_cost(expr, child.fields),
+                 text=text_length(expr, field_text(child.fields)) if kind == "string" else None,
                  nullable=plain.nullable if plain is not None else True,
                  source=plain.source if plain is not None else None,
                  ref=plain.ref if plain is not None else None,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from ..errors import QueryError
+
 _BLANK = re.compile(r"(?:\s|--[^\n]*)+")
 
 LEXEMES = re.compile(r"""(?<![\w$])[Ee]'(?:[^'\\]|\\.|'')*(?:'|\Z)"""
@@ -37,14 +39,17 @@ def lexemes(sql: str):
             return
         if found.group().startswith("/*"):
             pos = _comment_end(sql, found.start())
+            if pos < 0:
+                raise QueryError("unterminated /* comment: close each /* with */ (comments "
+                                 "nest, as in PostgreSQL)")
         else:
             yield found
             pos = found.end()
 
 
 def _comment_end(sql: str, start: int) -> int:
-    """Where the nested block comment that opens at ``start`` ends (the text's end if it
-    does not); each marker found once (``str.find``), so linear in the text."""
+    """Where the nested block comment that opens at ``start`` ends (-1 if it does not);
+    each marker found once (``str.find``), so linear in the text."""
     depth, at = 0, start
     opening, closing = sql.find("/*", at), sql.find("*/", at + 2)
     while True:
@@ -61,7 +66,7 @@ def _comment_end(sql: str, start: int) -> int:
             if depth == 0:
                 return at
         else:
-            return len(sql)
+            return -1
 
 
 def without_comments(sql: str) -> str:
@@ -75,6 +80,7 @@ def without_comments(sql: str) -> str:
         token = found.group()
         if token[:2] in ("/*", "--"):
             end = _comment_end(sql, found.start()) if token[:2] == "/*" else found.end()
+            end = len(sql) if end < 0 else end
             out.append(sql[start:found.start()] + " ")
             start = end
         pos = max(found.end(), start)
@@ -91,6 +97,8 @@ def strip(sql: str) -> str:
             at = blank.end()
         elif sql.startswith("/*", at):
             at = _comment_end(sql, at)
+            if at < 0:
+                return ""
         else:
             return sql[at:].strip()
 

@@ -289,9 +289,7 @@ def _kind(r: _Reader, what: str) -> str:
 
 def _parse_execute(r: _Reader) -> Execute:
     portal, max_rows = r.cstring(), r.int32()
-    if max_rows < 0:
-        raise ProtocolError(f"Execute message has a negative row limit {max_rows}")
-    return Execute(portal, max_rows)
+    return Execute(portal, max(max_rows, 0))     # as PostgreSQL: 0 or less is every row
 
 
 _PARSERS = {

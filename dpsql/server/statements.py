@@ -128,7 +128,7 @@ def session_command(state: SessionState, sql: str, default: Privacy) -> Result |
     if word == "reset":
         return _reset(state, text)
     if word == "show":
-        return _show(state, text)
+        return _show(state, text, default)
     if word in ("discard", "deallocate", "unlisten", "close"):
         if word == "discard":
             state.settings.clear()
@@ -270,6 +270,8 @@ def _set(state: SessionState, text: str, default: Privacy) -> Result:
     scope, name, value = (tz.group(1), "timezone", tz.group(2)) if tz else \
         (found.group(1), found.group(2).lower(), found.group(3))
     value = value.strip()
+    if value.lower() == "default":              # as PostgreSQL: SET x TO DEFAULT is RESET x
+        return _reset(state, f"reset {name}", "SET")
     local = (scope or "").strip().lower() == "local"
     if local and not state.in_transaction:     # PostgreSQL: a warning, and no effect
         _value(state, name, value, default)    # still checked, as PostgreSQL does
@@ -316,7 +318,7 @@ def _number(name: str, value: str) -> float:
     return number
 
 
-def _reset(state: SessionState, text: str) -> Result:
+def _reset(state: SessionState, text: str, tag: str = "RESET") -> Result:
     name = _RESET.match(text)
     if name is None:
         raise ServerError("RESET takes a parameter name or ALL", "42601")
@@ -325,10 +327,10 @@ def _reset(state: SessionState, text: str) -> Result:
         state.settings.clear()
     else:
         state.settings.pop(key, None)
-    return Result("RESET")
+    return Result(tag)
 
 
-def _show(state: SessionState, text: str) -> Result:
+def _show(state: SessionState, text: str, default: Privacy) -> Result:
     found = _SHOW.match(text)
     if found is None:
         raise ServerError("SHOW takes a parameter name", "42601")
@@ -337,6 +339,10 @@ def _show(state: SessionState, text: str) -> Result:
         name = "transaction_isolation"
     if name in ("dpsql.budget", "dpsql.spent", "dpsql.remaining"):
         return Result("SHOW", [(name, "VARCHAR")], [(_pool(state, name),)])
+    if name in DPSQL_SETTINGS and name not in state.settings:    # the session's privacy
+        privacy = state.privacy(default)
+        value = getattr(privacy, name.split(".")[1])
+        return Result("SHOW", [(name, "VARCHAR")], [("" if value is None else _text(value),)])
     known = {k.lower(): v for k, v in PARAMETERS.items()}
     if name == "all":
         rows = sorted((k, _text(setting(state, k)), "") for k in known)

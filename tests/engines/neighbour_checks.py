@@ -93,20 +93,25 @@ def test_quantile_of_one_persons_extreme(readers, runs):
     attack(readers, sql, lambda df: bool(df.hi[0] >= 75), runs=runs, buckets=2)
 
 
-def gated_like(literals: int, values: int, length: int = 900) -> str:
+def gated_like(literals: int, values: int, length: int = 900, exists: bool = False) -> str:
     """Work that only X's row (x = 100) does: a 97-character LIKE pattern over a CONCAT of
     ``literals`` literals of ``length`` characters, on each of ``values`` joined rows (issue
     33's fifteenth review, F6: on PostgreSQL 60 literals under 1,000 rows ran into the 5 s
     timeout with the person and answered in 0.5 s without)."""
     lits = ", ".join(["'" + "a" * length + "'"] * literals)
     vals = ", ".join(f"({i})" for i in range(values))
-    return (f"SELECT COUNT(*) AS n FROM s.w, (VALUES {vals}) v(k) WHERE CASE WHEN x = 100 THEN "
-            f"CONCAT({lits}, CAST(k AS VARCHAR)) LIKE '%{'a' * 94}b%' ELSE FALSE END")
+    test = (f"CASE WHEN x = 100 THEN CONCAT({lits}, CAST(k AS VARCHAR)) LIKE '%{'a' * 94}b%' "
+            "ELSE FALSE END")
+    if exists:      # sixteenth review: the same work in a correlated EXISTS
+        return (f"SELECT COUNT(*) AS n FROM s.w WHERE EXISTS (SELECT 1 FROM (VALUES {vals}) "
+                f"v(k) WHERE {test.replace('x = 100', 'w.x = 100')})")
+    return f"SELECT COUNT(*) AS n FROM s.w, (VALUES {vals}) v(k) WHERE {test}"
 
 
 def test_work_confined_to_one_persons_row_is_refused_for_free(readers):
-    for literals, values in ((60, 1000), (20, 100), (1, 1000)):
-        a, _ = attack(readers, gated_like(literals, values), runs=3)
+    for literals, values, exists in ((60, 1000, False), (20, 100, False), (1, 1000, False),
+                                     (60, 1000, True), (20, 100, True)):
+        a, _ = attack(readers, gated_like(literals, values, exists=exists), runs=3)
         assert all(label[0] == "refused" and "characters for each private row" in label[1]
                    for label in a.counts), dict(a.counts)
 

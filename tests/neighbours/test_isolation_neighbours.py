@@ -371,11 +371,14 @@ def test_a_public_column_without_its_value_set_is_thresholded(tmp_path):
 
 # -- 10. work a CASE confines to one person's row counts toward the bound -------------
 
-def _gated_like(literals: int, values: int) -> str:
+def _gated_like(literals: int, values: int, exists: bool = False) -> str:
     lits = ", ".join(["'" + "a" * 900 + "'"] * literals)
-    return (f"SELECT COUNT(*) AS n FROM PUMS.PUMS p CROSS JOIN {_values(values, 'v')} WHERE "
-            f"CASE WHEN p.income = {PERSON_INCOME} THEN CONCAT({lits}, CAST(v.xv AS VARCHAR)) "
+    test = (f"CASE WHEN p.income = {PERSON_INCOME} THEN CONCAT({lits}, CAST(v.xv AS VARCHAR)) "
             f"LIKE '%{'a' * 94}b%' ELSE FALSE END")
+    if exists:      # sixteenth review: the same work in a correlated EXISTS
+        return (f"SELECT COUNT(*) AS n FROM PUMS.PUMS p WHERE EXISTS (SELECT 1 FROM "
+                f"{_values(values, 'v')} WHERE {test})")
+    return f"SELECT COUNT(*) AS n FROM PUMS.PUMS p CROSS JOIN {_values(values, 'v')} WHERE {test}"
 
 
 def test_work_confined_to_one_persons_row_is_refused_for_free():
@@ -383,8 +386,9 @@ def test_work_confined_to_one_persons_row_is_refused_for_free():
     ran into the 5 s timeout with the person and answered in 0.5 s without; the literals'
     text, the pattern's length and the WHERE clause did not count toward the work bound."""
     readers = _pums_pair(DATA / "PUMS_lookup.yaml", epsilon=0.1)
-    for literals, values in ((60, 1000), (20, 100), (1, 1000)):
-        a, _ = attack(readers, _gated_like(literals, values), runs=3)
+    for literals, values, exists in ((60, 1000, False), (20, 100, False), (1, 1000, False),
+                                     (60, 1000, True), (20, 100, True)):
+        a, _ = attack(readers, _gated_like(literals, values, exists), runs=3)
         assert all(label[0] == "refused" and "characters for each private row" in label[1]
                    for label in a.counts), dict(a.counts)
 

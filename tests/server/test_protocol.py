@@ -227,7 +227,6 @@ def test_extra_bytes_are_refused(kind):
     (b"Q", b"SELECT \xff\0"),                                      # not UTF-8
     (b"D", b"X" + cstr("s")),                                      # bad subtype
     (b"C", b"" + cstr("s")),                                       # missing subtype
-    (b"E", cstr("") + struct.pack("!i", -1)),                      # negative row limit
     (b"P", cstr("s") + cstr("q") + struct.pack("!h", -1)),         # 65,535 types, none sent
     (b"P", cstr("s") + cstr("q") + struct.pack("!hi", 2, 23)),     # count too big
     (b"B", bind_body(formats=(0, 1, 0))),                          # formats vs params
@@ -308,3 +307,8 @@ def test_random_sasl_initial_raise_only_protocol_errors(data):
         p.sasl_initial(data)
     except ProtocolError:
         pass
+
+
+def test_a_negative_row_limit_is_every_row_as_in_postgresql():
+    """Sixteenth review of issue 33: it was 08P01; PostgreSQL runs the portal to its end."""
+    assert p.parse_message(b"E", cstr("") + struct.pack("!i", -1)).max_rows == 0

@@ -10,6 +10,8 @@ import math
 
 import psycopg
 import pytest
+
+import dpsql
 from psycopg.pq import TransactionStatus
 
 from tests.server.serving import Served, spent, write_deployment
@@ -82,6 +84,10 @@ SCRIPT = [
     "SELECT setting FROM pg_settings WHERE name = 'transaction_isolation'",
     "ROLLBACK",
     "SELECT setting FROM pg_settings WHERE name = 'transaction_isolation'",
+    # sixteenth review: SET ... TO DEFAULT, an unterminated nested comment
+    "SET application_name TO DEFAULT",
+    "SHOW application_name",
+    "SELECT 1 /* a /* b */",                    # 42601
 ]
 
 
@@ -191,7 +197,6 @@ def test_describe_of_a_statement_counts_its_parameters(served):
     # fourteenth review: PostgreSQL nests block comments
     ("select 1 /* a /* b */ ; */; select 2", ["select 1 /* a /* b */ ; */", "select 2"]),
     ("/* x /* y */ ; */ select 6", ["/* x /* y */ ; */ select 6"]),
-    ("select 7 /* unclosed /* ; select 8", ["select 7 /* unclosed /* ; select 8"]),
 ])
 def test_statements_split_outside_dollar_quoted_and_escape_strings(sql, statements):
     """Thirteenth review: a ``;`` inside ``$$...$$`` or ``E'...\\'...'`` split the statement."""
@@ -200,6 +205,19 @@ def test_statements_split_outside_dollar_quoted_and_escape_strings(sql, statemen
     assert split_statements(sql) == statements
     assert qmark("select $1, $$ $2 $$, $1", [5]) == ("select ?, $$ $2 $$, ?", [5, 5])
     assert qmark("select $1 /* $2 /* $3 */ $4 */", [5]) == ("select ? /* $2 /* $3 */ $4 */", [5])
+    with pytest.raises(dpsql.QueryError, match="unterminated"):     # sixteenth review
+        split_statements("select 7 /* unclosed /* */ ; select 8")
+
+
+def test_the_session_privacy_is_shown_before_any_set(served):
+    """Sixteenth review: SHOW dpsql.epsilon said "unrecognized" until the analyst SET it."""
+    with psycopg.connect(served.dsn(), autocommit=True) as con:
+        epsilon = con.execute("SHOW dpsql.epsilon").fetchone()[0]
+        assert float(epsilon) > 0 and con.execute("SHOW dpsql.delta").fetchone()[0] != ""
+        con.execute("SET dpsql.epsilon = 0.125")
+        assert con.execute("SHOW dpsql.epsilon").fetchone() == ("0.125",)
+        con.execute("SET dpsql.epsilon TO DEFAULT")
+        assert con.execute("SHOW dpsql.epsilon").fetchone() == (epsilon,)
 
 
 def test_a_dollar_quoted_string_is_named_as_written(served):

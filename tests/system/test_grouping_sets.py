@@ -28,6 +28,10 @@ QUERIES = [
     "SELECT g, COUNT(*) AS n FROM s.t GROUP BY g, () ORDER BY g",
     "SELECT x > 50 AS big, h, COUNT(*) AS n FROM s.t GROUP BY CUBE(x > 50, h)",
     "SELECT g, h, COUNT(*) AS n FROM s.t GROUP BY GROUPING SETS (g, ROLLUP(g, h))",
+    # sixteenth review: elements of ROLLUP and CUBE in brackets, and ()
+    "SELECT g, COUNT(*) AS n FROM s.t GROUP BY ROLLUP(g, ())",
+    "SELECT g, COUNT(*) AS n FROM s.t GROUP BY ROLLUP((g))",
+    "SELECT g, h, COUNT(*) AS n FROM s.t GROUP BY CUBE((g, h), ())",
 ]
 
 
