@@ -84,9 +84,17 @@ def _choices(item: exp.Expression, items: list) -> list:
 
 def _element(node: exp.Expression, items: list) -> list:
     """The keys of one element: ``(a, b)`` both, ``(a)`` a, ``()`` none."""
+    while isinstance(node, exp.Paren):          # ((sex)) is sex, as in PostgreSQL
+        node = node.this
     if isinstance(node, exp.Tuple):
-        return [_key(k, items) for k in node.expressions]
-    return [_key(node.this if isinstance(node, exp.Paren) else node, items)]
+        return [_key(_bare_key(k), items) for k in node.expressions]
+    return [_key(node, items)]
+
+
+def _bare_key(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
 
 
 def _key(node: exp.Expression, items: list) -> exp.Expression:

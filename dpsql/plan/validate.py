@@ -203,6 +203,8 @@ def _resolve_group(tree: exp.Select, binder: _Binder, items: list) -> list:
     keys = []
     by_alias = {_output_name(i).lower(): i for i in items if isinstance(i, exp.Alias)}
     for key in group.expressions:
+        while isinstance(key, exp.Paren):       # GROUP BY ((sex)) is GROUP BY sex
+            key = key.this
         index = _position(key, "GROUP BY", len(items))
         if index is not None:
             key = items[index - 1].unalias()

@@ -209,11 +209,15 @@ def _user() -> dict:
             "passwd": "********"}
 
 
+DPSQL_SETTINGS = ("dpsql.epsilon", "dpsql.delta", "dpsql.rho")
+"""dpsql's own settings: a session's privacy (its value shown from ``SETTINGS_VARIABLE``)."""
+
+
 def _settings(parameters: dict) -> list:
     return [{"name": name, "setting": value, "category": "", "short_desc": "",
              "context": "user", "vartype": "string", "source": "default",
              "boot_val": value, "reset_val": value, "pending_restart": False}
-            for name, value in parameters.items()]
+            for name, value in {**parameters, **dict.fromkeys(DPSQL_SETTINGS, "")}.items()]
 
 
 def _access_methods() -> list:

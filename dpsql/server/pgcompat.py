@@ -64,7 +64,8 @@ MACROS = {
                    "WHERE relname = wanted)",
     "current_setting": "(wanted, missing_ok := false) AS (SELECT CASE WHEN dpsql_s.name IS NOT "
                        "NULL OR dpsql_o.ok THEN dpsql_s.setting ELSE error('dpsql catalog "
-                       "error 42704: unrecognized configuration parameter') END FROM (SELECT "
+                       "error 42704: unrecognized configuration parameter \"' || wanted || "
+                       "'\"') END FROM (SELECT "
                        "missing_ok AS ok) dpsql_o LEFT JOIN dpsql_pg.pg_settings dpsql_s ON "
                        "dpsql_s.name = wanted)",
     "pg_relation_is_publishable": "(rel) AS false", "pg_encoding_to_char": "(e) AS 'UTF8'",

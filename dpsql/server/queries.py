@@ -140,7 +140,7 @@ class Runner:
         try:
             columns, rows = watch.call(self.catalog.run, sql, params, user=state.user,
                                        database=state.database, cursors=cursors,
-                                       settings=shown_settings(state))
+                                       settings=shown_settings(state, self.deployment.privacy))
         except errors.Error as err:
             raise _stopped(watch, err) if watch.fired else err from None
         return Result(f"SELECT {len(rows)}", list(columns), list(rows))

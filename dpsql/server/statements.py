@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from .. import errors
 from ..privacy.params import Privacy
 from .catalog import PARAMETERS
+from .catalog_build import DPSQL_SETTINGS
 from .lexing import split_statements, strip, unquoted, without_comments  # noqa: F401 - split_statements: its users import it here
 
 # Matched against the statement without its trailing ";" and blanks (``_bare``): no
@@ -27,7 +28,6 @@ _SET = re.compile(r"^set\s+(session\s+|local\s+)?([a-z_][a-z0-9_.]*)(?:\s*=\s*|\
 _SET_TZ = re.compile(r"^set\s+(session\s+|local\s+)?time\s+zone\s+(.+)$", re.S | re.I)
 _SHOW = re.compile(r"^show\s+([a-z_][a-z0-9_. ]*)$", re.S | re.I)
 _RESET = re.compile(r"^reset\s+([a-z_][a-z0-9_.]*|all)$", re.S | re.I)
-DPSQL_SETTINGS = ("dpsql.epsilon", "dpsql.delta", "dpsql.rho")
 CLIENT_SETTINGS = {"application_name", "client_encoding", "datestyle", "timezone",
                    "extra_float_digits", "search_path", "statement_timeout", "intervalstyle",
                    "client_min_messages", "standard_conforming_strings", "bytea_output",
@@ -308,11 +308,13 @@ def _value(state: SessionState, name: str, value: str, default: Privacy):
     return value
 
 
+_NUMERIC = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
 def _number(name: str, value: str) -> float:
-    try:
-        number = float(unquoted(value))
-    except ValueError:
-        number = float("nan")
+    text = unquoted(value)
+    # PostgreSQL's numeric syntax only (Python's float() also reads 1_0 and 'infinity')
+    number = float(text) if _NUMERIC.fullmatch(text) else float("nan")
     if not number > 0 or number == float("inf"):
         raise ServerError(f"{name} must be a positive number, got {value[:40]}", "22023")
     return number
@@ -364,10 +366,16 @@ def setting(state: SessionState, name: str):
     return {k.lower(): v for k, v in PARAMETERS.items()}.get(name)
 
 
-def shown_settings(state: SessionState) -> dict:
-    """Every setting this session changed, by lower-case name, as ``setting`` shows it."""
+def shown_settings(state: SessionState, default: Privacy) -> dict:
+    """Every setting this session changed, by lower-case name, as ``setting`` shows it, and
+    the session's privacy (``dpsql.*``, as SHOW shows it)."""
     names = set(state.settings) | {"transaction_isolation"}
-    return {n: _text(setting(state, n)) for n in names if setting(state, n) is not None}
+    shown = {n: _text(setting(state, n)) for n in names if setting(state, n) is not None}
+    privacy = state.privacy(default)
+    for name in DPSQL_SETTINGS:
+        value = getattr(privacy, name.split(".")[1])
+        shown[name] = "" if value is None else _text(value)
+    return shown
 
 
 def _text(value) -> str:

@@ -216,8 +216,18 @@ def test_the_session_privacy_is_shown_before_any_set(served):
         assert float(epsilon) > 0 and con.execute("SHOW dpsql.delta").fetchone()[0] != ""
         con.execute("SET dpsql.epsilon = 0.125")
         assert con.execute("SHOW dpsql.epsilon").fetchone() == ("0.125",)
+        shown = ("SELECT setting FROM pg_settings WHERE name = 'dpsql.epsilon' UNION ALL "
+                 "SELECT current_setting('dpsql.epsilon')")
+        assert con.execute(shown).fetchall() == [("0.125",), ("0.125",)]    # seventeenth review
         con.execute("SET dpsql.epsilon TO DEFAULT")
         assert con.execute("SHOW dpsql.epsilon").fetchone() == (epsilon,)
+        assert con.execute(shown).fetchall() == [(epsilon,), (epsilon,)]
+        for value in ("1_0", "'infinity'", "0x1", "1e999"):     # PostgreSQL's numbers only
+            with pytest.raises(psycopg.Error) as caught:
+                con.execute(f"SET dpsql.epsilon TO {value}")
+            assert caught.value.sqlstate in ("22023", "42601"), value
+        with pytest.raises(psycopg.Error, match='unrecognized configuration parameter "no.such"'):
+            con.execute("SELECT current_setting('no.such')")
 
 
 def test_a_dollar_quoted_string_is_named_as_written(served):

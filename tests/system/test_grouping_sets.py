@@ -32,6 +32,9 @@ QUERIES = [
     "SELECT g, COUNT(*) AS n FROM s.t GROUP BY ROLLUP(g, ())",
     "SELECT g, COUNT(*) AS n FROM s.t GROUP BY ROLLUP((g))",
     "SELECT g, h, COUNT(*) AS n FROM s.t GROUP BY CUBE((g, h), ())",
+    # seventeenth review: brackets around brackets
+    "SELECT g, COUNT(*) AS n FROM s.t GROUP BY ((g))",
+    "SELECT g, h, COUNT(*) AS n FROM s.t GROUP BY ROLLUP(((g)), h)",
 ]
 
 
