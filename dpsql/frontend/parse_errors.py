@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from sqlglot import exp
+
 # sqlglot's expression classes as the analyst wrote them, for "X has nothing after it".
 _OPERATORS = {
     "And": "AND", "Or": "OR", "Xor": "XOR", "Not": "NOT", "EQ": "=", "NEQ": "<>", "GT": ">",
@@ -16,6 +18,7 @@ _OPERATORS = {
     "Sub": "-", "Mul": "*", "Div": "/", "IntDiv": "//", "Mod": "%", "DPipe": "||",
     "Like": "LIKE", "ILike": "ILIKE", "Is": "IS", "In": "IN", "Neg": "-", "BitwiseAnd": "&",
     "BitwiseOr": "|", "BitwiseXor": "^", "Glob": "GLOB", "SimilarTo": "SIMILAR TO",
+    "Escape": "ESCAPE",
 }
 _CONDITION = {"And", "Or", "Xor", "Not"}
 
@@ -54,7 +57,10 @@ def describe(description: str, highlight: str, at_end: bool) -> str:
             return f"{_OPERATORS[kind]} needs {what} after it"
         if kind in _CLAUSES:
             return _CLAUSES[kind]
-        return f"an incomplete {kind} expression: its {missing.group(1)} is missing"
+        # Not sqlglot's class and argument names (eighteenth review of issue 33).
+        if isinstance(getattr(exp, kind, None), type) and issubclass(getattr(exp, kind), exp.Func):
+            return "a function call has too few arguments"
+        return "an expression is incomplete"
     if description == "Invalid expression / Unexpected token":
         return ("the query ends unexpectedly" if not highlight else
                 f"{highlight!r} is not expected here")

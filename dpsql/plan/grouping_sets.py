@@ -31,7 +31,8 @@ def expand(tree: exp.Expression) -> list | None:
     """The grouped query of each grouping set of ``tree``'s GROUP BY, in SQL's order, or
     None when it has none."""
     group = tree.args.get("group") if isinstance(tree, exp.Select) else None
-    if group is None or not any(isinstance(k, _SETS) or _empty(k) for k in group.expressions):
+    if group is None or not any(isinstance(_bare_key(k), (*_SETS, exp.Tuple))
+                                for k in group.expressions):
         return None
     sets = _sets(group, tree.expressions)
     if len(sets) > 1:
@@ -103,10 +104,6 @@ def _key(node: exp.Expression, items: list) -> exp.Expression:
             node.this.isascii() and 1 <= int(node.this) <= len(items):
         return _bare(items[int(node.this) - 1]).copy()
     return node
-
-
-def _empty(node: exp.Expression) -> bool:
-    return isinstance(node, exp.Tuple) and not node.expressions
 
 
 def _text(node: exp.Expression) -> str:

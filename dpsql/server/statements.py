@@ -308,7 +308,7 @@ def _value(state: SessionState, name: str, value: str, default: Privacy):
     return value
 
 
-_NUMERIC = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMERIC = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def _number(name: str, value: str) -> float:

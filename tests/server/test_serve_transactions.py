@@ -222,7 +222,7 @@ def test_the_session_privacy_is_shown_before_any_set(served):
         con.execute("SET dpsql.epsilon TO DEFAULT")
         assert con.execute("SHOW dpsql.epsilon").fetchone() == (epsilon,)
         assert con.execute(shown).fetchall() == [(epsilon,), (epsilon,)]
-        for value in ("1_0", "'infinity'", "0x1", "1e999"):     # PostgreSQL's numbers only
+        for value in ("1_0", "'infinity'", "0x1", "1e999", "'١'", "'0.５'"):   # PostgreSQL's only
             with pytest.raises(psycopg.Error) as caught:
                 con.execute(f"SET dpsql.epsilon TO {value}")
             assert caught.value.sqlstate in ("22023", "42601"), value

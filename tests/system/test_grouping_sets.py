@@ -35,6 +35,9 @@ QUERIES = [
     # seventeenth review: brackets around brackets
     "SELECT g, COUNT(*) AS n FROM s.t GROUP BY ((g))",
     "SELECT g, h, COUNT(*) AS n FROM s.t GROUP BY ROLLUP(((g)), h)",
+    # eighteenth review: a bracketed list of keys
+    "SELECT g, h, COUNT(*) AS n FROM s.t GROUP BY (g, h)",
+    "SELECT g, h, COUNT(*) AS n FROM s.t GROUP BY ((g), (h))",
 ]
 
 

@@ -74,7 +74,11 @@ def test_privacy_reprs_are_short_and_evaluate_back():
     ("SELECT x FROM", "expected a table name, found the end of the query"),
     ("SELECT x) FROM t", "')' is not expected here"),
     ("SELECT x FROM t LIMIT", "LIMIT has no number after it"),
-    ("SELECT CASE WHEN x THEN 1 FROM t", "CASE has no END")])
+    ("SELECT CASE WHEN x THEN 1 FROM t", "CASE has no END"),
+    # eighteenth review of issue 33: sqlglot's class and argument names were shown
+    ("SELECT COUNT(*) FROM t WHERE DATE_TRUNC(x) = 1", "a function call has too few arguments"),
+    ("SELECT COUNT(*) FROM t WHERE STRPOS(s) = 1", "a function call has too few arguments"),
+    ("SELECT COUNT(*) FROM t WHERE s LIKE 'a' ESCAPE", "ESCAPE needs a value after it")])
 def test_parse_errors_are_told_in_sql_terms(sql, said):
     with pytest.raises(dpsql.QueryError) as err:
         parse_query(sql)
