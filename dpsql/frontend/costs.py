@@ -46,6 +46,7 @@ CAP = 10 ** 15
 IN_SCANNED = 16
 """Values of an IN list a value is compared with, at most (longer lists are hashed)."""
 
+_OTHER_STRINGS = (exp.RawString, exp.ByteString, exp.National)   # $$..$$, E'..', N'..'
 _CASE_FOLDS = (exp.Upper, exp.Lower)
 _NOT_STEPS = (exp.Identifier, exp.DataType)      # parts of a name or a type, not evaluated
 _SAME_LENGTH = (exp.Trim, exp.Reverse, exp.Substring, exp.Left, exp.Right, exp.Paren, exp.Try)
@@ -61,6 +62,8 @@ def text_length(node: exp.Expression, column_text) -> int | None:
         return column_text(node)
     if isinstance(node, exp.Literal):
         return len(str(node.this)) if node.is_string else None
+    if isinstance(node, _OTHER_STRINGS):    # refused later, but counted all the same
+        return len(str(node.this))
     named = str(node.this).lower() if isinstance(node, exp.Anonymous) else None
     if isinstance(node, (exp.Concat, exp.DPipe)) or named == "concat":   # typed: Anonymous
         return sum(_as_text(a, column_text) for a in _operands(node))

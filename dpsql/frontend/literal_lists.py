@@ -69,6 +69,8 @@ def _values(text: str) -> tuple | None:
     """The integers of a list's text, or None if one is not written canonically (``007``,
     ``-0``) or does not fit in a BIGINT."""
     tokens = _SEPARATOR.split(text.strip())
+    if any(len(t) > 20 for t in tokens):    # beyond BIGINT; int() refuses 4,301+ digits
+        return None                         # (eighteenth review: an internal error)
     values = tuple(int(t) for t in tokens)
     if any(str(v) != t for v, t in zip(values, tokens)) or \
             not INT64[0] < min(values) <= max(values) <= INT64[1]:

@@ -124,6 +124,9 @@ def _rows(query: Query, pid: str | None, domains: list | None, types: dict) -> e
         conditions.append(exp.Not(this=exp.Is(this=column(pid), expression=exp.Null())))
     for col in domains or []:
         values = _listed_key(col)
+        if not col.values:          # no value is possible (each overflows: NULL): no row
+            conditions.append(exp.false())
+            continue
         conditions.append(exp.In(this=column(col.name), expressions=[
             exp.TryCast(this=literal(v), to=data_type(ENGINE_TYPES[col.type]))
             for v in col.values] if values is None else [listed(values, False, ENGINE_TYPES["int"])]))
@@ -173,7 +176,7 @@ def _grid(domains: list) -> exp.Select:
     for i, col in enumerate(domains):
         values = _listed_key(col)
         inline = exp.Values(expressions=[exp.Tuple(expressions=[exp.TryCast(
-            this=literal(v), to=data_type(ENGINE_TYPES[col.type]))]) for v in col.values]
+            this=literal(v), to=data_type(ENGINE_TYPES[col.type]))]) for v in col.values or [None]]
             if values is None else [listed_rows(values, ENGINE_TYPES["int"])],
             alias=exp.TableAlias(this=exp.to_identifier(f"_g{i}"),
                                  columns=[exp.to_identifier(f"_v{i}", quoted=True)]))

@@ -101,6 +101,13 @@ def _literal_value(node):
 _NOT_LITERAL = object()
 
 
+def _bigint(values: set) -> set:
+    """The values a BIGINT expression takes: one beyond 64 bits is NULL on every engine
+    (TRY), so not a key value (eighteenth review of issue 33: a public key grid of
+    ``k * 2^62`` held values beyond 64 bits, which PostgreSQL refused and Spark wrapped)."""
+    return {v for v in values if -(1 << 63) <= v < (1 << 63)}
+
+
 class Deriver:
     """Bounds and domains over the fields of one relation.
 
@@ -381,10 +388,11 @@ class Deriver:
                 out = {v * const for v in values}
             else:
                 out = {const - v for v in values} if left is not None else {v - const for v in values}
-            return {float(v) for v in out} if kind == "float" else out
+            return {float(v) for v in out} if kind == "float" else _bigint(out)
         if isinstance(node, exp.Neg):
             values = self._domain(node.this, kind)
-            return None if values is None else {-v for v in values}
+            return None if values is None else (_bigint({-v for v in values}) if kind == "int"
+                                                else {-v for v in values})
         return None
 
     def _range(self, node, kind):

@@ -179,3 +179,17 @@ def test_duckdb_reads_a_values_list_as_an_array_with_its_rows(cast):
                                f"FROM ({text})").fetchall())
             for text in (written, select.sql("duckdb"))]
     assert rows[0] == rows[1] and len(rows[0]) == len(values)
+
+
+@pytest.mark.parametrize("form", ["in", "values"])
+def test_an_integer_of_thousands_of_digits_in_a_long_list_is_out_of_range(reader, form):
+    """Eighteenth review of issue 33: 4,301 or more digits (Python's int() limit) in a list
+    of 64+ values was an internal error (XX000 on the wire); it is the range refusal a short
+    list gets."""
+    big = "9" * 5000
+    listed = ", ".join(str(i) for i in range(70))
+    sql = (f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age IN ({listed}, {big})" if form == "in"
+           else "SELECT COUNT(*) AS n FROM PUMS.PUMS, (VALUES " + ", ".join(
+               f"({i})" for i in range(70)) + f", ({big})) v(k) WHERE age = k")
+    with pytest.raises(dpsql.QueryError, match="out of range"):
+        reader.get_privacy_cost(sql)

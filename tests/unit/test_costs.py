@@ -64,6 +64,15 @@ def test_typed_concat_and_greatest_count_their_text():
         assert text_length(node, lambda c: None) == length
 
 
+def test_every_spelling_of_a_string_counts_its_text():
+    """Eighteenth review: $$..$$, E'..' and N'..' counted as 8, not their length (refused
+    after the work bound today; a regression test should that refusal ever go)."""
+    text = "a" * 900
+    plain = _cost(f"CONCAT('{text}', s) LIKE '%ab%'")
+    for spelled in (f"$${text}$$", f"E'{text}'", f"N'{text}'"):
+        assert _cost(f"CONCAT({spelled}, s) LIKE '%ab%'") >= plain - 2 * NODE_COST, spelled
+
+
 def test_a_long_constant_list_costs_as_a_hashed_one():
     listed = ", ".join(str(i) for i in range(5000))
     reader = _reader()
