@@ -48,6 +48,11 @@ IN_SCANNED = 16
 
 _OTHER_STRINGS = (exp.RawString, exp.ByteString, exp.National)   # $$..$$, E'..', N'..'
 _CASE_FOLDS = (exp.Upper, exp.Lower)
+_KEEPS_VALUE = tuple(getattr(exp, n) for n in ("Max", "Min", "AnyValue", "First", "Last", "Mode")
+                     if hasattr(exp, n))
+"""Aggregates whose value is one of their argument's (MAX(text) is as long as its text:
+nineteenth review of issue 33, a LIKE over MAX(CONCAT(s x 40)) in a per-person HAVING was
+counted as 32 characters)."""
 _NOT_STEPS = (exp.Identifier, exp.DataType)      # parts of a name or a type, not evaluated
 _SAME_LENGTH = (exp.Trim, exp.Reverse, exp.Substring, exp.Left, exp.Right, exp.Paren, exp.Try)
 _BRANCHES = (exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Greatest, exp.Least)
@@ -70,7 +75,7 @@ def text_length(node: exp.Expression, column_text) -> int | None:
     if isinstance(node, _CASE_FOLDS):
         inner = text_length(node.this, column_text)
         return None if inner is None else 3 * inner
-    if isinstance(node, _SAME_LENGTH):
+    if isinstance(node, _SAME_LENGTH) or isinstance(node, _KEEPS_VALUE):
         return text_length(node.this, column_text)
     if isinstance(node, (exp.Cast, exp.TryCast)):
         if node.to.this in exp.DataType.TEXT_TYPES:

@@ -87,8 +87,8 @@ def _element(node: exp.Expression, items: list) -> list:
     """The keys of one element: ``(a, b)`` both, ``(a)`` a, ``()`` none."""
     while isinstance(node, exp.Paren):          # ((sex)) is sex, as in PostgreSQL
         node = node.this
-    if isinstance(node, exp.Tuple):
-        return [_key(_bare_key(k), items) for k in node.expressions]
+    if isinstance(node, exp.Tuple):        # ((a, b), c) is a, b, c, as in PostgreSQL
+        return [k for member in node.expressions for k in _element(member, items)]
     return [_key(node, items)]
 
 

@@ -38,6 +38,8 @@ QUERIES = [
     # eighteenth review: a bracketed list of keys
     "SELECT g, h, COUNT(*) AS n FROM s.t GROUP BY (g, h)",
     "SELECT g, h, COUNT(*) AS n FROM s.t GROUP BY ((g), (h))",
+    # nineteenth review: a bracketed list in a bracketed list
+    "SELECT g, h, COUNT(*) AS n FROM s.t GROUP BY ((g, h), g)",
 ]
 
 

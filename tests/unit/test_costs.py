@@ -54,6 +54,11 @@ def test_text_counts_its_most_characters_literals_included():
     assert _cost("CASE WHEN n = 1 THEN s ELSE 'x' END = 'y'") > 200      # a compared text
 
 
+def test_an_aggregate_of_text_is_as_long_as_its_text():
+    assert text_length(parse_one("MAX(CONCAT(s, s))", read="duckdb"),
+                       lambda c: 200 if c.name == "s" else None) == 400
+
+
 def test_typed_concat_and_greatest_count_their_text():
     """The typecheck writes CONCAT, GREATEST and LEAST as anonymous calls (sqlglot would
     print || or NULL-guarding CASEs): their text counts all the same."""
@@ -103,6 +108,14 @@ def test_a_long_constant_list_costs_as_a_hashed_one():
     "p.n = 100 THEN CONCAT({lits}, CAST(k AS VARCHAR)) LIKE '%{a94}b%' ELSE FALSE END)",
     "SELECT COUNT(*) AS c FROM x.t p WHERE NOT EXISTS (SELECT 1 FROM {v1000} WHERE "
     "CONCAT(p.s, CAST(k AS VARCHAR)) LIKE '%{a94}b%')",
+    # nineteenth review: a LIKE or STRPOS over MAX(text) in a per-person subquery's HAVING
+    # was counted as a 32-character subject, whatever the text
+    "SELECT COUNT(*) AS c FROM x.t WHERE pid IN (SELECT pid FROM x.t GROUP BY pid "
+    "HAVING MAX(CONCAT({s40})) LIKE '%a%a%a%b')",
+    "SELECT COUNT(*) AS c FROM x.t WHERE pid IN (SELECT pid FROM x.t GROUP BY pid "
+    "HAVING STRPOS(MAX(CONCAT({s40})), 'b' || '{a999}') > 0)",
+    "SELECT COUNT(*) AS c FROM (SELECT pid, MIN(s) AS m FROM x.t GROUP BY pid "
+    "HAVING MIN(CONCAT({s40})) LIKE '%a%a%a%b') q",
     # a pattern with many '%' over a column
     "SELECT COUNT(*) AS c FROM x.t WHERE s LIKE '%a%b%c%d%'",
     # the parts of one statement add up: 4 grouping sets of a query near the bound
@@ -110,7 +123,7 @@ def test_a_long_constant_list_costs_as_a_hashed_one():
 ])
 def test_work_beyond_the_bound_is_refused_before_anything_runs(sql):
     sql = sql.format(v1000=_values(1000), v100=_values(100), lits=", ".join(["'" + "a" * 900 + "'"] * 20),
-                     a94="a" * 94, a30="a" * 30,
+                     a94="a" * 94, a30="a" * 30, a999="a" * 999, s40=", ".join(["s"] * 40),
                      terms=", ".join(f"k * {i}" for i in range(200)))
     reader = _reader()
     with pytest.raises(dpsql.QueryError, match="characters for each private row") as err:
