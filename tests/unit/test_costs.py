@@ -114,6 +114,9 @@ def test_a_long_constant_list_costs_as_a_hashed_one():
     "HAVING MAX(CONCAT({s40})) LIKE '%a%a%a%b')",
     "SELECT COUNT(*) AS c FROM x.t WHERE pid IN (SELECT pid FROM x.t GROUP BY pid "
     "HAVING STRPOS(MAX(CONCAT({s40})), 'b' || '{a999}') > 0)",
+    "SELECT COUNT(*) AS c FROM x.t WHERE pid IN (SELECT pid FROM x.t GROUP BY pid HAVING "
+    "STRPOS(MAX(CASE WHEN n = 100 THEN CONCAT({s40}) ELSE '' END), "
+    "MAX(CASE WHEN n = 100 THEN CONCAT('b', {s40}) ELSE '' END)) >= 0)",   # its wire attack
     "SELECT COUNT(*) AS c FROM (SELECT pid, MIN(s) AS m FROM x.t GROUP BY pid "
     "HAVING MIN(CONCAT({s40})) LIKE '%a%a%a%b') q",
     # a pattern with many '%' over a column
