@@ -22,12 +22,13 @@ from sqlglot import exp
 from .dialect import SUM_BOUND
 from .rewrite import clamp, column, substitute
 from ..frontend.binding import Binder, expression_weight, fail
+from ..frontend.costs import text_length
 from ..frontend.typecheck import Checker
 from .bounds import Deriver
 from .aggregates import PER_PERSON
 from .nodes import truncated
 from .relations import (HIDDEN_PID, Field, Relation, _check_name, _derive, _output_name,
-                        _references_id, _unbounded_message, censored, not_null_id)
+                        _references_id, _unbounded_message, censored, field_text, not_null_id)
 from ..frontend.dialect import ANALYST_DIALECT
 
 PER_PERSON_AGGREGATES = PER_PERSON   # dpsql.plan.aggregates
@@ -165,6 +166,7 @@ class _PerPerson:
         f.censored = (not isinstance(node, (exp.Min, exp.Max))) or censored(node, child.fields)
         f.weight = expression_weight(node, lambda c: child.fields.get(
             c.name.lower(), Field("", "")).weight)
+        f.text = text_length(node, field_text(child.fields)) if f.kind == "string" else None
         self.aggs.append((node, out))
         self.fields[out.lower()] = f
         self.projections.append(exp.alias_(agg, out, quoted=True))

@@ -282,7 +282,10 @@ class Resolver:
             content = [exp.Tuple(expressions=[c.copy() for c in r]) for r in rows]
         fields, projections = {}, []
         for i, (name, kind) in enumerate(zip(names, kinds)):
-            fields[name.lower()] = Field(name, kind, origin="VALUES")
+            cells = [r[i] for r in rows or [] if not isinstance(r[i], exp.Null)]
+            longest = max((len(str(c.this)) for c in cells), default=0) \
+                if kind == "string" and all(isinstance(c, exp.Literal) for c in cells) else None
+            fields[name.lower()] = Field(name, kind, origin="VALUES", text=longest)
             projections.append(exp.alias_(exp.Cast(this=exp.column(f"_c{i}", quoted=True),
                                                    to=exp.DataType.build(ENGINE_TYPES[kind])),
                                           name, quoted=True))

@@ -20,15 +20,17 @@ def test_overlapping_plans_still_collect_their_garbage():
 
     def long_plan():                      # one thread always planning
         with collector_paused():
-            stop.wait(3 * EVERY_S + 1)
+            stop.wait(12 * EVERY_S)
 
     holder = threading.Thread(target=long_plan)
     gc.callbacks.append(count)
     try:
         holder.start()
         time.sleep(0.05)
-        end = time.monotonic() + 2.5 * EVERY_S
-        while time.monotonic() < end:     # others plan back to back meanwhile
+        # Others plan back to back meanwhile, until two full collections came or 10 periods
+        # passed (2.5 periods, as before, were too short for a loaded CI worker: 1 of 2).
+        end = time.monotonic() + 10 * EVERY_S
+        while time.monotonic() < end and len(full) < 2:
             with collector_paused():
                 [[] for _ in range(100)]
             time.sleep(0.01)
