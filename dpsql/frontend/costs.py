@@ -19,9 +19,10 @@ without; neither the literals' text nor the pattern's length was counted):
   LEFT, RIGHT, LENGTH, a CAST to or from text) costs the length of its text; a comparison,
   IN or BETWEEN of text the lengths of its text operands (IN: the tested value once per
   value, up to IN_SCANNED);
-- ``s LIKE p`` costs ``n + m * n ** (w - 1)`` for a subject of ``n`` characters, a pattern of
-  ``m`` and ``w`` runs of ``%``: each ``%`` after the first may make a backtracking matcher
-  (Spark's regular expressions) try every position again (``'%ab%'`` is ``n * m``);
+- ``s LIKE p`` costs ``n + m * n ** w`` for a subject of ``n`` characters, a pattern of ``m``
+  and ``w`` runs of ``%`` that more pattern follows: each makes a matcher try the rest at
+  every position of the subject (``'%ab%'`` and ``'%ab'`` are ``n * m``, ``'ab%'`` ``n + m``;
+  a backtracking matcher, as Spark's regular expressions, multiplies them);
   ILIKE adds the case folding of both sides;
 - STRPOS, POSITION and CONTAINS cost ``n * m``; STARTS_WITH ``n + m``; an aggregate the
   length of the text it compares or hashes (``MAX(s)``, ``COUNT(DISTINCT s)``);
@@ -122,22 +123,29 @@ def _like(node: exp.Expression, column_text) -> int:
     pattern = node.expression
     if isinstance(pattern, exp.Literal) and pattern.is_string:
         text = str(pattern.this)
-        m, runs = len(text), _wildcard_runs(text)
+        m, searches = len(text), _searches(text)
     else:                   # refused by the typecheck, which says so (after this)
-        m, runs = _as_text(pattern, column_text), 2
-    cost = n + m * min(n ** max(runs - 1, 0), CAP)
+        m, searches = _as_text(pattern, column_text), 1
+    cost = n + m * min(n ** searches, CAP)
     if isinstance(node, exp.ILike):
         cost += 3 * (n + m)
     return cost
 
 
-def _wildcard_runs(pattern: str) -> int:
-    runs, previous = 0, ""
-    for ch in pattern:
-        if ch == "%" and previous != "%":
-            runs += 1
-        previous = ch
-    return runs
+def _searches(pattern: str) -> int:
+    """Runs of '%' that more pattern follows: each makes a matcher try the rest at every
+    position of the subject ('%abc', 'a%bc', '%abc%': 1; 'abc%': 0; '%a%b%': 2). The
+    twentieth review of issue 33: a leading '%' with no trailing one was counted as a
+    prefix (n + m), while PostgreSQL tried the tail at every position (n * m)."""
+    count, i = 0, 0
+    while i < len(pattern):
+        if pattern[i] != "%":
+            i += 1
+            continue
+        while i < len(pattern) and pattern[i] == "%":
+            i += 1
+        count += i < len(pattern)
+    return count
 
 
 def _search(node: exp.Expression, column_text) -> int:

@@ -42,6 +42,8 @@ def test_a_like_costs_its_subject_times_its_pattern_for_each_wildcard_after_the_
     assert _cost("s LIKE 'abc'") == nodes + 200 + 3                  # no '%': a comparison
     assert _cost("s LIKE 'abc%'") == nodes + 200 + 4                 # a prefix
     assert _cost("s LIKE '%abc%'") == nodes + 200 + 5 * 200          # a search: n x m
+    assert _cost("s LIKE '%abc'") == nodes + 200 + 4 * 200           # so is a suffix (review 20)
+    assert _cost("s LIKE 'a%bc'") == nodes + 200 + 4 * 200
     assert _cost("s LIKE '%%abc%%'") == nodes + 200 + 7 * 200        # a run of '%' is one
     assert _cost("s LIKE '%a%b%'") == nodes + 200 + 5 * 200 ** 2     # backtracking: n^2 x m
     assert _cost("s ILIKE '%abc%'") == _cost("s LIKE '%abc%'") + 3 * (200 + 5)
