@@ -375,8 +375,8 @@ def test_a_long_text_column_costs_work_by_its_length():
         ("SELECT COUNT(*) AS n FROM x.t WHERE STRPOS(CONCAT(s, 'x'), 'zz') > 0",
          "copies text columns 512 times"),
         (f"SELECT COUNT(*) AS n FROM x.t CROSS JOIN {values} WHERE s LIKE '%a'",
-         r"characters for each private row \(the last in WHERE: 131,\d{3} per evaluation, "
-         "for each of the up to 20 row"),        # 131,072 characters of s, 20 rows
+         r"characters for each private row \(the last in WHERE: 393,\d{3} per evaluation, "
+         "for each of the up to 20 row"),        # '%a': 131,072 characters of s x 3, 20 rows
         ("SELECT COUNT(*) AS n FROM x.t WHERE s = 'a' OR s = 'b' OR s = 'c'",
          "1,536 column references")]:
         with pytest.raises(dpsql.QueryError, match=words):
