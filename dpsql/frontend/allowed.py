@@ -200,6 +200,8 @@ def name_of(node: exp.Expression) -> str:
     """How a refused node is named in messages."""
     if isinstance(node, exp.Anonymous):
         return f"function {str(node.this).upper()}()"
+    if type(node) in _SPELLED:
+        return _SPELLED[type(node)]
     if isinstance(node, exp.Func):
         return f"function {node.sql_name()}()"
     return _SPELLED.get(type(node), node.key.upper().replace("_", " "))
@@ -208,4 +210,8 @@ def name_of(node: exp.Expression) -> str:
 _SPELLED = {exp.RawString: "a dollar-quoted string ($$...$$; write 'text')",
             exp.ByteString: "an escape string (E'...'; write 'text')",
             exp.National: "a national string (N'...'; write 'text')"}
+_SPELLED.update({getattr(exp, k): v for k, v in {   # twentieth review: as the analyst wrote them
+    "SimilarTo": "SIMILAR TO", "RegexpLike": "a regular-expression match (~, REGEXP_MATCHES)",
+    "ArgMax": "function MAX_BY() (ARG_MAX)", "ArgMin": "function MIN_BY() (ARG_MIN)",
+    "GroupConcat": "function STRING_AGG() (LISTAGG, GROUP_CONCAT)"}.items() if hasattr(exp, k)})
 """Nodes whose sqlglot name is not what the analyst wrote (thirteenth review)."""

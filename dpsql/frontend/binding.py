@@ -137,11 +137,12 @@ def charge_work(cost: int, fanout: int, clause: str) -> None:
         return
     total[0] += cost * max(fanout, 1)
     if total[0] > MAX_ROW_WORK:
-        fail(f"this query may make the engine process up to {total[0]:,} characters for each "
+        fail(f"this query may make the engine process up to {total[0]:,} bytes for each "
              f"private row (the last in {clause}: {cost:,} per evaluation, for each of the up to "
-             f"{fanout:,} row(s) one private row becomes there; text counting its most "
-             f"characters, a LIKE pattern's length once for each position of its subject after "
-             f"a '%', and every other term {costs.NODE_COST}), more than dpsql's limit of "
+             f"{fanout:,} row(s) one private row becomes there; text counting its most bytes, "
+             f"{costs.BYTES_PER_CHAR} a character of a column's max_length, a LIKE pattern's "
+             f"length once for each position of its subject after a '%' that more pattern "
+             f"follows, and every other term {costs.NODE_COST}), more than dpsql's limit of "
              f"{MAX_ROW_WORK:,}, which keeps the time a query takes from telling whether one "
              "person's rows are there. Use shorter texts and patterns, fewer '%' in a pattern, "
              "fewer joined rows, or simpler expressions")
@@ -226,7 +227,7 @@ class Binder:
         if col is None or col.type != "string":
             return None
         text = getattr(col, "text", None)         # a derived column's, when known
-        return text if text is not None else col.weight * col.text_length
+        return text if text is not None else costs.chars_as_bytes(col.weight * col.text_length)
 
     def _column_cost(self, node: exp.Column) -> int:
         col = self.table.column(node.name) if not isinstance(node.this, exp.Star) else None

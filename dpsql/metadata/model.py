@@ -68,7 +68,7 @@ class Column:
                                            # stands for, CTEs expanded (MAX_WEIGHT)
     cost: int = 0                          # dpsql: character operations computing a derived
                                            # column takes a row (dpsql.frontend.costs)
-    text: int | None = None                # dpsql: a derived text column's most characters
+    text: int | None = None                # dpsql: a derived text column's most bytes
 
     @property
     def bounded(self) -> bool:

@@ -26,7 +26,7 @@ from sqlglot import exp
 from ..metadata.model import Column, Table
 from .rewrite import column, typed_name
 from ..frontend.allowed import TEXT_UNIT
-from ..frontend.costs import row_cost, text_length
+from ..frontend.costs import chars_as_bytes, row_cost, text_length
 from ..frontend.binding import Binder, expression_weight, fail
 from ..frontend.typecheck import Checker
 from .bounds import INF, Deriver
@@ -68,7 +68,7 @@ class Field:
     ref: str | None = None             # "schema.table.column" this column references (no id yet)
     weight: int = 1                    # base-column references it stands for (MAX_WEIGHT)
     cost: int = 0                      # character operations computing it takes a row
-    text: int | None = None            # most characters of its text (None: weight units)
+    text: int | None = None            # most bytes of its text (None: weight units)
     censored: bool = True              # as a group key, needs a threshold unless its values
                                        # are public: False only if every table it comes from
                                        # says censor_dims: false
@@ -185,7 +185,7 @@ def scan(table: Table, metadata=None) -> Relation:
             col.name, col.type, col.lower if bounded else None, col.upper if bounded else None,
             domain=col.values, nullable=col.nullable, is_id=is_id, of_id=is_id or col.private_id,
             origin="metadata", source=f"{table.full_name}.{col.name}".lower(), weight=col.work,
-            text=col.text_length if col.type == "string" else None, censored=table.public or table.censor_dims,
+            text=chars_as_bytes(col.text_length) if col.type == "string" else None, censored=table.public or table.censor_dims,
             ref=(f"{ref[1].full_name}.{ref[2]}".lower() if ref and col.name == ref[0] else None))
     if table.public:
         return Relation(table, fields, None, 0, True, steps=[f"scan {table.full_name}: public "
@@ -241,12 +241,12 @@ def check_work(relation: "Relation", extra: int = 1) -> None:
 
 
 def field_text(fields: dict):
-    """The most characters of a text column of ``fields`` (``costs.text_length``'s reader)."""
+    """The most bytes of a text column of ``fields`` (``costs.text_length``'s reader)."""
     def text(c):
         f = fields.get(c.name.lower())
         if f is None or f.kind != "string":
             return None
-        return f.text if f.text is not None else f.weight * TEXT_UNIT
+        return f.text if f.text is not None else chars_as_bytes(f.weight * TEXT_UNIT)
     return text
 
 

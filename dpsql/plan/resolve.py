@@ -283,7 +283,7 @@ class Resolver:
         fields, projections = {}, []
         for i, (name, kind) in enumerate(zip(names, kinds)):
             cells = [r[i] for r in rows or [] if not isinstance(r[i], exp.Null)]
-            longest = max((len(str(c.this)) for c in cells), default=0) \
+            longest = max((len(str(c.this).encode()) for c in cells), default=0) \
                 if kind == "string" and all(isinstance(c, exp.Literal) for c in cells) else None
             fields[name.lower()] = Field(name, kind, origin="VALUES", text=longest)
             projections.append(exp.alias_(exp.Cast(this=exp.column(f"_c{i}", quoted=True),

@@ -35,6 +35,7 @@ ANONYMOUS_AGGREGATES = {"var": exp.Variance, "std": exp.Stddev, "var_samp": exp.
 # Aggregates sqlglot renames (STRING_AGG is its GroupConcat, written back as LISTAGG):
 # a refusal names every spelling (thirteenth review of issue 33).
 _RENAMED = {exp.GroupConcat: "STRING_AGG (LISTAGG, GROUP_CONCAT)", exp.ArrayAgg: "ARRAY_AGG (LIST)",
+            exp.ArgMax: "MAX_BY (ARG_MAX)", exp.ArgMin: "MIN_BY (ARG_MIN)",
             exp.LogicalAnd: "BOOL_AND (EVERY)", exp.LogicalOr: "BOOL_OR (ANY)"}
 # SELECT clauses dpsql understands; any other (QUALIFY, WINDOW, sampling, ...) is refused
 # rather than silently dropped.

@@ -112,7 +112,7 @@ def test_work_confined_to_one_persons_row_is_refused_for_free(readers):
     for literals, values, exists in ((60, 1000, False), (20, 100, False), (1, 1000, False),
                                      (60, 1000, True), (20, 100, True)):
         a, _ = attack(readers, gated_like(literals, values, exists=exists), runs=3)
-        assert all(label[0] == "refused" and "characters for each private row" in label[1]
+        assert all(label[0] == "refused" and "bytes for each private row" in label[1]
                    for label in a.counts), dict(a.counts)
 
 

@@ -131,7 +131,7 @@ def test_work_beyond_the_bound_is_refused_before_anything_runs(sql):
                      a94="a" * 94, a30="a" * 30, a999="a" * 999, s40=", ".join(["s"] * 40),
                      terms=", ".join(f"k * {i}" for i in range(200)))
     reader = _reader()
-    with pytest.raises(dpsql.QueryError, match="characters for each private row") as err:
+    with pytest.raises(dpsql.QueryError, match="bytes for each private row") as err:
         reader.execute_df(sql)
     assert f"limit of {MAX_ROW_WORK:,}" in str(err.value)
     assert "Use shorter texts and patterns" in str(err.value)
@@ -142,9 +142,9 @@ def test_work_within_the_bound_is_answered():
     reader = _reader()
     for sql in [
         "SELECT COUNT(*) AS c FROM x.t WHERE s LIKE '%ab%' OR s ILIKE 'B%'",
-        f"SELECT COUNT(*) AS c FROM x.t, {_values(100)} WHERE s LIKE '%{'a' * 30}b%'",
-        f"SELECT COUNT(*) AS c FROM x.t, {_values(300)} WHERE CONCAT(s, CAST(k AS VARCHAR)) "
+        f"SELECT COUNT(*) AS c FROM x.t, {_values(25)} WHERE s LIKE '%{'a' * 30}b%'",
+        f"SELECT COUNT(*) AS c FROM x.t, {_values(150)} WHERE CONCAT(s, CAST(k AS VARCHAR)) "
         "LIKE '%ab%'",
-        "SELECT n, COUNT(*) AS c FROM x.t WHERE s LIKE '%a%b%' GROUP BY ROLLUP(n)",
+        "SELECT n, COUNT(*) AS c FROM x.t WHERE s LIKE 'a%b%' GROUP BY ROLLUP(n)",
     ]:
         reader.get_privacy_cost(sql)
