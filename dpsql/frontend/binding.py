@@ -108,8 +108,8 @@ def _expanded(extra: int, clause: str) -> None:
 
 
 MAX_ROW_WORK = 1_000_000
-"""Most character operations (``dpsql.frontend.costs``) a statement's expressions may take
-for one private source row: each expression's cost times the rows that row becomes where
+"""Most bytes of text (and interpreter steps, ``dpsql.frontend.costs``) a statement's
+expressions may process for one private source row: each expression's cost times the rows that row becomes where
 it runs (``Relation.fanout``), summed over the statement (all its parts: a UNION ALL, a
 query's grouping sets). Measured on PostgreSQL at the bound (a CASE running the work on one
 person's row only, under 1, 100 and 1,000 joined rows): 0.9 to 2.0 ms more with the person
