@@ -219,7 +219,7 @@ class Binder:
         return bound
 
     def cost(self, expr: exp.Expression) -> int:
-        """Character operations one evaluation of bound ``expr`` may take (``costs.row_cost``)."""
+        """The work one evaluation of bound ``expr`` may take (``costs.row_cost``)."""
         return costs.row_cost(expr, self._column_text, self._column_cost)
 
     def _column_text(self, node: exp.Column) -> int | None:

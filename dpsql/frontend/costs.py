@@ -1,13 +1,14 @@
 """The work one row costs: an upper bound, from the query text and the metadata only.
 
-Owns: ``row_cost`` (character operations to evaluate an expression once) and
-``text_length`` (the most characters an expression's text may have). The planner
+Owns: ``row_cost`` (the work to evaluate an expression once: bytes of text processed, and
+``NODE_COST`` an interpreter step) and ``text_length`` (the most bytes an expression's text
+may have). The planner
 multiplies a row's cost by the rows one private row becomes (``Relation.fanout``) and
 bounds the sum over a statement (``dpsql.frontend.binding.MAX_ROW_WORK``), so that what
 a query makes the engine do for one person's rows is small whatever their values and
 whatever a CASE confines the work to.
 
-The rules, in characters processed (fifteenth review of issue 33: a LIKE over a 54,000
+The rules, in bytes processed (fifteenth review of issue 33: a LIKE over a 54,000
 character CONCAT of literals, in a CASE that runs it only on one person's row, under a
 1,000-row VALUES join, took PostgreSQL past a 5 s timeout with the person and 0.5 s
 without; neither the literals' text nor the pattern's length was counted):
@@ -19,7 +20,7 @@ without; neither the literals' text nor the pattern's length was counted):
   LEFT, RIGHT, LENGTH, a CAST to or from text) costs the length of its text; a comparison,
   IN or BETWEEN of text the lengths of its text operands (IN: the tested value once per
   value, up to IN_SCANNED);
-- ``s LIKE p`` costs ``n + m * n ** w`` for a subject of ``n`` characters, a pattern of ``m``
+- ``s LIKE p`` costs ``n + m * n ** w`` for a subject of ``n`` bytes, a pattern of ``m``
   and ``w`` runs of ``%`` that more pattern follows: each makes a matcher try the rest at
   every position of the subject (``'%ab%'`` and ``'%ab'`` are ``n * m``, ``'ab%'`` ``n + m``;
   a backtracking matcher, as Spark's regular expressions, multiplies them);
@@ -38,10 +39,10 @@ from sqlglot import exp
 from . import literal_lists
 
 NODE_COST = 8
-"""Character operations one interpreter step stands for (PostgreSQL: about 8 ns a step
-against about 1 ns a compared character)."""
+"""Bytes processed one interpreter step stands for (PostgreSQL: about 8 ns a step against
+about 1 ns a compared byte)."""
 NUMBER_TEXT = 32
-"""The most characters a number, date, time or boolean has as text."""
+"""The most bytes a number, date, time or boolean has as text."""
 BYTES_PER_CHAR = 4
 """Text is counted in bytes: PostgreSQL's and DuckDB's LIKE compare UTF-8 bytes, and a
 character takes up to 4 (twentieth review of issue 33: 250 emoji made a LIKE 4 x 4 times
@@ -104,7 +105,7 @@ def _bytes(text: str) -> int:
 
 
 def row_cost(expr: exp.Expression, column_text, column_cost) -> int:
-    """Character operations evaluating ``expr`` once may take, at most
+    """The work (bytes processed, steps) evaluating ``expr`` once may take, at most
     (``column_cost(column)``: what computing a derived column costs; 0 for a stored one)."""
     total = 0
     for node in expr.walk():

@@ -6,6 +6,8 @@ plan. Messages, replay keys and the ledger quote queries in this dialect.
 """
 from __future__ import annotations
 
+import functools
+
 ANALYST_DIALECT = "duckdb"
 
 
@@ -16,12 +18,8 @@ def analyst_parser():
     return _parser_class()(dialect=ANALYST_DIALECT)
 
 
-_PARSER = []
-
-
+@functools.cache
 def _parser_class():
-    if _PARSER:
-        return _PARSER[0]
     import sqlglot
     from sqlglot import exp
     from sqlglot.tokens import TokenType
@@ -41,5 +39,4 @@ def _parser_class():
             return self._parse_grouping_sets() or self._parse_cube_or_rollup() or \
                 self._parse_disjunction()
 
-    _PARSER.append(AnalystParser)
     return AnalystParser

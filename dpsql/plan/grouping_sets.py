@@ -85,8 +85,7 @@ def _choices(item: exp.Expression, items: list) -> list:
 
 def _element(node: exp.Expression, items: list) -> list:
     """The keys of one element: ``(a, b)`` both, ``(a)`` a, ``()`` none."""
-    while isinstance(node, exp.Paren):          # ((sex)) is sex, as in PostgreSQL
-        node = node.this
+    node = _bare_key(node)                  # ((sex)) is sex, as in PostgreSQL
     if isinstance(node, exp.Tuple):        # ((a, b), c) is a, b, c, as in PostgreSQL
         return [k for member in node.expressions for k in _element(member, items)]
     return [_key(node, items)]

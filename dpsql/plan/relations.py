@@ -67,11 +67,15 @@ class Field:
     id_copy: bool = False              # equals the person's id on every row (an inner join's key)
     ref: str | None = None             # "schema.table.column" this column references (no id yet)
     weight: int = 1                    # base-column references it stands for (MAX_WEIGHT)
-    cost: int = 0                      # character operations computing it takes a row
+    cost: int = 0                      # work computing it takes a row (frontend.costs)
     text: int | None = None            # most bytes of its text (None: weight units)
     censored: bool = True              # as a group key, needs a threshold unless its values
                                        # are public: False only if every table it comes from
                                        # says censor_dims: false
+
+    def text_bytes(self) -> int:
+        """The most bytes of this text column (``text`` if known, else its weight's units)."""
+        return self.text if self.text is not None else chars_as_bytes(self.weight * TEXT_UNIT)
 
     def bounds_text(self) -> str:
         if self.kind == "boolean":
@@ -185,7 +189,8 @@ def scan(table: Table, metadata=None) -> Relation:
             col.name, col.type, col.lower if bounded else None, col.upper if bounded else None,
             domain=col.values, nullable=col.nullable, is_id=is_id, of_id=is_id or col.private_id,
             origin="metadata", source=f"{table.full_name}.{col.name}".lower(), weight=col.work,
-            text=chars_as_bytes(col.text_length) if col.type == "string" else None, censored=table.public or table.censor_dims,
+            text=chars_as_bytes(col.text_length) if col.type == "string" else None,
+            censored=table.public or table.censor_dims,
             ref=(f"{ref[1].full_name}.{ref[2]}".lower() if ref and col.name == ref[0] else None))
     if table.public:
         return Relation(table, fields, None, 0, True, steps=[f"scan {table.full_name}: public "
@@ -244,15 +249,14 @@ def field_text(fields: dict):
     """The most bytes of a text column of ``fields`` (``costs.text_length``'s reader)."""
     def text(c):
         f = fields.get(c.name.lower())
-        if f is None or f.kind != "string":
-            return None
-        return f.text if f.text is not None else chars_as_bytes(f.weight * TEXT_UNIT)
+        return f.text_bytes() if f is not None and f.kind == "string" else None
     return text
 
 
 def field_cost(expr: exp.Expression, fields: dict) -> int:
-    """Character operations computing ``expr`` over a relation's ``fields`` takes a row."""
-    return row_cost(expr, field_text(fields), lambda c: getattr(fields.get(c.name.lower()), "cost", 0))
+    """The work (``costs.row_cost``) computing ``expr`` over a relation's ``fields`` takes a row."""
+    return row_cost(expr, field_text(fields),
+                    lambda c: getattr(fields.get(c.name.lower()), "cost", 0))
 
 
 def censored(node: exp.Expression, fields: dict) -> bool:

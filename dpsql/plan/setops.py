@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..frontend.allowed import TEXT_UNIT
-from ..frontend.costs import chars_as_bytes
 from .rewrite import column, typed_name
 from ..frontend.binding import fail
 from .joins import LOCAL_IDS
@@ -242,9 +240,7 @@ def _union_field(i: int, f: Field, parts: list, unit: str, name: str) -> Field:
         of_id=any(c.of_id for c in column_fields),
         censored=any(c.censored for c in column_fields),
         weight=max(c.weight for c in column_fields),
-        text=max((c.text if c.text is not None else chars_as_bytes(c.weight * TEXT_UNIT))
-                 for c in column_fields)
-        if f.kind == "string" else None,
+        text=max(c.text_bytes() for c in column_fields) if f.kind == "string" else None,
         in_bounds=all(c.in_bounds for c in column_fields),
         id_copy=unit == "person" and all(c.is_id or c.id_copy for c in column_fields),
         origin="UNION ALL")

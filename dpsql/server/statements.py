@@ -345,7 +345,7 @@ def _show(state: SessionState, text: str, default: Privacy) -> Result:
         privacy = state.privacy(default)
         value = getattr(privacy, name.split(".")[1])
         return Result("SHOW", [(name, "VARCHAR")], [("" if value is None else _text(value),)])
-    known = {k.lower(): v for k, v in PARAMETERS.items()}
+    known = _KNOWN
     if name == "all":
         rows = sorted((k, _text(setting(state, k)), "") for k in known)
         return Result("SHOW", [("name", "VARCHAR"), ("setting", "VARCHAR"),
@@ -353,6 +353,10 @@ def _show(state: SessionState, text: str, default: Privacy) -> Result:
     if name not in state.settings and name not in known:
         raise ServerError(f'unrecognized configuration parameter "{name}"', "42704")
     return Result("SHOW", [(name, "VARCHAR")], [(_text(setting(state, name)),)])
+
+
+_KNOWN = {k.lower(): v for k, v in PARAMETERS.items()}
+"""PostgreSQL's reported parameters by lower-case name (SHOW, pg_settings)."""
 
 
 def setting(state: SessionState, name: str):
@@ -363,7 +367,7 @@ def setting(state: SessionState, name: str):
         return state.settings[name]
     if name == "transaction_isolation" and state.settings.get("default_transaction_isolation"):
         return state.settings["default_transaction_isolation"]
-    return {k.lower(): v for k, v in PARAMETERS.items()}.get(name)
+    return _KNOWN.get(name)
 
 
 def shown_settings(state: SessionState, default: Privacy) -> dict:

@@ -193,3 +193,13 @@ def test_an_integer_of_thousands_of_digits_in_a_long_list_is_out_of_range(reader
                f"({i})" for i in range(70)) + f", ({big})) v(k) WHERE age = k")
     with pytest.raises(dpsql.QueryError, match="out of range"):
         reader.get_privacy_cost(sql)
+
+
+def test_a_public_key_whose_every_value_leaves_64_bits_releases_no_row(reader):
+    """Eighteenth review of issue 33: such a key grid was refused by PostgreSQL and wrapped by
+    Spark; every value is NULL (not a key), so no group, not a NULL group, is released."""
+    frame = reader.execute_df(
+        "SELECT v.k * 4611686018427387904 AS z, COUNT(*) AS n FROM PUMS.PUMS p JOIN "
+        "(VALUES (30), (40), (50)) v(k) ON p.age = v.k GROUP BY v.k * 4611686018427387904",
+        privacy=dpsql.Privacy(epsilon=1e5, delta=1e-6))
+    assert len(frame) == 0 and list(frame.columns) == ["z", "n"]

@@ -121,6 +121,11 @@ def test_a_long_constant_list_costs_as_a_hashed_one():
     "MAX(CASE WHEN n = 100 THEN CONCAT('b', {s40}) ELSE '' END)) >= 0)",   # its wire attack
     "SELECT COUNT(*) AS c FROM (SELECT pid, MIN(s) AS m FROM x.t GROUP BY pid "
     "HAVING MIN(CONCAT({s40})) LIKE '%a%a%a%b') q",
+    # a derived text's most bytes, where its weight would count less: a VALUES literal of
+    # 1,000 four-byte characters, and UPPER (three times its text) in a UNION ALL part
+    "SELECT COUNT(*) AS c FROM x.t, (VALUES ('{emoji}')) v(w) WHERE STRPOS(v.w, s) > 0",
+    "SELECT COUNT(*) AS c FROM (SELECT pid, UPPER(CONCAT(s, s, s, s)) AS u FROM x.t UNION ALL "
+    "SELECT pid, s AS u FROM x.t) q WHERE STRPOS(u, '{a100}') > 0",
     # a pattern with many '%' over a column
     "SELECT COUNT(*) AS c FROM x.t WHERE s LIKE '%a%b%c%d%'",
     # the parts of one statement add up: 4 grouping sets of a query near the bound
@@ -129,6 +134,7 @@ def test_a_long_constant_list_costs_as_a_hashed_one():
 def test_work_beyond_the_bound_is_refused_before_anything_runs(sql):
     sql = sql.format(v1000=_values(1000), v100=_values(100), lits=", ".join(["'" + "a" * 900 + "'"] * 20),
                      a94="a" * 94, a30="a" * 30, a999="a" * 999, s40=", ".join(["s"] * 40),
+                     emoji=chr(0x1F600) * 1000, a100="a" * 100,
                      terms=", ".join(f"k * {i}" for i in range(200)))
     reader = _reader()
     with pytest.raises(dpsql.QueryError, match="bytes for each private row") as err:
