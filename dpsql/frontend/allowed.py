@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlglot import exp
+from .dialect import ANALYST_DIALECT
 
 from ..metadata.model import DEFAULT_TEXT_LENGTH, MAX_TEXT_CELL, TEXT_UNIT  # noqa: F401
 
@@ -215,3 +216,16 @@ _SPELLED.update({getattr(exp, k): v for k, v in {   # twentieth review: as the a
     "ArgMax": "function MAX_BY() (ARG_MAX)", "ArgMin": "function MIN_BY() (ARG_MIN)",
     "GroupConcat": "function STRING_AGG() (LISTAGG, GROUP_CONCAT)"}.items() if hasattr(exp, k)})
 """Nodes whose sqlglot name is not what the analyst wrote (thirteenth review)."""
+
+
+def as_written(node: exp.Expression) -> str:
+    """``node`` as SQL the analyst would recognise: a function the analyst's dialect spells
+    as another expression (DuckDB's INITCAP is a CASE over REGEXP_MATCHES: the twenty-first
+    review) is shown under its own name."""
+    text = node.sql(ANALYST_DIALECT)
+    if isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous) and \
+            not text.upper().startswith(node.sql_name().upper()):
+        generic = node.sql()
+        if generic.upper().startswith(node.sql_name().upper()):
+            return generic
+    return text

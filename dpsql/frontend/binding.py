@@ -130,6 +130,12 @@ def statement_work():
         _ROW_WORK.reset(token)
 
 
+def statement_work_total() -> int | None:
+    """The statement's work per private row so far (None outside ``statement_work``)."""
+    total = _ROW_WORK.get()
+    return None if total is None else total[0]
+
+
 def charge_work(cost: int, fanout: int, clause: str) -> None:
     """Add ``cost`` (one evaluation) times ``fanout`` to the statement's work per private row."""
     total = _ROW_WORK.get()

@@ -19,7 +19,8 @@ from sqlglot import exp
 
 from . import decimals, temporal
 from .ranges import cannot_fail
-from .allowed import CAST_REFUSED, CAST_TARGETS, ENGINE_TYPES, NUMERIC, TEMPORAL, entry_for, name_of
+from .allowed import (CAST_REFUSED, CAST_TARGETS, ENGINE_TYPES, NUMERIC, TEMPORAL, as_written,
+                      entry_for, name_of)
 from .dialect import ANALYST_DIALECT
 from .literal_lists import expanded, listed, listed_in
 from .literals import (INT64, _convert_literal, _literal_value, _refuse,  # noqa: F401 - re-exported
@@ -110,7 +111,7 @@ class Checker:
         entry = entry_for(node)
         if entry is None:
             _refuse(f"{name_of(node)} is not allowed in {self.clause} "
-                    f"({node.sql(ANALYST_DIALECT)[:80]}); dpsql accepts only the functions and "
+                    f"({as_written(node)[:80]}); dpsql accepts only the functions and "
                     "operators listed in docs/sql.md, whose failures it can rule out")
         out, kind = getattr(self, "_" + entry.rule)(node)
         return _annotated(out, kind), kind
@@ -492,4 +493,5 @@ def check(node: exp.Expression, columns: dict, clause: str = "WHERE", leaf=None)
 
 def predicate(node: exp.Expression, columns: dict, clause: str = "WHERE", leaf=None) -> exp.Expression:
     return Checker(columns, leaf, clause).predicate(node)
+
 

@@ -34,6 +34,7 @@ from .aggregates import aggregate_type, plan_aggregates
 from .statistics import Statistic, StatisticSet
 from .nodes import epoch_us, every_node, truncated, truncated_groups
 from .lift import MAX_GRID, lift
+from .precut import NOTE as PRECUT_NOTE, PRE_CUT_WORK, needs_precut, precut
 from .query import Query
 from .relations import Field, censored, check_work
 from ..frontend.binding import expression_weight
@@ -264,6 +265,9 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
     # Rows of a held relation carry its sides' random samples: stored like truncated rows.
     exact = _exact_query(rows, keys, key_names, stats.items, domains,
                          truncating or query.relation.held)
+    precutting = needs_precut(exact, query.relation.tables, query.work)
+    if precutting:
+        exact = precut(exact, query.relation.tables)
     check_rows_independent(exact)
     post = _post_query(query, aggregate_outputs, key_names, [kind for _, kind in keys],
                        [s.name for s in stats.items])
@@ -274,7 +278,8 @@ def build_plan(query: Query, privacy: Privacy) -> Plan:
                 events=query_events(stats.items, spend),
                 threshold_choice=choice, tau=choice.tau if choice else None,
                 selection=selection is not None)
-    plan.notes += query.notes + ([selection] if selection else []) + _notes(group_bounds, bool(query.keys and not domains
+    plan.notes += query.notes + ([selection] if selection else []) + (
+        [PRECUT_NOTE.format(limit=PRE_CUT_WORK)] if precutting else []) + _notes(group_bounds, bool(query.keys and not domains
                                                           and not needs_threshold))
     return plan
 

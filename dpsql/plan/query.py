@@ -44,3 +44,4 @@ class Query:
     distinct: bool = False
     cut: Cut | None = None                            # an inner ORDER BY ... LIMIT first
     notes: list = field(default_factory=list)         # for explain (dpsql.plan.contributions)
+    work: int = 0             # the statement's work per private row (binding.MAX_ROW_WORK)

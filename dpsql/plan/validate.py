@@ -25,7 +25,7 @@ from .quantiles import normalise_quantile
 from .selection import normalise_mode
 from ..frontend.binding import Binder as _Binder
 from ..frontend.binding import fail as _fail
-from ..frontend.binding import statement_expansion, statement_work
+from ..frontend.binding import statement_expansion, statement_work, statement_work_total
 from ..frontend.dialect import ANALYST_DIALECT
 
 SUPPORTED_AGGREGATES = RELEASED     # dpsql.plan.aggregates
@@ -275,7 +275,9 @@ def _validate(tree: exp.Select, metadata: Metadata, public) -> Query:
                         _int_literal(outer.select.args.get("offset"), "OFFSET"))
         _check_contained_parts([e for _, e in query.outputs] + [query.having] + [
             o.this for o in query.order] + ([query.cut.where] if query.cut else []))
-    return apply_options(query)
+    query = apply_options(query)
+    query.work = statement_work_total() or 0     # every part so far (dpsql.plan.precut)
+    return query
 
 
 def _select_distinct(tree: exp.Select, binder: _Binder, items: list, keys: list) -> tuple:

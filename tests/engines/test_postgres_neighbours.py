@@ -23,7 +23,9 @@ from tests.engines.neighbour_checks import (  # noqa: F401 - collected here, on 
     test_a_key_of_one_person_is_thresholded,
     test_quantile_of_one_persons_extreme,
     test_work_confined_to_one_persons_row_is_refused_for_free,
-    test_work_at_the_bound_takes_the_same_time)
+    test_work_at_the_bound_takes_the_same_time,
+    test_work_on_a_persons_stored_rows_is_cut_first,
+    test_a_heavy_query_reads_at_most_max_ids_rows_of_a_person)
 from tests.servers import create_database, load_frame
 
 RUNS = 120

@@ -22,7 +22,8 @@ from tests.engines.neighbour_checks import (  # noqa: F401 - collected here, on 
     test_private_join_on_the_person,
     test_a_key_of_one_person_is_thresholded,
     test_quantile_of_one_persons_extreme,
-    test_work_confined_to_one_persons_row_is_refused_for_free)
+    test_work_confined_to_one_persons_row_is_refused_for_free,
+    test_a_heavy_query_reads_at_most_max_ids_rows_of_a_person)
 
 RUNS = 60          # >= runs_needed(EPSILON, DELTA, 4) = 53: enough to fail; Spark runs are slow
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
@@ -35,7 +36,7 @@ def runs():
 
 SCHEMAS = {"s.t": "pid bigint, g string, k string, x bigint", "s.p": "pid bigint, sex string",
            "s.v": "pid bigint, cost bigint", "s.gt": "pid bigint, g string",
-           "s.w": "pid bigint, x bigint"}
+           "s.w": "pid bigint, x bigint", "s.r": "pid bigint, x bigint, s string"}
 
 
 @pytest.fixture(scope="module")

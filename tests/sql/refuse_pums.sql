@@ -183,3 +183,4 @@ SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ = E'ab' -- QueryError: an escape 
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ = N'ab' -- QueryError: a national string (N'...'; write 'text') is not allowed
 SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY ROLLUP(sex) ORDER BY n DESC -- QueryError: ORDER with GROUP BY ROLLUP, CUBE or GROUPING SETS is not supported
 SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY ALL -- QueryError: GROUP BY ALL
+SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE INITCAP(educ) = 'A' -- QueryError: function INITCAP() is not allowed in WHERE (INITCAP("educ"))

@@ -1,0 +1,105 @@
+"""Rewrite rule: a heavy statement reads each person's stored rows cut to ``max_ids`` first.
+
+Owns: where a person's rows are cut when the query's expressions are heavy. A plan
+filters and computes its expressions (``WHERE``, derived columns, aggregate arguments,
+``JOIN ... ON``, correlated conditions) and only then keeps ``k`` random rows per person,
+so that the kept rows are ones the query uses. Every such expression then runs on all of a
+person's *stored* rows, which no metadata bounds: the work bound per private row
+(``dpsql.frontend.binding.MAX_ROW_WORK``) times a person's 1,000 stored rows showed their
+presence in the time (issue 33's twenty-first review: +0.42 s on DuckDB, +0.52 s on
+PostgreSQL, over the wire, with ``max_ids: 3``).
+
+The rule: a statement whose work per private row (the binder's total, every part of it) is
+over ``PRE_CUT_WORK``, or that tests a person's rows against each other (a correlated
+``EXISTS`` over private rows: pairs of stored rows), reads every private table as at most
+``max_ids`` uniformly random rows per person (per referenced key for a table that reaches
+its person through ``references``), cut before any of its expressions run; rows whose
+person is NULL pass unchanged (they are no one's, and the dry run's row of NULLs must
+still reach the expressions). Then one person's rows cost at most ``max_ids`` times the
+bounded work, whatever they store. A cheap statement keeps "filter, then cut": its work
+per stored row is at most ``PRE_CUT_WORK``, about what reading and cutting a row costs
+(so a person's many rows slow it no more than they slow any query: docs/privacy.md,
+"Residual timing"). The cut is the one truncation uses (``dpsql.plan.nodes.Truncated``);
+for a person with more stored rows than ``max_ids``, a heavy query's ``WHERE`` chooses among
+their kept rows, not among all of them (explain says so).
+"""
+from __future__ import annotations
+
+import itertools
+
+from sqlglot import exp
+
+from .nodes import truncated
+from .rewrite import column, typed_name
+
+PRE_CUT_WORK = 2_048
+"""Most work per private row (``dpsql.frontend.costs`` units: bytes and steps) a statement
+may run on a person's stored rows before they are cut: about comparing one 256-character
+cell (1,024 bytes) with a literal, or matching it to a prefix pattern, twice."""
+
+NOTE = ("this query's expressions are heavy (more than {limit:,} bytes and steps a row) or "
+        "compare a person's rows with each other: each person's stored rows are first cut to "
+        "max_ids random rows, and the query's WHERE and expressions run on those (docs/privacy.md)")
+
+
+def needs_precut(exact: exp.Expression, tables, work: int) -> bool:
+    """Whether ``exact``, a plan over ``tables`` of a statement with ``work`` per private
+    row, must read their persons' rows cut first."""
+    if not any(_key(t) for t in tables):
+        return False
+    if work > PRE_CUT_WORK:
+        return True
+    private = {typed_name(t) for t in tables if _key(t)}
+    return any(t.name in private for e in exact.find_all(exp.Exists) for t in e.find_all(exp.Table))
+
+
+def precut(exact: exp.Select, tables) -> exp.Select:
+    """``exact`` (changed in place) reading each private table of ``tables`` cut per person."""
+    cuts = {typed_name(t): t for t in tables if _key(t)}
+    numbers = itertools.count()
+
+    def cut(node):
+        if isinstance(node, exp.Table) and not node.args.get("db") and node.name in cuts:
+            alias = node.args.get("alias") or exp.TableAlias(
+                this=exp.to_identifier(node.name, quoted=True))
+            return exp.Subquery(this=_cut_rows(cuts[node.name], f"_p{next(numbers)}"),
+                                alias=alias.copy())
+        return node
+    return exact.transform(cut, copy=False)
+
+
+def _cut_rows(table, prefix: str) -> exp.Select:
+    key = _key(table)
+    names = list(table.columns)
+
+    def stored():
+        return exp.select(*[column(n) for n in names]).from_(
+            exp.Table(this=exp.to_identifier(typed_name(table), quoted=True)))
+    null = exp.Is(this=column(key), expression=exp.Null())
+    kept = truncated(stored().where(exp.Not(this=null.copy())), key, table.max_ids, names,
+                     prefix)
+    unowned = stored().where(null)
+    # Each value through a CASE on a random number (always true): no engine moves a
+    # condition on it below the cut (DuckDB's filter pushdown, PostgreSQL's and Spark's
+    # through a window on its partition key), so the query's WHERE runs on kept rows only.
+    fenced = [exp.alias_(exp.Case(ifs=[exp.If(this=exp.GTE(
+        this=exp.Rand(), expression=exp.Literal.number(0)), true=column(n))]), n, quoted=True)
+        for n in names]
+    return exp.select(*fenced).from_(exp.Subquery(
+        this=exp.union(unowned, exp.select(exp.Star()).from_(exp.Subquery(
+            this=kept, alias=exp.TableAlias(this=exp.to_identifier(f"_cut{prefix}")))),
+            distinct=False),
+        alias=exp.TableAlias(this=exp.to_identifier(f"_stored{prefix}"))))
+
+
+def _key(table) -> str | None:
+    """The column whose value names a row's person (or referenced row), if rows are cut."""
+    if table.public or table.row_privacy or not getattr(table, "sample_max_ids", True):
+        return None
+    for name, col in table.columns.items():
+        if col.private_id:
+            return name
+    for name, col in table.columns.items():
+        if col.references:
+            return name
+    return None
