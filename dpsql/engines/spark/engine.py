@@ -12,6 +12,7 @@ NULLs Spark cannot fold) and the error policy are ``dpsql.engines.server``'s.
 """
 from __future__ import annotations
 
+import copy
 import os
 import secrets
 import threading
@@ -86,7 +87,23 @@ class SparkEngine(ServerEngine):
     def __init__(self, session, physical: dict, metadata: Metadata) -> None:
         self.session = session
         self._lock = threading.Lock()
+        self._group = None              # the job group of the statement in progress
         super().__init__(physical, metadata)
+
+    def sibling(self) -> "SparkEngine":
+        """Another engine over the same session and views (a server's analysts share one
+        binding): its own lock and its own job groups, so that each runs and is cancelled
+        on its own."""
+        other = copy.copy(self)
+        other._lock, other._group = threading.Lock(), None
+        return other
+
+    def cancel(self) -> None:
+        """Cancel the jobs of the statement in progress, if any (from another thread: a
+        server's statement timeout or an analyst's cancel). Its ``collect`` then fails."""
+        group = self._group
+        if group is not None:
+            self.session.sparkContext.cancelJobGroup(group)
 
     @classmethod
     def from_session(cls, spark, metadata: Metadata, tables: dict | None = None) -> "SparkEngine":
@@ -159,6 +176,7 @@ class SparkEngine(ServerEngine):
         with self._lock:
             previous = {key: context.getLocalProperty(key) for key in _JOB_PROPERTIES}
             context.setJobGroup(group, "dpsql", interruptOnCancel=True)
+            self._group = group
             timer = threading.Timer(STATEMENT_TIMEOUT_S, context.cancelJobGroup, [group])
             timer.daemon = True
             timer.start()
@@ -167,6 +185,7 @@ class SparkEngine(ServerEngine):
                 fields = frame.schema.fields
                 return [f.name for f in fields], frame.collect(), [f.dataType for f in fields]
             finally:
+                self._group = None
                 timer.cancel()
                 for key, value in previous.items():       # the caller's, on this thread
                     context.setLocalProperty(key, value)
