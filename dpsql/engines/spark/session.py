@@ -28,8 +28,7 @@ start faster (a server's driver is long-lived and keeps the JVM's defaults)."""
 def command_session(master: str | None):
     """A Spark session for one command (local[*] unless a master is given), quiet."""
     master = master or "local[*]"
-    return _start(master, {"spark.ui.showConsoleProgress": "false",
-                           "spark.sql.warehouse.dir": _temporary_warehouse()})
+    return _start(master, _defaults(master, {}, short=True))
 
 
 def server_session(master: str, conf: dict) -> tuple:
@@ -48,9 +47,33 @@ def _defaults(master: str, given: dict, short: bool) -> dict:
     out = {"spark.ui.showConsoleProgress": "false",
            "spark.sql.warehouse.dir": _temporary_warehouse()}
     if master.startswith("local"):
-        out.update({k: v for k, v in {**LOCAL, **(SHORT_DRIVER if short else {})}.items()
-                    if k not in given})
+        mine = {**LOCAL, **(SHORT_DRIVER if short else {})}
+        user = {**_user_defaults(), **given}
+        out.update({k: v for k, v in mine.items() if k not in user})
     return out
+
+
+def _user_defaults() -> dict:
+    """The properties the user set for every Spark application: spark-defaults.conf (in
+    SPARK_CONF_DIR, or SPARK_HOME/conf) and ``--conf k=v`` in PYSPARK_SUBMIT_ARGS."""
+    import os
+    import shlex
+    found = {}
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or os.path.join(
+        os.environ.get("SPARK_HOME", ""), "conf")
+    try:
+        with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as f:
+            for line in f:
+                parts = line.strip().split(None, 1)
+                if parts and not parts[0].startswith("#"):
+                    found[parts[0]] = parts[1] if len(parts) > 1 else ""
+    except OSError:
+        pass
+    words = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    for flag, value in zip(words, words[1:]):
+        if flag == "--conf" and "=" in value:
+            found[value.split("=", 1)[0]] = value.split("=", 1)[1]
+    return found
 
 
 def _start(master: str, conf: dict):
