@@ -184,11 +184,26 @@ class SparkEngine(ServerEngine):
                 frame = self.session.sql(sql)
                 fields = frame.schema.fields
                 return [f.name for f in fields], frame.collect(), [f.dataType for f in fields]
+            except BaseException as err:
+                if not isinstance(err, Exception):    # a server's stop, raised mid-call
+                    _drop_connection(context)
+                raise
             finally:
                 self._group = None
                 timer.cancel()
                 for key, value in previous.items():       # the caller's, on this thread
                     context.setLocalProperty(key, value)
+
+
+def _drop_connection(context) -> None:
+    """Close this thread's connection to the JVM (py4j's pinned-thread mode): a server's
+    StatementCancelled, raised into the thread while py4j waited for an answer, may leave
+    the answer unread, which the thread's next call would take for its own. Py4J opens a
+    new connection at that next call."""
+    client = getattr(getattr(context, "_gateway", None), "_gateway_client", None)
+    connection = getattr(client, "get_thread_connection", lambda: None)()
+    if connection is not None:
+        connection.close()
 
 
 def _dry_relation(table: Table) -> exp.Select:
