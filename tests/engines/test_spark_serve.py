@@ -106,7 +106,8 @@ def test_analysts_share_one_spark_binding_and_get_noisy_charged_answers(served, 
     assert engines[0].session is engines[1].session
 
 
-def test_a_timeout_and_a_cancel_stop_the_spark_jobs_and_the_server_answers_on(served, spark):
+def test_a_timeout_and_a_cancel_stop_the_spark_jobs_and_the_server_answers_on(served, spark,
+                                                                              caplog):
     limits = served.deployment.limits          # the owner's limits, read at each statement
     with psycopg.connect(served.dsn("alice"), autocommit=True) as con:
         assert con.execute("SELECT COUNT(*) AS n FROM PUMS.PUMS").fetchone()[0] > 500
@@ -135,10 +136,11 @@ def test_a_timeout_and_a_cancel_stop_the_spark_jobs_and_the_server_answers_on(se
         helper.join(60)
         assert done.get("n", 0) > 200 and _idle(spark)
         assert _code(con, "SELECT COUNT(*) AS n FROM PUMS.PUMS")[0] == "00000"
+    assert "please report it" not in caplog.text      # a stop is not an engine failure
 
 
 def test_a_refused_or_failed_query_names_no_path_host_or_spark_internals(spark, slow_view,
-                                                                          tmp_path):
+                                                                          tmp_path, caplog):
     path = _deployment(tmp_path)
     served = Served(path)
     try:
@@ -160,6 +162,7 @@ def test_a_refused_or_failed_query_names_no_path_host_or_spark_internals(spark, 
                            "Exception", os.uname().nodename):
                 assert secret not in text, (secret, text)
         assert "withheld" in said[-1]
+        assert "please report it" in caplog.text      # a real failure is logged
     finally:
         served.stop()
     assert spark.range(3).count() == 3          # the test session's Spark keeps running

@@ -88,6 +88,7 @@ class SparkEngine(ServerEngine):
         self.session = session
         self._lock = threading.Lock()
         self._group = None              # the job group of the statement in progress
+        self._last = self._cancelled = None     # the last statement's group, the cancelled one
         super().__init__(physical, metadata)
 
     def sibling(self) -> "SparkEngine":
@@ -95,7 +96,8 @@ class SparkEngine(ServerEngine):
         binding): its own lock and its own job groups, so that each runs and is cancelled
         on its own."""
         other = copy.copy(self)
-        other._lock, other._group = threading.Lock(), None
+        other._lock = threading.Lock()
+        other._group = other._last = other._cancelled = None
         return other
 
     def cancel(self) -> None:
@@ -103,7 +105,11 @@ class SparkEngine(ServerEngine):
         server's statement timeout or an analyst's cancel). Its ``collect`` then fails."""
         group = self._group
         if group is not None:
+            self._cancelled = group
             self.session.sparkContext.cancelJobGroup(group)
+
+    def _stopped(self) -> bool:
+        return self._cancelled is not None and self._cancelled == self._last
 
     @classmethod
     def from_session(cls, spark, metadata: Metadata, tables: dict | None = None) -> "SparkEngine":
@@ -176,7 +182,7 @@ class SparkEngine(ServerEngine):
         with self._lock:
             previous = {key: context.getLocalProperty(key) for key in _JOB_PROPERTIES}
             context.setJobGroup(group, "dpsql", interruptOnCancel=True)
-            self._group = group
+            self._group = self._last = group
             timer = threading.Timer(STATEMENT_TIMEOUT_S, context.cancelJobGroup, [group])
             timer.daemon = True
             timer.start()
