@@ -23,15 +23,19 @@ from .reader import Reader
 
 def open_session(metadata, *, tables=None, connection=None, database=None,
                  privacy: Privacy | None = None, budget: Budget | None = None, ledger=None,
-                 engine: str | None = None) -> tuple:
+                 engine: str | None = None, shared=None) -> tuple:
     """(reader, connection the session opened itself or None) over exactly one of
     ``tables`` (as ``from_df``), ``connection`` (an open DuckDB or psycopg connection, or a
-    SparkSession, which also takes ``tables``: DataFrames or Parquet paths) or ``database``
-    (the path of a DuckDB file, opened read-only, or a postgresql:// URL). ``privacy`` and
-    ``budget`` may be numbers (epsilon per query, the session's total epsilon); they are
-    checked first, before the metadata or data are read."""
+    SparkSession, which also takes ``tables``: DataFrames or Parquet paths), ``database``
+    (the path of a DuckDB file, opened read-only, or a postgresql:// URL) or ``shared``
+    (data bound once for several sessions, ``registry.shared_spark``: this session gets an
+    engine of its own over it). ``privacy`` and ``budget`` may be numbers (epsilon per
+    query, the session's total epsilon); they are checked first, before the metadata or
+    data are read."""
     privacy, budget = session_privacy(privacy), session_budget(budget)
     meta = Metadata.load(metadata)
+    if shared is not None:
+        return _reader(shared.engine(), meta, privacy, budget, ledger), None
     if tables is not None and connection is None:
         return _reader(_engine_over_tables(tables, meta), meta, privacy, budget, ledger), None
     owned = registry.open_database(database) if database is not None else None

@@ -54,15 +54,20 @@ def _check(deployment) -> int:
     from ..api.session import open_session
     from ..metadata.model import Metadata
     from ..privacy.ledger import Ledger
-    from ..server.accounts import Account
+    from ..server.accounts import Account, open_shared
     metadata = Metadata.load(deployment.metadata)
+    shared = None
     try:
-        reader, owned = open_session(metadata, tables=deployment.tables,
-                                     database=deployment.database)
+        shared = open_shared(deployment, metadata)        # Spark: started, then stopped
+        reader, owned = open_session(metadata, tables=None if shared else deployment.tables,
+                                     database=deployment.database, shared=shared)
     except ProgrammingError as err:       # tables: naming a table the metadata lacks
         if isinstance(err, QueryError):
             raise
         raise ConfigurationError(f"{deployment.path}: {err}") from None
+    finally:
+        if shared is not None:
+            shared.close()
     if owned is not None:
         owned.close()
     for analyst in deployment.analysts.values():
@@ -74,6 +79,8 @@ def _check(deployment) -> int:
     where += [f"{deployment.host}:{deployment.port}"] if deployment.host else []
     print(f"ok: {deployment.path}")
     print(f"  tables: {tables}")
+    if deployment.spark is not None:
+        print(f"  spark: {deployment.spark.master}")
     print(f"  analysts: {', '.join(sorted(deployment.analysts))}")
     print(f"  listen: {'; '.join(where)} (TLS {'on' if deployment.tls else 'off'})")
     print(f"  ledgers: {deployment.ledger_dir}; audit log: {deployment.audit_log}")

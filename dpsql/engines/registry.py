@@ -230,6 +230,21 @@ def engine_over_tables(data, meta):
                         "with plain columns (e.g. df.copy()) or .csv/.parquet paths") from None
 
 
+def shared_spark(master: str, conf: dict, meta, tables: dict | None = None):
+    """A server's data on Spark (``dpsql serve`` with ``spark:``): one SparkSession started
+    now with ``conf``, every metadata table bound once (``tables``' Parquet data, else the
+    Spark catalog); ``.engine()`` gives each analyst's session its engine over them and
+    ``.close()`` stops the session."""
+    try:
+        from .spark.session import SharedSpark, SparkMissing
+    except ImportError:
+        raise OperationalError("spark: needs pyspark (pip install pyspark) and Java 17") from None
+    try:
+        return SharedSpark(master, conf, meta, tables)
+    except SparkMissing:
+        raise OperationalError("spark: needs pyspark (pip install pyspark) and Java 17") from None
+
+
 def driver_errors() -> tuple:
     """The exception classes of the drivers loaded so far (for an API layer that must
     turn a driver's error met while opening into a dpsql error)."""

@@ -64,6 +64,10 @@ class ServerEngine:
     def _dry_relation(self, table: Table) -> exp.Select:
         return dry_rows(table)
 
+    def _stopped(self) -> bool:
+        """Whether the statement that just failed had been stopped (``cancel``)."""
+        return False
+
     def _message(self, err: Exception) -> str:
         """What the dry run's error says (it depends on the query alone)."""
         return first_line(err)
@@ -176,8 +180,9 @@ class ServerEngine:
         try:
             names, rows, kinds = self._execute(sql)
         except self._errors() as err:
-            log.error("dpsql: the engine failed on data (plan %s, %s); please report it",
-                      hashlib.sha256(sql.encode()).hexdigest()[:16], type(err).__name__)
+            if not self._stopped():       # a timeout's or a cancel's stop is no failure
+                log.error("dpsql: the engine failed on data (plan %s, %s); please report it",
+                          hashlib.sha256(sql.encode()).hexdigest()[:16], type(err).__name__)
             raise OperationalError(
                 "the query failed while reading the data; the engine's message is withheld "
                 "because it could depend on private values") from None

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 
 from .. import errors
 from ..api.session import open_session
+from ..engines import registry
 from ..metadata.model import Metadata
 from ..privacy.ledger import Ledger
 from ..privacy.params import Budget
@@ -36,8 +37,10 @@ UTF-8), so that one record stays a few KB whatever an analyst sends."""
 class Account:
     """One analyst's pool: the reader of the current period and the lock around it."""
 
-    def __init__(self, deployment: Deployment, metadata: Metadata, analyst: Analyst) -> None:
+    def __init__(self, deployment: Deployment, metadata: Metadata, analyst: Analyst,
+                 shared=None) -> None:
         self.deployment, self.metadata, self.analyst = deployment, metadata, analyst
+        self.shared = shared         # the server's Spark binding, shared by every analyst
         self.lock = threading.Lock()
         self.turn = None             # the event loop's asyncio.Semaphore: statements at once
         self._reader = None
@@ -65,9 +68,9 @@ class Account:
             budget = Budget(**_budget_args(self.analyst.budget))
             tables = self.deployment.tables
             reader, owned = open_session(
-                self.metadata, tables=dict(tables) if tables else None,
+                self.metadata, tables=dict(tables) if tables and not self.shared else None,
                 database=self.deployment.database, privacy=self.deployment.privacy,
-                budget=budget, ledger=self.ledger(path, budget))
+                budget=budget, ledger=self.ledger(path, budget), shared=self.shared)
             self._reader, self._owned, self._period = reader, owned, start
         return self._reader
 
@@ -110,7 +113,8 @@ class Accounts:
     def __init__(self, deployment: Deployment) -> None:
         self.deployment = deployment
         self.metadata = Metadata.load(deployment.metadata)
-        self.by_name = {name: Account(deployment, self.metadata, analyst)
+        self.shared = open_shared(deployment, self.metadata)   # Spark: started now, once
+        self.by_name = {name: Account(deployment, self.metadata, analyst, self.shared)
                         for name, analyst in deployment.analysts.items()}
         self._audit_lock = threading.Lock()
 
@@ -147,3 +151,14 @@ class Accounts:
         for account in self.by_name.values():
             with account.lock:
                 account.close()
+        if self.shared is not None:      # the server's SparkSession stops with it
+            self.shared.close()
+
+
+def open_shared(deployment: Deployment, metadata: Metadata):
+    """The data bound once for every analyst (a ``spark:`` deployment), or None: each
+    analyst's reader has its own engine over the same session and views."""
+    if deployment.spark is None:
+        return None
+    return registry.shared_spark(deployment.spark.master, deployment.spark.conf, metadata,
+                                 deployment.tables)

@@ -20,7 +20,7 @@ from ..errors import ProgrammingError
 from ..privacy.params import Budget, Privacy
 from .scram import Verifier, parse_verifier
 
-TOP_KEYS = {"metadata", "tables", "database", "ledger", "audit_log", "listen", "tls", "privacy",
+TOP_KEYS = {"metadata", "tables", "database", "spark", "ledger", "audit_log", "listen", "tls", "privacy",
             "limits", "analysts"}
 LIMITS = {"statement_timeout_s": 60.0, "max_sessions": 64, "max_message_bytes": 1 << 20,
           "workers": 4, "max_sessions_per_analyst": 16, "idle_timeout_s": 3600.0,
@@ -50,6 +50,14 @@ class Analyst:
 
 
 @dataclass(frozen=True)
+class SparkSource:
+    """The ``spark:`` section: where the server's one SparkSession runs, with what settings."""
+
+    master: str
+    conf: dict                          # Spark property -> its value as text
+
+
+@dataclass(frozen=True)
 class Deployment:
     path: str
     metadata: str
@@ -65,6 +73,7 @@ class Deployment:
     privacy: Privacy
     limits: dict
     analysts: dict
+    spark: SparkSource | None = None    # the Spark session that holds the data, if any
 
     @property
     def tls(self) -> bool:
@@ -95,7 +104,7 @@ def load(path: str) -> Deployment:
 def _deployment(path: str, base: str, raw: dict) -> Deployment:
     where = lambda key: f"{path}: {key}"  # noqa: E731
     metadata = _file(base, _required(raw, "metadata", path), where("metadata"))
-    tables, database = _data(raw, base, path)
+    tables, database, spark = _data(raw, base, path)
     ledger_dir = _abs(base, _required(raw, "ledger", path))
     if os.path.exists(ledger_dir) and not os.path.isdir(ledger_dir):
         raise ConfigError(f"{where('ledger')}: must be a directory (one ledger file per "
@@ -107,7 +116,7 @@ def _deployment(path: str, base: str, raw: dict) -> Deployment:
     limits = _limits(raw.get("limits") or {}, where("limits"))
     analysts = _analysts(raw.get("analysts"), where("analysts"))
     return Deployment(path, metadata, tables, database, ledger_dir, audit, host, port,
-                      socket_dir, cert, key, privacy, limits, analysts)
+                      socket_dir, cert, key, privacy, limits, analysts, spark)
 
 
 def _required(raw: dict, key: str, path: str):
@@ -130,21 +139,86 @@ def _file(base: str, value, where: str) -> str:
 
 
 def _data(raw: dict, base: str, path: str) -> tuple:
-    tables, database = raw.get("tables"), raw.get("database")
+    """(tables, database, spark): exactly one data source."""
+    tables, database, spark = raw.get("tables"), raw.get("database"), raw.get("spark")
+    if spark is not None:
+        if database is not None:
+            raise ConfigError(f"{path}: spark: and database: are two data sources; give one "
+                              "(with spark:, tables: maps schema.table to Parquet data and "
+                              "other tables are read from the Spark catalog)")
+        return spark_tables(tables, base, path), None, spark_source(spark, f"{path}: spark")
     if (tables is None) == (database is None):
         raise ConfigError(f"{path}: give exactly one of tables: (schema.table: file.csv or "
-                          ".parquet) or database: (a DuckDB file or a postgresql:// URL)")
+                          ".parquet), database: (a DuckDB file or a postgresql:// URL) or "
+                          "spark: (a Spark master and settings, with tables: Parquet data)")
     if isinstance(database, str) and database.startswith(("postgresql://", "postgres://")):
         if ":" in database.split("://", 1)[1].split("@", 1)[0] and "@" in database:
             raise ConfigError(f"{path}: database: keep the password out of the file: libpq "
                               "reads it from PGPASSWORD or ~/.pgpass")
-        return None, database
+        return None, database, None
     if database is not None:
-        return None, _file(base, database, f"{path}: database")
+        return None, _file(base, database, f"{path}: database"), None
     if not isinstance(tables, dict) or not tables:
         raise ConfigError(f"{path}: tables: maps schema.table to a .csv or .parquet file")
     return {str(name): _file(base, file, f"{path}: tables: {name}")
-            for name, file in tables.items()}, None
+            for name, file in tables.items()}, None, None
+
+
+SPARK_MASTER = re.compile(r"^(local(\[(\d+|\*)(,\s*\d+)?\])?|yarn|[a-z][a-z0-9+.-]*://\S+)$")
+
+
+def spark_source(raw, where: str) -> SparkSource:
+    """The ``spark:`` section: ``master`` (default local[*]) and ``conf`` (Spark properties)."""
+    if not isinstance(raw, dict) or set(map(str, raw)) - {"master", "conf"}:
+        raise ConfigError(f"{where}: takes master (local[2], spark://host:7077, yarn, "
+                          "k8s://...) and conf (a mapping of Spark properties, spark.x: value)")
+    master = raw.get("master", "local[*]")
+    if not isinstance(master, str) or not SPARK_MASTER.match(master.strip()):
+        raise ConfigError(f"{where}: master: not a Spark master URL; write local[2] (this "
+                          "machine, 2 threads), spark://host:7077, yarn or k8s://https://host")
+    conf = raw.get("conf") or {}
+    if not isinstance(conf, dict):
+        raise ConfigError(f"{where}: conf: is a mapping of Spark properties "
+                          "(spark.executor.memory: 4g)")
+    from ..engines.spark.engine import SETTINGS    # dpsql's own, set on its session
+    out = {}
+    for key, value in conf.items():
+        key = str(key)
+        if not key.startswith("spark."):
+            raise ConfigError(f"{where}: conf: {key}: a Spark property starts with spark.")
+        if key in SETTINGS:
+            raise ConfigError(f"{where}: conf: {key}: dpsql sets this property itself (its "
+                              "answers depend on it); remove it")
+        if isinstance(value, (dict, list)) or value is None:
+            raise ConfigError(f"{where}: conf: {key}: give one value (text, a number, true "
+                              "or false)")
+        out[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    return SparkSource(master.strip(), out)
+
+
+def spark_tables(raw, base: str, path: str) -> dict | None:
+    """With ``spark:``, ``tables:`` (optional) maps schema.table to Parquet data: a file or
+    directory (relative to the deployment file), or a URL of the cluster's file system."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not raw:
+        raise ConfigError(f"{path}: tables: maps schema.table to Parquet data (a file, a "
+                          "directory or an hdfs://, s3a://, ... URL); leave it out to read "
+                          "every table from the Spark catalog")
+    out = {}
+    for name, value in raw.items():
+        where = f"{path}: tables: {name}"
+        if isinstance(value, str) and "://" in value:
+            out[str(name)] = value
+            continue
+        found = _abs(base, value)
+        if not os.path.exists(found):
+            raise ConfigError(f"{where}: not found: {found}")
+        if found.lower().endswith(".csv"):
+            raise ConfigError(f"{where}: Spark reads Parquet data here; convert the CSV "
+                              "file to Parquet, or serve it without spark:")
+        out[str(name)] = found
+    return out
 
 
 def _listen(raw, base: str, where: str) -> tuple:

@@ -223,8 +223,10 @@ class Runner:
 
 def _engine_stop(reader):
     con = getattr(reader.engine, "con", None)
-    # DuckDB interrupts its connection; psycopg (PostgreSQL) sends a cancel request.
-    stop = getattr(con, "interrupt", None) or getattr(con, "cancel", None)
+    # DuckDB interrupts its connection; psycopg (PostgreSQL) sends a cancel request; Spark
+    # cancels the job group of the statement in progress (each statement has its own).
+    stop = getattr(con, "interrupt", None) or getattr(con, "cancel", None) or \
+        getattr(reader.engine, "cancel", None)
 
     def both():
         try:

@@ -101,3 +101,52 @@ def test_an_analysts_budget_may_name_its_accountant(tmp_path):
         budget={"epsilon": 0.5, "accountant": "moments"}))
     with pytest.raises(ConfigError, match="bob: budget: .*accountant must be one of"):
         load(bad)
+
+
+def _spark(r, spark, tables=None):
+    r.pop("tables")
+    r["spark"] = spark
+    if tables is not None:
+        r["tables"] = tables
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda r: r.update(spark={"master": "local[2]"}), "spark: and database: are two"),
+    (lambda r: _spark(r, "local[2]"), "spark: takes master"),
+    (lambda r: _spark(r, {"masters": "local[2]"}), "spark: takes master"),
+    (lambda r: _spark(r, {"master": "localhost:7077"}), "master: not a Spark master URL"),
+    (lambda r: _spark(r, {"master": 2}), "master: not a Spark master URL"),
+    (lambda r: _spark(r, {"conf": ["spark.executor.memory=4g"]}), "conf: is a mapping"),
+    (lambda r: _spark(r, {"conf": {"executor.memory": "4g"}}),
+     "conf: executor.memory: a Spark property starts with spark."),
+    (lambda r: _spark(r, {"conf": {"spark.sql.ansi.enabled": True}}),
+     "conf: spark.sql.ansi.enabled: dpsql sets this property itself"),
+    (lambda r: _spark(r, {"conf": {"spark.jars": None}}), "conf: spark.jars: give one value"),
+    (lambda r: _spark(r, {}, {"PUMS.PUMS": "PUMS.csv"}), "tables: PUMS.PUMS: Spark reads Parquet"),
+    (lambda r: _spark(r, {}, {"PUMS.PUMS": "gone.parquet"}), "tables: PUMS.PUMS: not found"),
+    (lambda r: _spark(r, {}, ["PUMS.parquet"]), "tables: maps schema.table to Parquet data"),
+])
+def test_a_bad_spark_section_names_the_key_and_what_to_write(tmp_path, change, message):
+    """spark: is the third data source (docs/deployment.md): with database: both are refused,
+    and each mistake names its key; none of these starts Spark."""
+    path = write_deployment(tmp_path)
+    if message.startswith("spark: and database"):
+        path = _edit(path, lambda r: (r.pop("tables"), r.update(database="PUMS.csv")))
+    path = _edit(path, change)
+    with pytest.raises(ConfigError) as err:
+        load(path)
+    assert message in str(err.value), str(err.value)
+
+
+def test_a_spark_section_is_read_with_its_defaults(tmp_path):
+    os.makedirs(tmp_path / "pums.parquet")          # a Parquet directory, as Spark writes them
+    path = _edit(write_deployment(tmp_path), lambda r: _spark(
+        r, {"conf": {"spark.executor.memory": "4g", "spark.ui.enabled": True}},
+        {"PUMS.PUMS": "pums.parquet", "PUMS.other": "s3a://bucket/other"}))
+    deployment = load(path)
+    assert deployment.spark.master == "local[*]" and deployment.database is None
+    assert deployment.spark.conf == {"spark.executor.memory": "4g", "spark.ui.enabled": "true"}
+    assert deployment.tables == {"PUMS.PUMS": str(tmp_path / "pums.parquet"),
+                                 "PUMS.other": "s3a://bucket/other"}
+    only = _edit(path, lambda r: (r.pop("tables"), r.update(spark={"master": "spark://h:7077"})))
+    assert load(only).tables is None and load(only).spark.master == "spark://h:7077"

@@ -12,6 +12,7 @@ NULLs Spark cannot fold) and the error policy are ``dpsql.engines.server``'s.
 """
 from __future__ import annotations
 
+import copy
 import os
 import secrets
 import threading
@@ -86,7 +87,29 @@ class SparkEngine(ServerEngine):
     def __init__(self, session, physical: dict, metadata: Metadata) -> None:
         self.session = session
         self._lock = threading.Lock()
+        self._group = None              # the job group of the statement in progress
+        self._last = self._cancelled = None     # the last statement's group, the cancelled one
         super().__init__(physical, metadata)
+
+    def sibling(self) -> "SparkEngine":
+        """Another engine over the same session and views (a server's analysts share one
+        binding): its own lock and its own job groups, so that each runs and is cancelled
+        on its own."""
+        other = copy.copy(self)
+        other._lock = threading.Lock()
+        other._group = other._last = other._cancelled = None
+        return other
+
+    def cancel(self) -> None:
+        """Cancel the jobs of the statement in progress, if any (from another thread: a
+        server's statement timeout or an analyst's cancel). Its ``collect`` then fails."""
+        group = self._group
+        if group is not None:
+            self._cancelled = group
+            self.session.sparkContext.cancelJobGroup(group)
+
+    def _stopped(self) -> bool:
+        return self._cancelled is not None and self._cancelled == self._last
 
     @classmethod
     def from_session(cls, spark, metadata: Metadata, tables: dict | None = None) -> "SparkEngine":
@@ -159,6 +182,7 @@ class SparkEngine(ServerEngine):
         with self._lock:
             previous = {key: context.getLocalProperty(key) for key in _JOB_PROPERTIES}
             context.setJobGroup(group, "dpsql", interruptOnCancel=True)
+            self._group = self._last = group
             timer = threading.Timer(STATEMENT_TIMEOUT_S, context.cancelJobGroup, [group])
             timer.daemon = True
             timer.start()
@@ -166,10 +190,26 @@ class SparkEngine(ServerEngine):
                 frame = self.session.sql(sql)
                 fields = frame.schema.fields
                 return [f.name for f in fields], frame.collect(), [f.dataType for f in fields]
+            except BaseException as err:
+                if not isinstance(err, Exception):    # a server's stop, raised mid-call
+                    _drop_connection(context)
+                raise
             finally:
+                self._group = None
                 timer.cancel()
                 for key, value in previous.items():       # the caller's, on this thread
                     context.setLocalProperty(key, value)
+
+
+def _drop_connection(context) -> None:
+    """Close this thread's connection to the JVM (py4j's pinned-thread mode): a server's
+    StatementCancelled, raised into the thread while py4j waited for an answer, may leave
+    the answer unread, which the thread's next call would take for its own. Py4J opens a
+    new connection at that next call."""
+    client = getattr(getattr(context, "_gateway", None), "_gateway_client", None)
+    connection = getattr(client, "get_thread_connection", lambda: None)()
+    if connection is not None:
+        connection.close()
 
 
 def _dry_relation(table: Table) -> exp.Select:

@@ -1,7 +1,9 @@
-"""A Spark session for one command: the ``dpsql`` command's ``--engine spark``.
+"""Spark sessions dpsql starts itself: one command's (``dpsql query --engine spark``) and a
+server's (``dpsql serve`` with ``spark:``).
 
-Owns: starting (or joining) a quiet Spark session with a temporary warehouse, so that
-the command layer never imports pyspark itself (engines/registry.py).
+Owns: starting (or joining) a quiet Spark session with a temporary warehouse, the settings
+a local driver starts faster with, and a server's one binding shared by every analyst, so
+that the command and server layers never import pyspark themselves (engines/registry.py).
 """
 from __future__ import annotations
 
@@ -14,26 +16,108 @@ class SparkMissing(ImportError):
     """pyspark is not installed."""
 
 
+LOCAL = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"}
+"""On this machine (``local``), unless the user set them: no web UI (a server's would show
+every analyst's SQL and the data's paths on port 4040), and few shuffle partitions (200
+empty tasks per shuffle took longer than the rows of a small table)."""
+SHORT_DRIVER = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+"""A command's driver lives for one query: the JIT's first tier and the serial collector
+start faster (a server's driver is long-lived and keeps the JVM's defaults)."""
+
+
 def command_session(master: str | None):
     """A Spark session for one command (local[*] unless a master is given), quiet."""
+    master = master or "local[*]"
+    return _start(master, _defaults(master, {}, short=True))
+
+
+def server_session(master: str, conf: dict) -> tuple:
+    """(the session, whether it was started here) for a server: ``conf`` (the deployment's
+    Spark properties) over dpsql's defaults. A process that already runs a SparkContext
+    (a notebook, a test) joins it, and keeps it when the server stops."""
+    try:
+        from pyspark import SparkContext
+    except ImportError:
+        raise SparkMissing("pyspark") from None
+    running = SparkContext._active_spark_context is not None
+    return _start(master, {**_defaults(master, conf, short=False), **conf}), not running
+
+
+def _defaults(master: str, given: dict, short: bool) -> dict:
+    out = {"spark.ui.showConsoleProgress": "false",
+           "spark.sql.warehouse.dir": _temporary_warehouse()}
+    if master.startswith("local"):
+        mine = {**LOCAL, **(SHORT_DRIVER if short else {})}
+        user = {**_user_defaults(), **given}
+        out.update({k: v for k, v in mine.items() if k not in user})
+    return out
+
+
+def _user_defaults() -> dict:
+    """The properties the user set for every Spark application: spark-defaults.conf (in
+    SPARK_CONF_DIR, or SPARK_HOME/conf) and ``--conf k=v`` in PYSPARK_SUBMIT_ARGS."""
+    import os
+    import shlex
+    found = {}
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or os.path.join(
+        os.environ.get("SPARK_HOME", ""), "conf")
+    try:
+        with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as f:
+            for line in f:
+                parts = line.strip().split(None, 1)
+                if parts and not parts[0].startswith("#"):
+                    found[parts[0]] = parts[1] if len(parts) > 1 else ""
+    except OSError:
+        pass
+    words = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    for flag, value in zip(words, words[1:]):
+        if flag == "--conf" and "=" in value:
+            found[value.split("=", 1)[0]] = value.split("=", 1)[1]
+    return found
+
+
+def _start(master: str, conf: dict):
     try:
         with warnings.catch_warnings():    # pyspark's own remarks on the pandas version
             warnings.simplefilter("ignore")
             from pyspark.sql import SparkSession
     except ImportError:
         raise SparkMissing("pyspark") from None
+    builder = SparkSession.builder.master(master).appName("dpsql")
+    for key, value in conf.items():
+        builder = builder.config(key, value)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            spark = (SparkSession.builder.master(master or "local[*]").appName("dpsql")
-                     .config("spark.ui.showConsoleProgress", "false")
-                     .config("spark.sql.warehouse.dir", _temporary_warehouse())
-                     .getOrCreate())
+            spark = builder.getOrCreate()
     except Exception as err:  # noqa: BLE001 - Java missing, a master unreachable: one line
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise OperationalError(f"cannot start Spark: {first}") from None
     spark.sparkContext.setLogLevel("FATAL")
     return spark
+
+
+class SharedSpark:
+    """A server's data on Spark: one session, started with the server, its tables bound
+    (views registered) once; ``engine()`` is one analyst's engine over them, and ``close()``
+    stops the session if the server started it."""
+
+    def __init__(self, master: str, conf: dict, metadata, tables: dict | None) -> None:
+        from .engine import SparkEngine
+        self.spark, self._started = server_session(master, conf)
+        try:
+            self._bound = SparkEngine.from_session(self.spark, metadata, tables)
+        except BaseException:
+            self.close()
+            raise
+
+    def engine(self):
+        return self._bound.sibling()
+
+    def close(self) -> None:
+        if self._started and self.spark is not None:
+            self.spark.stop()
+        self.spark = None
 
 
 def _temporary_warehouse() -> str:
