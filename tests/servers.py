@@ -166,9 +166,9 @@ SPARK_TYPES = {"int": "bigint", "float": "double", "string": "string", "boolean"
                "datetime": "timestamp_ntz", "date": "date"}
 
 
-def spark_session():
+def spark_session(master: str = "local[2]"):
     """A local Spark (2 threads, no UI) for the test session, or a skip (a failure under
-    CI=true) when pyspark or Java is missing."""
+    CI=true) when pyspark or Java is missing. ``master``: another (a local cluster)."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -179,7 +179,7 @@ def spark_session():
     # tier only and a serial collector (nothing a query's result depends on) took the JVM's
     # CPU from 95 s to 42 s and the wall time from 147 s to 66 s on 40 fixture queries (at
     # load 9-10 on 2 cores).
-    spark = (SparkSession.builder.master("local[2]").appName("dpsql-tests")
+    spark = (SparkSession.builder.master(master).appName("dpsql-tests")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "2g")
              .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")

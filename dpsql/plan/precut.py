@@ -25,9 +25,9 @@ their kept rows, not among all of them (explain says so).
 """
 from __future__ import annotations
 
-import itertools
-
 from sqlglot import exp
+
+from ..errors import InternalError
 
 from .nodes import truncated
 from .rewrite import column, typed_name
@@ -54,21 +54,63 @@ def needs_precut(exact: exp.Expression, tables, work: int) -> bool:
 
 
 def precut(exact: exp.Select, tables) -> exp.Select:
-    """``exact`` (changed in place) reading each private table of ``tables`` cut per person."""
+    """``exact`` (changed in place) reading each private table of ``tables`` cut per person:
+    each table is cut once, in a MATERIALIZED CTE of its own that every read of it uses (the
+    same kept rows for each read: review 22 found two independent cuts of one table, in a
+    key check and in the join it guards, counting a shared order for both its claimants;
+    and a correlated subquery over an inline cut made DuckDB cut again per outer row)."""
     cuts = {typed_name(t): t for t in tables if _key(t)}
-    numbers = itertools.count()
+    names = {typed: f"_dpsql_cut{i}" for i, typed in enumerate(_ordered(cuts))}
 
     def cut(node):
         if isinstance(node, exp.Table) and not node.args.get("db") and node.name in cuts:
             alias = node.args.get("alias") or exp.TableAlias(
                 this=exp.to_identifier(node.name, quoted=True))
-            return exp.Subquery(this=_cut_rows(cuts[node.name], f"_p{next(numbers)}"),
-                                alias=alias.copy())
+            return exp.Table(this=exp.to_identifier(names[node.name], quoted=True),
+                             alias=alias.copy())
         return node
-    return exact.transform(cut, copy=False)
+    exact = exact.transform(cut, copy=False)
+    by_name = {t.full_name.lower(): typed for typed, t in cuts.items()}
+    ctes = []
+    for i, (typed, name) in enumerate(names.items()):
+        parent = _parent(cuts[typed], by_name)
+        held = None if parent is None else (names[parent[0]], parent[1])
+        ctes.append(exp.CTE(this=_cut_rows(cuts[typed], f"_p{i}", held), materialized=True,
+                            alias=exp.TableAlias(this=exp.to_identifier(name, quoted=True))))
+    existing = exact.args.get("with_")
+    exact.set("with_", exp.With(expressions=ctes + (list(existing.expressions)
+                                                     if existing is not None else [])))
+    return exact
 
 
-def _cut_rows(table, prefix: str) -> exp.Select:
+def _ordered(cuts: dict) -> list:
+    """The tables' typed names, each after the table it references (its CTE reads that one's)."""
+    by_name = {t.full_name.lower(): typed for typed, t in cuts.items()}
+    done: list = []
+    while len(done) < len(cuts):
+        ready = [typed for typed, table in cuts.items() if typed not in done and (
+            (parent := _parent(table, by_name)) is None or parent[0] in done)]
+        if not ready:                   # a circle of references: metadata refuses it
+            raise InternalError("references in a circle reached the planner; please report it")
+        done += ready
+    return done
+
+
+def _parent(table, by_name: dict) -> tuple | None:
+    """(typed name, column) of the cut table that ``table``'s key references, if any."""
+    col = table.column(_key(table))
+    if col is None or col.private_id or not col.references:
+        return None
+    schema_table, _, column_name = col.references.lower().rpartition(".")
+    typed = by_name.get(schema_table)
+    return None if typed is None else (typed, column_name)
+
+
+def _cut_rows(table, prefix: str, held: tuple | None) -> exp.Select:
+    """At most max_ids random rows per key value of ``table``; for a table that reaches its
+    person through ``references`` (``held``: the referenced table's cut and column), only
+    rows whose key its kept rows hold (review 22: cut per order alone, a person's 1,000
+    orders kept 3,000 items where orders' max_ids was 3)."""
     key = _key(table)
     names = list(table.columns)
 
@@ -76,8 +118,11 @@ def _cut_rows(table, prefix: str) -> exp.Select:
         return exp.select(*[column(n) for n in names]).from_(
             exp.Table(this=exp.to_identifier(typed_name(table), quoted=True)))
     null = exp.Is(this=column(key), expression=exp.Null())
-    kept = truncated(stored().where(exp.Not(this=null.copy())), key, table.max_ids, names,
-                     prefix)
+    owned = stored().where(exp.Not(this=null.copy()))
+    if held is not None:
+        owned = owned.where(exp.In(this=column(key), query=exp.Subquery(this=exp.select(
+            column(held[1])).from_(exp.Table(this=exp.to_identifier(held[0], quoted=True))))))
+    kept = truncated(owned, key, table.max_ids, names, prefix)
     unowned = stored().where(null)
     # Each value through a CASE on a random number (always true): no engine moves a
     # condition on it below the cut (DuckDB's filter pushdown, PostgreSQL's and Spark's
