@@ -109,8 +109,8 @@ def row_cost(expr: exp.Expression, column_text, column_cost) -> int:
     (``column_cost(column)``: what computing a derived column costs; 0 for a stored one)."""
     total = 0
     for node in expr.walk():
-        if isinstance(node, _NOT_STEPS):
-            continue
+        if isinstance(node, _NOT_STEPS) or _listed_constant(node):
+            continue            # an IN list's values are counted by the IN (_compared)
         total += NODE_COST * min(literal_lists.weight(node), IN_SCANNED)
         if isinstance(node, exp.Column):
             total += column_cost(node)
@@ -172,12 +172,31 @@ def _search(node: exp.Expression, column_text) -> int:
 def _compared(node: exp.Expression, column_text) -> int:
     if isinstance(node, exp.In):
         subject = text_length(node.this, column_text)
-        items = node.expressions
+        constants = [i for i in node.expressions if _constant(i)]
+        count = sum(literal_lists.values_count(i) for i in node.expressions)
+        steps = NODE_COST * min(sum(literal_lists.weight(i) for i in constants), IN_SCANNED)
         if subject is None:
-            return 0
-        return subject * min(len(items), IN_SCANNED) + sum(_as_text(i, column_text) for i in items)
+            return steps
+        return steps + subject * min(count, IN_SCANNED) + sum(
+            _as_text(i, column_text) * literal_lists.values_count(i) for i in node.expressions)
     operands = [node.this, node.expression] + [node.args.get(k) for k in ("low", "high")]
     return sum(text_length(o, column_text) or 0 for o in operands if o is not None)
+
+
+def _constant(node: exp.Expression) -> bool:
+    """A value of an IN list written as a constant (a literal, a negated one, a long list)."""
+    return isinstance(node, exp.Literal) or literal_lists.values_count(node) > 1 or (
+        isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal))
+
+
+def _listed_constant(node: exp.Expression) -> bool:
+    """Whether ``node`` is (part of) a constant value of an IN list: the same list costs the
+    same whether it was read as one long-list node or value by value (a threshold on the
+    work, ``dpsql.plan.precut``, must not tell the two apart)."""
+    parent = node.parent
+    if isinstance(parent, exp.Neg) and isinstance(node, exp.Literal):
+        node, parent = parent, parent.parent
+    return isinstance(parent, exp.In) and node.arg_key == "expressions" and _constant(node)
 
 
 def _as_text(node: exp.Expression | None, column_text) -> int:

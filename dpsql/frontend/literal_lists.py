@@ -227,6 +227,12 @@ def expanded(node: exp.In) -> exp.In:
     return exp.In(this=node.this.copy(), expressions=items)
 
 
+def values_count(node: exp.Expression) -> int:
+    """How many values ``node`` stands for: a long list's, else 1."""
+    found = _listed(node)
+    return 1 if found is None else len(found.values)
+
+
 def weight(node: exp.Expression) -> int:
     """How many syntax nodes ``node`` stands for (a list: its values as parsed, a negative
     one as two nodes; a VALUES list: a row node more per value)."""

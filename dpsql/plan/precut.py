@@ -30,7 +30,7 @@ from sqlglot import exp
 from ..errors import InternalError
 
 from .nodes import truncated
-from .rewrite import column, typed_name
+from .rewrite import WHOLE, column, typed_name
 
 PRE_CUT_WORK = 2_048
 """Most work per private row (``dpsql.frontend.costs`` units: bytes and steps) a statement
@@ -63,7 +63,8 @@ def precut(exact: exp.Select, tables) -> exp.Select:
     names = {typed: f"_dpsql_cut{i}" for i, typed in enumerate(_ordered(cuts))}
 
     def cut(node):
-        if isinstance(node, exp.Table) and not node.args.get("db") and node.name in cuts:
+        if isinstance(node, exp.Table) and not node.args.get("db") and node.name in cuts \
+                and not node.meta.get(WHOLE):
             alias = node.args.get("alias") or exp.TableAlias(
                 this=exp.to_identifier(node.name, quoted=True))
             return exp.Table(this=exp.to_identifier(names[node.name], quoted=True),

@@ -52,7 +52,7 @@ from sqlglot import exp
 
 from ..frontend.binding import fail
 from .relations import MAX_FANOUT, Relation
-from .rewrite import column, typed_name
+from .rewrite import WHOLE, column, typed_name
 
 
 def reference_join(join, fields, pairs, lback, rback) -> tuple:
@@ -123,6 +123,7 @@ def key_held_once(table, key: str, owner: str) -> exp.Select:
     """The values of ``key`` held by exactly one row of ``table``, whose ``owner`` is not
     NULL: a key of two persons (a broken foreign key) or repeated is not among them."""
     typed = exp.Table(this=exp.to_identifier(typed_name(table), quoted=True))
+    typed.meta[WHOLE] = True        # every stored row, never the cut (dpsql.plan.precut)
     # COUNT(*) <= 1 AND COUNT(owner) >= 1 is COUNT(*) = 1 AND COUNT(owner) = 1 (a group has a
     # row), written so that PostgreSQL does not estimate one row and join by nested loop
     once = exp.and_(

@@ -18,6 +18,12 @@ TYPED_SOURCE = "_dpsql_typed"
 """The prefix of the names under which a plan reads its tables: their typed relations."""
 
 
+WHOLE = "dpsql_whole"
+"""Meta of a read of a table's every stored row: the check of who holds a key must see them
+all (the twenty-second review's cut before heavy statements, applied to the check, kept 20 of
+a person's 100 claims of other persons' order ids, and the other 80 passed as held once)."""
+
+
 def typed_name(table) -> str:
     """The name under which a plan reads ``table``'s typed relation (see typed_relation)."""
     return f"{TYPED_SOURCE}_{table.full_name.lower()}"

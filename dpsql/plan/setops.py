@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .rewrite import column, typed_name
+from .rewrite import WHOLE, column, typed_name
 from ..frontend.binding import fail
 from .joins import LOCAL_IDS
 from .relations import (HIDDEN_PID, MAX_FANOUT, MAX_PUBLIC_ROWS, Field, Relation, referenced,
@@ -157,8 +157,10 @@ def owned_once(table, key: str, owner: str) -> exp.Select:
     Written ``<= 1`` (the same, as every group has an owner): PostgreSQL estimates ``= 1``
     of an aggregate at one row and then joins by nested loop, quadratic in the table."""
     persons = exp.Count(this=exp.Distinct(expressions=[column(owner)]))
+    whole = exp.Table(this=exp.to_identifier(typed_name(table), quoted=True))
+    whole.meta[WHOLE] = True        # every stored row, never the cut (dpsql.plan.precut)
     return (exp.select(column(key))
-            .from_(exp.Table(this=exp.to_identifier(typed_name(table), quoted=True)))
+            .from_(whole)
             .where(exp.Not(this=exp.Is(this=column(owner), expression=exp.Null())))
             .group_by(column(key))
             .having(exp.LTE(this=persons, expression=exp.Literal.number(1))))
