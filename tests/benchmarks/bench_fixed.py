@@ -1,6 +1,7 @@
 """Fixed cost per query: a fresh release on a 1,000-row DataFrame against plain DuckDB.
 
 Usage: python tests/benchmarks/bench_fixed.py [--runs 200] [--ledger] [--profile NAME]
+       [--against DIR]
 
 A reader from ``dpsql.from_df`` over examples/data/PUMS.csv (1,000 rows: int columns,
 text columns ``sex``, ``educ``, ``race``, ``married``, and a float column ``score``
@@ -14,7 +15,12 @@ connection over the same DataFrame, its result fetched as a DataFrame. Prints me
 query over ten noisy rows) and the presentation of stored noisy statistics (post-processing
 and the DataFrame). ``--ledger`` gives the reader a ledger file in a temporary directory
 (each release is then written and synced to it before it is shown). ``--profile NAME``
-prints cProfile's top functions of NAME's fresh releases instead. Not part of the tests.
+prints cProfile's top functions of NAME's fresh releases instead. ``--against DIR``
+compares two versions of dpsql run by two worker processes, DIR's (e.g. a checkout of an
+older commit) and this checkout's, taking turns release by release (who goes first
+alternates), so that a shared machine's changing load falls on both alike; it prints
+each one's median difference from plain DuckDB (timed in the same worker, next to it).
+Not part of the tests.
 """
 from __future__ import annotations
 
@@ -22,7 +28,9 @@ import argparse
 import cProfile
 import itertools
 import pstats
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -133,17 +141,74 @@ def profile(reader, name: str, runs: int, counter) -> None:
     stats.sort_stats("tottime").print_stats(40)
 
 
+def serve(ledger: str | None) -> None:
+    """A worker of ``--against``: answers "name k" lines with the seconds of the plain and
+    the private query, wall then CPU (with ``--ledger``, each worker its own ledger file)."""
+    df = frame()
+    reader, con = open_reader(df, ledger), plain_connection(df)
+    templates = dict(QUERIES)
+    for line in sys.stdin:
+        name, k = line.rsplit(" ", 1)
+        sql = templates[name].format(k=k.strip())
+        cpu = time.process_time()
+        plain = timed(lambda: con.execute(sql).df())
+        cpu, plain_cpu = time.process_time(), time.process_time() - cpu
+        private = timed(lambda: fresh(reader, sql))
+        print(f"{plain} {private} {plain_cpu} {time.process_time() - cpu}", flush=True)
+
+
+def against(other: str, runs: int, ledger: str | None) -> None:
+    here = str(Path(__file__).resolve().parents[2])
+    command = [sys.executable, __file__, "--serve"] + (["--ledger"] if ledger else [])
+    workers = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                text=True, env={**os.environ, "PYTHONPATH": root})
+               for root in (other, here)]
+    print(f"medians of {runs} fresh releases each, taking turns; dpsql minus DuckDB, wall "
+          f"(CPU) ms: {Path(other).name} first, then {Path(here).name}")
+    print(f"{'query':14} {'duckdb ms':>10} {'before':>16} {'after':>16} {'after/before':>13}")
+    counter = itertools.count(1)
+    for name, _ in QUERIES:
+        diffs, cpus, plains = ([], []), ([], []), []
+        for run in range(runs + 3):
+            order = (0, 1) if run % 2 == 0 else (1, 0)
+            for i in order:
+                workers[i].stdin.write(f"{name} {next(counter)}\n")
+                workers[i].stdin.flush()
+                plain, private, plain_cpu, private_cpu = map(
+                    float, workers[i].stdout.readline().split())
+                if run >= 3:                            # after a warm-up
+                    diffs[i].append(private - plain)
+                    cpus[i].append(private_cpu - plain_cpu)
+                    plains.append(plain)
+        (before, after), (cpu_before, cpu_after) = ([statistics.median(d) * 1e3 for d in pair]
+                                                    for pair in (diffs, cpus))
+        print(f"{name:14} {statistics.median(plains) * 1e3:10.2f} "
+              f"{before:7.2f} ({cpu_before:6.2f}) {after:7.2f} ({cpu_after:6.2f}) "
+              f"{after / before:13.2f}")
+    for worker in workers:
+        worker.stdin.close()
+        worker.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--ledger", action="store_true", help="the reader writes a ledger")
     parser.add_argument("--profile", metavar="NAME", help="cProfile one query's releases")
+    parser.add_argument("--against", metavar="DIR", help="compare with DIR's dpsql, in turns")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     df = frame()
     counter = itertools.count(1)
     with tempfile.TemporaryDirectory() as tmp:
         ledger = str(Path(tmp) / "ledger.jsonl") if args.ledger else None
+        if args.serve:
+            serve(ledger)                   # a temporary directory of its own
+            return
+        if args.against:
+            against(args.against, args.runs, ledger)
+            return
         reader = open_reader(df, ledger)
         if args.profile:
             profile(reader, args.profile, args.runs, counter)
