@@ -20,8 +20,9 @@ from ..errors import InternalError, MetadataError, OperationalError, QueryError
 from ..frontend.allowed import ENGINE_TYPES
 from ..metadata.model import Metadata, Table
 from ..plan.aggregate import check_rows_independent
-from ..plan.rewrite import capped_text, converted, null_relation, typed_name, with_source
+from ..plan.rewrite import capped_text, converted, null_relation, with_source
 from .intake import NEUTRAL, is_cast, warn_cast
+from .relations import Relations
 
 log = logging.getLogger("dpsql")
 # Logged for the operator, never shown to the analyst: nothing reaches stderr unless
@@ -42,6 +43,7 @@ class ServerEngine:
     def __init__(self, physical: dict, metadata: Metadata) -> None:
         self.physical = physical          # Table.full_name.lower() -> (exp.Table, {column: type})
         self._bound: dict = {}            # Table.full_name.lower() -> column_types' answer
+        self.relations = Relations(metadata, self._typed, self._dry_relation, self.dialect)
         for table in metadata.tables.values():
             if table.full_name.lower() in physical:
                 self.column_types(table)      # every metadata column must exist, typed alike
@@ -151,12 +153,11 @@ class ServerEngine:
     # -- running ------------------------------------------------------------------
     def compile(self, plan) -> str:
         """The engine SQL of ``plan`` over the typed relation, after a dry run."""
-        tables = plan.query.relation.tables
-        typed = {typed_name(t): self._typed(t) for t in tables}
         # The invariant holds of what runs, this engine's constructs included (the
         # typed relations have no windows).
-        nulls = {typed_name(t): self._dry_relation(t) for t in tables}
-        exact, dry = self.dialect.sql_over(plan.exact, typed, nulls, check_rows_independent)
+        typed, nulls, heads = self.relations.of(plan.query.relation.tables)
+        exact, dry = self.dialect.sql_over(plan.exact, typed, nulls, check_rows_independent,
+                                           heads)
         try:
             self._execute(dry)
         except self._errors() as err:
@@ -167,8 +168,7 @@ class ServerEngine:
         """Rows of a query over public tables only."""
         if any(not t.public for t in tables):
             raise InternalError("public_rows reads public tables only")
-        sql = self.dialect.render(with_source(select, {typed_name(t): self._typed(t)
-                                                       for t in tables}))
+        sql = self.dialect.render(with_source(select, self.relations.typed(tables)))
         try:
             return [tuple(row) for row in self._execute(sql)[1]]
         except self._errors() as err:

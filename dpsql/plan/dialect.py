@@ -68,9 +68,13 @@ class Dialect:
         may rewrite it in place instead of copying it first)."""
         return lowered.sql(self.name, pretty=pretty, copy=False)
 
-    def sql_over(self, tree: exp.Select, typed: dict, nulls: dict, check) -> tuple:
+    def sql_over(self, tree: exp.Select, typed: dict, nulls: dict, check,
+                 heads: list | None = None) -> tuple:
         """(the engine SQL of the plan ``tree`` over the ``typed`` relations, the same plan
         over the dry run's rows of ``nulls``): both name -> SELECT, read as the first CTEs.
+        ``typed`` is consumed; ``nulls`` is not (an engine keeps them: ``dpsql.engines.
+        relations``), nor are ``heads``, the texts of the dry run's first CTEs
+        (``stand_in(nulls)``, which an engine keeps too).
 
         The plan is copied, lowered and rendered once (``check`` sees it lowered): the two
         texts differ only in those first CTEs, rendered on their own. Rendering a large plan
@@ -79,13 +83,22 @@ class Dialect:
         check(lowered)
         count = len(typed)
         real = [cte.sql(self.name) for cte in lowered.args["with_"].expressions[:count]]
-        stand_in = self.lowered(with_source(exp.select(exp.Literal.number(1)), nulls))
-        dry = [cte.sql(self.name) for cte in stand_in.args["with_"].expressions[:count]]
+        dry = self.stand_in(nulls) if heads is None else heads
         text = self.sql(lowered)
         head = "WITH " + ", ".join(real)
         if count and len(dry) == count and text.startswith(head):
             return text, "WITH " + ", ".join(dry) + text[len(head):]
-        return text, self.sql(self.lowered(with_source(tree, nulls)))
+        return text, self.sql(self.lowered(with_source(tree, _copies(nulls))))
+
+    def stand_in(self, nulls: dict) -> list:
+        """The texts of the dry run's first CTEs, over ``nulls`` (name -> SELECT, not
+        changed), each lowered and rendered on its own."""
+        stand_in = self.lowered(with_source(exp.select(exp.Literal.number(1)), _copies(nulls)))
+        return [cte.sql(self.name) for cte in stand_in.args["with_"].expressions[:len(nulls)]]
+
+
+def _copies(relations: dict) -> dict:
+    return {name: relation.copy() for name, relation in relations.items()}
 
 
 def total(node: exp.Expression) -> exp.Expression:

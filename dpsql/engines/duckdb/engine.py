@@ -30,7 +30,8 @@ from ...metadata.model import Metadata, Table
 from .dialect import DuckDB
 from ...plan.aggregate import check_rows_independent
 from ..intake import duckdb_family, is_cast, warn_cast
-from ...plan.rewrite import null_relation, typed_name, typed_relation, with_source
+from ..relations import Relations
+from ...plan.rewrite import null_relation, typed_relation, with_source
 
 DIALECT = "duckdb"
 log = logging.getLogger("dpsql")
@@ -59,6 +60,7 @@ class Engine:
         self.physical = physical          # Table.full_name.lower() -> exp.Table
         self._types: dict = {}
         self._lock = threading.Lock()
+        self.relations = Relations(metadata, self._typed, null_relation, self.dialect)
         for table in metadata.tables.values():
             if table.full_name.lower() in physical:
                 self.column_types(table)      # every metadata column must exist
@@ -150,19 +152,20 @@ class Engine:
                               if is_cast(c.type, family)])
         return self._types[key]
 
+    def _typed(self, table: Table) -> exp.Select:
+        return typed_relation(table, self.table_node(table), self.column_types(table))
+
     def compile(self, plan) -> str:
         """The engine SQL of ``plan`` over the typed relation, after a dry run.
 
         The dry run executes the whole plan on one row of NULLs: an error there
         depends on the query alone, so it is a QueryError, raised before any
         data is read and never charged."""
-        tables = plan.query.relation.tables
-        typed = {typed_name(t): typed_relation(t, self.table_node(t), self.column_types(t))
-                 for t in tables}
         # The invariant holds of what runs, this engine's constructs included (the
         # typed relations have no windows).
-        nulls = {typed_name(t): null_relation(t) for t in tables}
-        exact, dry = self.dialect.sql_over(plan.exact, typed, nulls, check_rows_independent)
+        typed, nulls, heads = self.relations.of(plan.query.relation.tables)
+        exact, dry = self.dialect.sql_over(plan.exact, typed, nulls, check_rows_independent,
+                                           heads)
         try:
             with self._lock:
                 self.con.execute(dry).fetchall()
@@ -175,8 +178,7 @@ class Engine:
         may read it, e.g. every value of a lookup table's column as a public key set)."""
         if any(not t.public for t in tables):
             raise InternalError("public_rows reads public tables only")
-        sql = with_source(select, {typed_name(t): typed_relation(
-            t, self.table_node(t), self.column_types(t)) for t in tables}).sql(DIALECT)
+        sql = with_source(select, self.relations.typed(tables)).sql(DIALECT)
         try:
             with self._lock:
                 return self.con.execute(sql).fetchall()
