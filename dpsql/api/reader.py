@@ -117,7 +117,8 @@ class Reader(SmartNoiseMethods):
                 sets = grouping_sets.expand(part) or [part]    # each set: a share of the privacy
                 for each in sets:
                     query = validate(each, self.metadata, self.engine.public_rows)
-                    plan = build_plan(query, grouping_sets.share(privacy, len(sets)))
+                    plan = build_plan(query, grouping_sets.share(privacy, len(sets)),
+                                      self.engine.pre_cut_work)
                     self._compile(plan)
                     plans.append(plan)
         return UnionPlan(plans, tree.sql(ANALYST_DIALECT)) if len(plans) > 1 else plans[0]

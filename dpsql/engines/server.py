@@ -20,6 +20,7 @@ from ..errors import InternalError, MetadataError, OperationalError, QueryError
 from ..frontend.allowed import ENGINE_TYPES
 from ..metadata.model import Metadata, Table
 from ..plan.aggregate import check_rows_independent
+from ..plan.precut import PRE_CUT_WORK
 from ..plan.rewrite import capped_text, converted, null_relation, with_source
 from .intake import NEUTRAL, is_cast, warn_cast
 from .relations import Relations
@@ -34,6 +35,7 @@ class ServerEngine:
     """The private tables of one session on a server, found in its catalog."""
 
     dialect = None
+    pre_cut_work = PRE_CUT_WORK  # most work per stored row before the cut (dpsql.plan.precut)
     FAMILY: dict = {}           # the server's type -> its family (dpsql.engines.intake)
     TARGET: dict = {}           # metadata type -> the engine type it is read as
     WHERE = ""                  # "on the PostgreSQL server", for messages

@@ -37,17 +37,18 @@ PRE_CUT_WORK = 2_048
 may run on a person's stored rows before they are cut: about comparing one 256-character
 cell (1,024 bytes) with a literal, or matching it to a prefix pattern, twice."""
 
-NOTE = ("this query's expressions are heavy (more than {limit:,} bytes and steps a row) or "
+NOTE = ("this query's expressions are heavy (more than {limit:,} bytes and steps a row on this "
+        "engine) or "
         "compare a person's rows with each other: each person's stored rows are first cut to "
         "max_ids random rows, and the query's WHERE and expressions run on those (docs/privacy.md)")
 
 
-def needs_precut(exact: exp.Expression, tables, work: int) -> bool:
+def needs_precut(exact: exp.Expression, tables, work: int, limit: int = PRE_CUT_WORK) -> bool:
     """Whether ``exact``, a plan over ``tables`` of a statement with ``work`` per private
-    row, must read their persons' rows cut first."""
+    row, must read their persons' rows cut first (``limit``: the engine's PRE_CUT_WORK)."""
     if not any(_key(t) for t in tables):
         return False
-    if work > PRE_CUT_WORK:
+    if work > limit:
         return True
     private = {typed_name(t) for t in tables if _key(t)}
     return any(t.name in private for e in exact.find_all(exp.Exists) for t in e.find_all(exp.Table))

@@ -36,7 +36,7 @@ def runs():
 
 SCHEMAS = {"s.t": "pid bigint, g string, k string, x bigint", "s.p": "pid bigint, sex string",
            "s.v": "pid bigint, cost bigint", "s.gt": "pid bigint, g string",
-           "s.w": "pid bigint, x bigint", "s.r": "pid bigint, x bigint, s string"}
+           "s.w": "pid bigint, x bigint", "s.r": "pid bigint, x bigint, y double, s string"}
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,7 @@ from ...errors import (DataError, InternalError, MetadataError, OperationalError
 from ...metadata.model import Metadata, Table
 from .dialect import DuckDB
 from ...plan.aggregate import check_rows_independent
+from ...plan.precut import PRE_CUT_WORK
 from ..intake import duckdb_family, is_cast, warn_cast
 from ..relations import Relations
 from ...plan.rewrite import null_relation, typed_relation, with_source
@@ -54,6 +55,7 @@ class Engine:
     """The private tables of one session, and how to reach them in DuckDB."""
 
     dialect = DuckDB()
+    pre_cut_work = PRE_CUT_WORK  # most work per stored row before the cut (dpsql.plan.precut)
 
     def __init__(self, con: duckdb.DuckDBPyConnection, physical: dict, metadata: Metadata) -> None:
         self.con = con
