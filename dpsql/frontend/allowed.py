@@ -30,9 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlglot import exp
-from .dialect import ANALYST_DIALECT
 
 from ..metadata.model import DEFAULT_TEXT_LENGTH, MAX_TEXT_CELL, TEXT_UNIT  # noqa: F401
+from .dialect import ANALYST_DIALECT
 
 # The expression language's types: the metadata's five column types plus DATE
 # (from CAST ... AS DATE) and the type of NULL. Each has exactly one engine type.

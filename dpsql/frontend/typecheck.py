@@ -493,5 +493,3 @@ def check(node: exp.Expression, columns: dict, clause: str = "WHERE", leaf=None)
 
 def predicate(node: exp.Expression, columns: dict, clause: str = "WHERE", leaf=None) -> exp.Expression:
     return Checker(columns, leaf, clause).predicate(node)
-
-

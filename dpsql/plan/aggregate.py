@@ -34,7 +34,7 @@ from .aggregates import aggregate_type, plan_aggregates
 from .statistics import Statistic, StatisticSet
 from .nodes import epoch_us, every_node, truncated, truncated_groups
 from .lift import MAX_GRID, lift
-from .precut import NOTE as PRECUT_NOTE, PRE_CUT_WORK, needs_precut, precut
+from .precut import PRE_CUT_WORK, needs_precut, note as precut_note, precut
 from .query import Query
 from .relations import Field, censored, check_work
 from ..frontend.binding import expression_weight
@@ -280,7 +280,7 @@ def build_plan(query: Query, privacy: Privacy, pre_cut_work: int = PRE_CUT_WORK)
                 threshold_choice=choice, tau=choice.tau if choice else None,
                 selection=selection is not None)
     plan.notes += query.notes + ([selection] if selection else []) + (
-        [PRECUT_NOTE.format(limit=pre_cut_work)] if precutting else []) + _notes(group_bounds, bool(query.keys and not domains
+        [precut_note(pre_cut_work)] if precutting else []) + _notes(group_bounds, bool(query.keys and not domains
                                                           and not needs_threshold))
     return plan
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..errors import InternalError
-
 from .nodes import truncated
 from .rewrite import WHOLE, column, typed_name
 
@@ -37,10 +36,13 @@ PRE_CUT_WORK = 2_048
 may run on a person's stored rows before they are cut: about comparing one 256-character
 cell (1,024 bytes) with a literal, or matching it to a prefix pattern, twice."""
 
-NOTE = ("this query's expressions are heavy (more than {limit:,} bytes and steps a row on this "
-        "engine) or "
-        "compare a person's rows with each other: each person's stored rows are first cut to "
-        "max_ids random rows, and the query's WHERE and expressions run on those (docs/privacy.md)")
+def note(limit: int) -> str:
+    """What explain says of a plan that reads its tables cut first (``limit``: the engine's)."""
+    why = ("this engine cuts every statement's rows first" if limit == 0 else
+           f"this query's expressions are heavy (more than {limit:,} bytes and steps a row) or "
+           "compare a person's rows with each other")
+    return (f"{why}: each person's stored rows are first cut to max_ids random rows, and the "
+            "query's WHERE and expressions run on those (docs/privacy.md)")
 
 
 def needs_precut(exact: exp.Expression, tables, work: int, limit: int = PRE_CUT_WORK) -> bool:
@@ -61,7 +63,8 @@ def precut(exact: exp.Select, tables) -> exp.Select:
     key check and in the join it guards, counting a shared order for both its claimants;
     and a correlated subquery over an inline cut made DuckDB cut again per outer row)."""
     cuts = {typed_name(t): t for t in tables if _key(t)}
-    names = {typed: f"_dpsql_cut{i}" for i, typed in enumerate(_ordered(cuts))}
+    by_name = {t.full_name.lower(): typed for typed, t in cuts.items()}
+    names = {typed: f"_dpsql_cut{i}" for i, typed in enumerate(_ordered(cuts, by_name))}
 
     def cut(node):
         if isinstance(node, exp.Table) and not node.args.get("db") and node.name in cuts \
@@ -72,7 +75,6 @@ def precut(exact: exp.Select, tables) -> exp.Select:
                              alias=alias.copy())
         return node
     exact = exact.transform(cut, copy=False)
-    by_name = {t.full_name.lower(): typed for typed, t in cuts.items()}
     ctes = []
     for i, (typed, name) in enumerate(names.items()):
         parent = _parent(cuts[typed], by_name)
@@ -85,9 +87,8 @@ def precut(exact: exp.Select, tables) -> exp.Select:
     return exact
 
 
-def _ordered(cuts: dict) -> list:
+def _ordered(cuts: dict, by_name: dict) -> list:
     """The tables' typed names, each after the table it references (its CTE reads that one's)."""
-    by_name = {t.full_name.lower(): typed for typed, t in cuts.items()}
     done: list = []
     while len(done) < len(cuts):
         ready = [typed for typed, table in cuts.items() if typed not in done and (
@@ -141,7 +142,7 @@ def _cut_rows(table, prefix: str, held: tuple | None) -> exp.Select:
 
 def _key(table) -> str | None:
     """The column whose value names a row's person (or referenced row), if rows are cut."""
-    if table.public or table.row_privacy or not getattr(table, "sample_max_ids", True):
+    if table.public or table.row_privacy or not table.sample_max_ids:
         return None
     for name, col in table.columns.items():
         if col.private_id:
