@@ -10,8 +10,8 @@ was planned) the same: one person would move all 300 NULL rows, against a charge
 of 20 orders. dpsql never keeps a NULL tested value for NOT IN and always keeps it for
 NOT EXISTS, whatever the subquery holds; each query runs 200 times on both data sets and
 ``tests/neighbours/harness.py`` fails if an outcome is seen more often on one side than
-the charge allows. Both tests fail on the planner before this rule (the NULL rows
-counted on one side only).
+the charge allows, and the median answer must sit at the SQL-correct count. Both tests
+fail on the planner before this rule (the NULL rows counted on one side only).
 """
 from __future__ import annotations
 
@@ -66,10 +66,16 @@ def test_one_person_cannot_move_the_null_rows(pair, name):
     reference = known + (NULL_ORDERS if name == "not exists" else 0)
     assert "sensitivity L1=20" in readers["without"].explain(sql)
 
+    released = []
+
     def bucket(df):
-        return min(3, int(abs(float(df.n[0]) - reference) // 100))
+        released.append(float(df.n[0]))
+        return min(3, int(abs(released[-1] - reference) // 100))
 
     a, b = attack(readers, sql, bucket, runs=RUNS, buckets=6)
     for side in (a, b):
         assert side.epsilon == pytest.approx(1.0)
-        assert set(side.counts) <= {("answer", 0), ("answer", 1)}, dict(side.counts)
+    # Laplace noise of scale 20: a median 50 away from the reference needs half of the
+    # 400 answers 2.5 scales out (each 4% likely), far below 1e-6; moving the 300 NULL
+    # rows moves it by 300. (A bound on every answer would need 400 away to stay quiet.)
+    assert abs(float(np.median(released)) - reference) < 50, np.median(released)
