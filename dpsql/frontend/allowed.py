@@ -13,8 +13,10 @@ the plan makes that failure impossible:
 - ``total``: cannot raise once its operands have the types the rule demands
   (types come from the metadata, never from the data);
 - ``try``: can raise on some values (integer overflow, an offset out of range);
-  the plan wraps it in DuckDB's ``TRY(...)``, which is tested to turn each of
-  those errors into NULL;
+  the plan marks it (``exp.Try``) and each engine's dialect compiles it to a form
+  that computes NULL where it would raise, without raising (DuckDB: on HUGEINT, or with
+  offsets checked: ``dpsql.engines.duckdb.guards``; never DuckDB's ``TRY``, whose
+  retry of a whole vector is a timing channel);
 - ``plan``: the operand that could fail (a pattern, a date part, a literal to
   convert) must be a literal, and is checked or converted when the query is
   planned.
@@ -95,7 +97,8 @@ ENTRIES: tuple[Entry, ...] = (
       "and comparisons of number literals alone are exact, computed at plan time into one "
       "literal (0.06 + 0.01 is 0.07, then its nearest DOUBLE)"),
     E("( )", (exp.Paren,), "paren", "T -> T", "total", "grouping only"),
-    E("TRY(x)", (exp.Try,), "paren", "T -> T", "total", "already NULL on error"),
+    E("TRY(x)", (exp.Try,), "paren", "T -> T", "total",
+      "read as (x): every expression is total already"),
     # -- logic and comparison -------------------------------------------------
     E("AND, OR, NOT", (exp.And, exp.Or, exp.Not), "logic", "boolean, ... -> boolean", "total",
       "operands must be boolean by type; a string is never cast to boolean at run time"),

@@ -202,7 +202,9 @@ class Checker:
 
     def _paren(self, node):
         inner, kind = self.check(node.this)
-        return type(node)(this=inner), kind
+        # An analyst's TRY(x) is brackets: x is total already, and each engine compiles
+        # the typecheck's own guards (DuckDB's TRY is a timing channel: engines/duckdb/guards).
+        return exp.Paren(this=inner), kind
 
     def _logic(self, node):
         self._only(node, {"this", "expression"})

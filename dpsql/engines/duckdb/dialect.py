@@ -1,8 +1,9 @@
 """The DuckDB engine's dialect: how DuckDB spells the plan's engine-neutral nodes.
 
 Owns: the DuckDB compilation of ``dpsql.plan.nodes`` (the rest of the plan is
-rendered by sqlglot's DuckDB generator: ``exp.Try`` is ``TRY(...)``,
-``exp.UnixMicros`` is ``EPOCH_US``):
+rendered by sqlglot's DuckDB generator: ``exp.UnixMicros`` is ``EPOCH_US``):
+- ``exp.Try`` and ``NULLIF``: forms that never raise and never copy an operand
+  (``dpsql.engines.duckdb.guards``; DuckDB's own ``TRY`` re-runs a vector row by row);
 - ``Truncated``: keep a uniformly random subset of at most k rows per person
   (the k smallest of per-row random tags, for persons with more than k rows only);
 - ``TruncatedGroups``: keep at most g groups per person and r rows per person in
@@ -18,6 +19,7 @@ from sqlglot import exp
 from ...frontend.literal_lists import listed_in, rows_in
 from ...plan.dialect import Dialect
 from .filters import restored_filters
+from .guards import never_raising
 from ...plan.nodes import Truncated, TruncatedGroups, every_node
 
 NAME = "duckdb"
@@ -29,7 +31,7 @@ class DuckDB(Dialect):
     name = NAME
 
     def lowered(self, tree: exp.Expression) -> exp.Expression:
-        tree = self.compile_nodes(tree)
+        tree = never_raising(self.compile_nodes(tree))
         volatile, ctes, lists, selects = _walked(tree)
         for node in lists:
             (as_rows if isinstance(node, exp.Values) else as_array)(node)
