@@ -36,6 +36,7 @@ class ServerEngine:
 
     dialect = None
     pre_cut_work = PRE_CUT_WORK  # most work per stored row before the cut (dpsql.plan.precut)
+    pre_cut_guarded = False      # whether any guarded expression is cut first as well
     FAMILY: dict = {}           # the server's type -> its family (dpsql.engines.intake)
     TARGET: dict = {}           # metadata type -> the engine type it is read as
     WHERE = ""                  # "on the PostgreSQL server", for messages

@@ -28,7 +28,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..errors import InternalError
-from .nodes import truncated
+from .nodes import every_node, truncated
 from .rewrite import WHOLE, column, typed_name
 
 PRE_CUT_WORK = 2_048
@@ -36,24 +36,40 @@ PRE_CUT_WORK = 2_048
 may run on a person's stored rows before they are cut: about comparing one 256-character
 cell (1,024 bytes) with a literal, or matching it to a prefix pattern, twice."""
 
-def note(limit: int) -> str:
-    """What explain says of a plan that reads its tables cut first (``limit``: the engine's)."""
+def note(limit: int, guarded: bool = False) -> str:
+    """What explain says of a plan that reads its tables cut first (``limit``: the engine's;
+    ``guarded``: whether the engine also cuts first for any guarded expression)."""
     why = ("this engine cuts every statement's rows first" if limit == 0 else
-           f"this query's expressions are heavy (more than {limit:,} bytes and steps a row) or "
-           "compare a person's rows with each other")
+           f"this query's expressions are heavy (more than {limit:,} bytes and steps a row)"
+           + (", guarded on this engine," if guarded else "")
+           + " or compare a person's rows with each other")
     return (f"{why}: each person's stored rows are first cut to max_ids random rows, and the "
             "query's WHERE and expressions run on those (docs/privacy.md)")
 
 
-def needs_precut(exact: exp.Expression, tables, work: int, limit: int = PRE_CUT_WORK) -> bool:
+def needs_precut(exact: exp.Expression, tables, work: int, limit: int = PRE_CUT_WORK,
+                 guarded: bool = False) -> bool:
     """Whether ``exact``, a plan over ``tables`` of a statement with ``work`` per private
-    row, must read their persons' rows cut first (``limit``: the engine's PRE_CUT_WORK)."""
+    row, must read their persons' rows cut first (``limit``: the engine's PRE_CUT_WORK;
+    ``guarded``: the engine's guards cost more than the cost model prices, so that any
+    expression with one is cut first: PostgreSQL's)."""
     if not any(_key(t) for t in tables):
         return False
-    if work > limit:
+    if work > limit or (guarded and any(_guarded(n) for n in every_node(exact))):
         return True
     private = {typed_name(t) for t in tables if _key(t)}
     return any(t.name in private for e in exact.find_all(exp.Exists) for t in e.find_all(exp.Table))
+
+
+def _guarded(node: exp.Expression) -> bool:
+    """An analyst's node an engine guards (the typecheck's ``exp.Try``, which carries the
+    type it recorded), or a cast of an analyst's text (the plan's own nodes carry no type)."""
+    if isinstance(node, exp.Try):
+        return node.type is not None
+    if isinstance(node, (exp.Cast, exp.TryCast)):
+        source = node.this.type
+        return source is not None and source.this in exp.DataType.TEXT_TYPES
+    return False
 
 
 def precut(exact: exp.Select, tables) -> exp.Select:

@@ -56,6 +56,7 @@ class Engine:
 
     dialect = DuckDB()
     pre_cut_work = PRE_CUT_WORK  # most work per stored row before the cut (dpsql.plan.precut)
+    pre_cut_guarded = False      # whether any guarded expression is cut first as well
 
     def __init__(self, con: duckdb.DuckDBPyConnection, physical: dict, metadata: Metadata) -> None:
         self.con = con
