@@ -115,7 +115,7 @@ ENTRIES: tuple[Entry, ...] = (
     E("LIKE, ILIKE [ESCAPE c]", (exp.Like, exp.ILike, exp.Escape), "like",
       "string, string literal -> boolean", "plan",
       "the pattern and the escape character must be literals (a row-dependent escape "
-      "string raises an error TRY does not catch); the escape is one character"),
+      "string raises an error no guard catches); the escape is one character"),
     # -- conditional ----------------------------------------------------------
     E("CASE, IF(c, a, b)", (exp.Case, exp.If), "case", "boolean -> T, ... -> T", "total",
       "conditions must be boolean; results must share one type (int and float give float)"),
@@ -130,21 +130,21 @@ ENTRIES: tuple[Entry, ...] = (
       "targets (HUGEINT, UHUGEINT, VARINT, INTERVAL, TIME WITH TIME ZONE, ...) are refused"),
     # -- arithmetic -----------------------------------------------------------
     E("+ - *", (exp.Add, exp.Sub, exp.Mul), "arith", "number, number -> int or float", "try",
-      "64-bit integer overflow is NULL (TRY); DOUBLE overflows to infinity"),
+      "64-bit integer overflow is NULL; DOUBLE overflows to infinity"),
     E("/", (exp.Div,), "div", "number, number -> float", "try", "DOUBLE division; x/0 is NULL"),
     E("//, %, MOD", (exp.IntDiv, exp.Mod), "arith", "number, number -> int or float", "try",
-      "division by zero and overflow are NULL (TRY)"),
+      "division by zero and overflow are NULL"),
     E("-x", (exp.Neg,), "neg", "number -> number", "try", "negating the smallest BIGINT is NULL"),
-    E("ABS", (exp.Abs,), "numeric_same", "number -> number", "try", "overflow is NULL (TRY)"),
-    E("SIGN", (exp.Sign,), "numeric_int", "number -> int", "try", "none known; TRY anyway"),
+    E("ABS", (exp.Abs,), "numeric_same", "number -> number", "try", "overflow is NULL"),
+    E("SIGN", (exp.Sign,), "numeric_int", "number -> int", "try", "none known; guarded anyway"),
     E("ROUND(x [, n])", (exp.Round,), "round", "number, integer literal -> number", "try",
       "n must be an integer literal in [-30, 30]"),
     E("FLOOR, CEIL, TRUNC", (exp.Floor, exp.Ceil, exp.Trunc), "numeric_same",
-      "number -> number", "try", "none known; TRY anyway"),
+      "number -> number", "try", "none known; guarded anyway"),
     E("SQRT, CBRT, LN, LOG, LOG10, LOG2, EXP, POWER", (exp.Sqrt, exp.Cbrt, exp.Ln, exp.Log,
                                                       exp.Exp, exp.Pow),
       "numeric_float", "number... -> float", "try",
-      "domain errors are NaN or NULL (TRY); overflow is infinity"),
+      "domain errors are NaN or NULL; overflow is infinity"),
     E("ISNAN, ISINF", (exp.IsNan, exp.IsInf), "float_bool", "number -> boolean", "total", ""),
     # -- strings ----------------------------------------------------------------
     E("LOWER, UPPER, TRIM, LTRIM, RTRIM, REVERSE", (exp.Lower, exp.Upper, exp.Trim, exp.Reverse),
@@ -153,7 +153,7 @@ ENTRIES: tuple[Entry, ...] = (
     E("LENGTH", (exp.Length,), "string_int", "string -> int", "total", ""),
     E("SUBSTRING(s, start [, len]), LEFT, RIGHT", (exp.Substring, exp.Left, exp.Right),
       "substring", "string, int... -> string", "try",
-      "an offset beyond DuckDB's range raises; TRY makes it NULL; output no longer than s"),
+      "an offset or length beyond DuckDB's range is NULL; output no longer than s"),
     E("STRPOS, POSITION", (exp.StrPosition,), "string_pair_int", "string, string -> int",
       "total", ""),
     E("STARTS_WITH, CONTAINS", (exp.StartsWith, exp.Contains), "string_pair_bool",
@@ -163,14 +163,14 @@ ENTRIES: tuple[Entry, ...] = (
     # -- dates and times -------------------------------------------------------
     E("EXTRACT(part FROM t), DATE_PART('part', t)", (exp.Extract, "date_part", "datepart"),
       "extract", "part literal, datetime or date -> int", "try",
-      "the part must be a literal from a fixed list; infinite dates give NULL (TRY)"),
+      "the part must be a literal from a fixed list; infinite dates give NULL"),
     E("YEAR, QUARTER, MONTH, DAY, HOUR, MINUTE, SECOND, DAYOFWEEK, DAYOFYEAR",
       (exp.Year, exp.Quarter, exp.Month, exp.Day, exp.Hour, exp.Minute, exp.Second,
        exp.DayOfWeek, exp.DayOfYear), "date_int", "datetime or date -> int", "try",
-      "infinite dates give NULL (TRY)"),
+      "infinite dates give NULL"),
     E("DATE_TRUNC('part', t)", (exp.TimestampTrunc, exp.DateTrunc), "trunc",
       "part literal, datetime or date -> datetime", "try",
-      "the part must be a literal from a fixed list (TRY for infinite dates)"),
+      "the part must be a literal from a fixed list (NULL for infinite dates)"),
     E("t + INTERVAL 'n' unit, t - INTERVAL 'n' unit, DATE_ADD(t, INTERVAL ...), "
       "DATE_SUB(t, INTERVAL ...), DATE_ADD(t, n), DATE_SUB(t, n)",
       (exp.Interval, exp.DateAdd), "interval",
@@ -185,7 +185,7 @@ ENTRIES: tuple[Entry, ...] = (
       "the part must be year, quarter, month, week, day, hour, minute or second, written "
       "literally; it counts the part's boundaries from a to b, as DuckDB (week: whole weeks); "
       "BigQuery's DATE_DIFF(a, b, PART) counts them from b to a (PART: YEAR, QUARTER, MONTH, "
-      "DAY, HOUR, MINUTE or SECOND); infinite dates give NULL (TRY)"),
+      "DAY, HOUR, MINUTE or SECOND); infinite dates give NULL"),
 )
 
 _BY_NODE = {n: e for e in ENTRIES for n in e.nodes if isinstance(n, type)}
