@@ -223,7 +223,8 @@ RULES: dict = {
                           exp.LTE, exp.Is, exp.In, exp.Between, exp.NullSafeEQ,
                           exp.NullSafeNEQ)},
     # conditionals
-    **{k: total for k in (exp.Case, exp.If, exp.Coalesce, exp.Greatest, exp.Least, exp.Nullif)},
+    **{k: total for k in (exp.If, exp.Coalesce, exp.Greatest, exp.Least)},
+    exp.Case: r.simple_case, exp.Nullif: r._nullif,
     exp.Cast: _cast, exp.TryCast: _try_cast,
     # arithmetic
     exp.Add: {"BIGINT": r._arith, "DOUBLE": total, "TIMESTAMP": total},
