@@ -12,9 +12,12 @@ that sqlglot renders ``exp.Try`` (NULL where evaluation would raise),
 """
 from __future__ import annotations
 
+from itertools import count
+
 import math
 import struct
 
+import sqlglot
 from sqlglot import exp
 
 from ..errors import QueryError
@@ -368,3 +371,35 @@ def smallest_nonzero(f) -> float:
         else:
             low = mid + 1
     return struct.unpack("<d", struct.pack("<q", low))[0]
+
+
+class Let(exp.Expression):
+    """``expression`` (a body) with the lambda variable ``name`` bound to the value of
+    ``this``, computed once: an engine whose CASE forms copy an operand they read twice
+    (DuckDB's NULLIF, Spark's NULLIF and simple CASE, every guard that tests a value and
+    then computes with it) reads it once through a lambda (``register_let`` says how). One
+    node, rendered in one step: as three nested functions it took three more levels of
+    Python's stack to render per guard, which the deepest query dpsql accepts, called 400
+    frames deep, did not have (``dpsql.frontend.parse``)."""
+
+    arg_types = {"this": True, "expression": True, "name": True}
+
+
+_LETS = count()
+
+
+def let(value: exp.Expression, body) -> Let:
+    """``body(v)`` with the column ``v`` bound to the value of ``value``."""
+    name = f"_dpsql_v{next(_LETS)}"
+    return Let(this=value, expression=body(exp.column(name)), name=name)
+
+
+def register_let(dialect: str, template: str) -> None:
+    """Render ``Let`` in sqlglot's ``dialect`` by ``template`` ({value}, {name}, {body})."""
+    generator = sqlglot.Dialect.get_or_raise(dialect).generator_class
+
+    def render(gen, node: Let) -> str:
+        return template.format(value=gen.sql(node, "this"), name=node.args["name"],
+                               body=gen.sql(node, "expression"))
+    generator.TRANSFORMS = {**generator.TRANSFORMS, Let: render}
+

@@ -31,13 +31,10 @@ copies of ``a``, so ``a / (b / (c / ...))``, whose divisors are NULLIF'd, was 2^
 """
 from __future__ import annotations
 
-from itertools import count
-
-import sqlglot
 from sqlglot import exp
 
 from ...errors import QueryError
-from ...plan.dialect import int_constant
+from ...plan.dialect import int_constant, let, register_let
 
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
 OFFSETS = (-(2 ** 32), 2 ** 32 - 1)
@@ -55,45 +52,21 @@ integer ones below are widened (``tests/safety/test_duckdb_guards.py``)."""
 
 def never_raising(tree: exp.Expression) -> exp.Expression:
     """``tree`` with every ``exp.Try`` and ``exp.Nullif`` compiled (in place, innermost first)."""
-    names = count()
     for node in reversed(list(tree.find_all(exp.Try, exp.Nullif))):
         if isinstance(node, exp.Nullif):
-            node.replace(_nullif(node, names))
+            node.replace(_nullif(node))
         else:
-            node.replace(_total(node.this, names))
+            node.replace(_total(node.this))
     return tree
 
 
-class Let(exp.Expression):
-    """``body`` (``expression``) with the column ``name`` bound to the value of ``this``,
-    computed once. One node, rendered by ``_let_sql``: as three (a function of a list of a
-    value) it took three more levels of Python's stack to render per guard, which the
-    deepest query dpsql accepts, called 400 frames deep, did not have
-    (``dpsql.frontend.parse``)."""
-
-    arg_types = {"this": True, "expression": True, "name": True}
+register_let("duckdb", "LIST_EXTRACT(LIST_TRANSFORM([{value}], LAMBDA {name}: {body}), 1)")
 
 
-def _let_sql(generator, node: Let) -> str:
-    return (f"LIST_EXTRACT(LIST_TRANSFORM([{generator.sql(node, 'this')}], LAMBDA "
-            f"{node.args['name']}: {generator.sql(node, 'expression')}), 1)")
-
-
-_GENERATOR = sqlglot.Dialect.get_or_raise("duckdb").generator_class
-_GENERATOR.TRANSFORMS = {**_GENERATOR.TRANSFORMS, Let: _let_sql}
-
-
-def let(value: exp.Expression, body, names) -> exp.Expression:
-    """``body(v)`` with ``v`` the value of ``value``, computed once: ``list_extract(
-    list_transform([value], lambda v: body(v)), 1)``."""
-    name = f"_dpsql_v{next(names)}"
-    return Let(this=value, expression=body(exp.column(name)), name=name)
-
-
-def _nullif(node: exp.Nullif, names) -> exp.Expression:
+def _nullif(node: exp.Nullif) -> exp.Expression:
     other = node.expression
     return let(node.this, lambda v: exp.Case(ifs=[exp.If(
-        this=exp.EQ(this=v, expression=other), true=exp.Null())], default=v.copy()), names)
+        this=exp.EQ(this=v, expression=other), true=exp.Null())], default=v.copy()))
 
 
 def _type(node: exp.Expression) -> str | None:
@@ -101,28 +74,27 @@ def _type(node: exp.Expression) -> str | None:
     return t.sql("duckdb").upper() if t is not None and not t.is_type("unknown") else None
 
 
-def _total(inner: exp.Expression, names) -> exp.Expression:
+def _total(inner: exp.Expression) -> exp.Expression:
     if isinstance(inner, exp.IntDiv) and _type(inner) == "BIGINT":
-        return _int_div(inner, names)
+        return _int_div(inner)
     if isinstance(inner, exp.Round) and _type(inner) == "BIGINT":
-        return _round(inner, names)
+        return _round(inner)
     if isinstance(inner, _WIDE) and _type(inner) == "BIGINT":
-        return _widened(inner, names)
+        return _widened(inner)
     if isinstance(inner, (exp.Substring, exp.Left)):
-        return _offsets(inner, names)
+        return _offsets(inner)
     if isinstance(inner, _TOTAL):
         return inner
     raise QueryError(f"{inner.key.upper()} is not supported on DuckDB here (it could fail on "
                      "some values); rewrite the expression without it")
 
 
-def _int_div(node: exp.IntDiv, names) -> exp.Expression:
+def _int_div(node: exp.IntDiv) -> exp.Expression:
     """a // b of BIGINTs (b is NULL for 0 already), NULL for -2^63 // -1."""
     a, b = node.this, node.expression
     return let(a, lambda u: let(b, lambda v: exp.Case(ifs=[exp.If(this=exp.and_(
         exp.EQ(this=u, expression=_num(INT64[0])), exp.EQ(this=v, expression=_num(-1))),
-        true=exp.Null())], default=exp.IntDiv(this=u.copy(), expression=v.copy())), names),
-        names)
+        true=exp.Null())], default=exp.IntDiv(this=u.copy(), expression=v.copy()))))
 
 
 def rounding_range(digits: int) -> tuple:
@@ -135,7 +107,7 @@ def rounding_range(digits: int) -> tuple:
     return bottom, top
 
 
-def _round(node: exp.Round, names) -> exp.Expression:
+def _round(node: exp.Round) -> exp.Expression:
     decimals = node.args.get("decimals")
     digits = int_constant(decimals) if decimals is not None else 0
     if digits is None:
@@ -146,10 +118,10 @@ def _round(node: exp.Round, names) -> exp.Expression:
     value = node.this
     return let(value, lambda v: exp.Case(ifs=[exp.If(
         this=exp.Between(this=v, low=_num(low), high=_num(high)),
-        true=exp.Round(this=v.copy(), decimals=decimals.copy()))]), names)
+        true=exp.Round(this=v.copy(), decimals=decimals.copy()))]))
 
 
-def _widened(node: exp.Expression, names) -> exp.Expression:
+def _widened(node: exp.Expression) -> exp.Expression:
     """A BIGINT + - * -x ABS computed on HUGEINT, NULL outside BIGINT's range (HUGEINT's
     + - * take the same time whatever the values)."""
     for key in ("this", "expression"):
@@ -158,10 +130,10 @@ def _widened(node: exp.Expression, names) -> exp.Expression:
             operand.replace(exp.Cast(this=operand.copy(), to=exp.DataType.build("HUGEINT")))
     return let(node, lambda v: exp.Case(ifs=[exp.If(
         this=exp.Between(this=v, low=_num(INT64[0]), high=_num(INT64[1])),
-        true=exp.Cast(this=v.copy(), to=exp.DataType.build("BIGINT")))]), names)
+        true=exp.Cast(this=v.copy(), to=exp.DataType.build("BIGINT")))]))
 
 
-def _offsets(node: exp.Expression, names) -> exp.Expression:
+def _offsets(node: exp.Expression) -> exp.Expression:
     """SUBSTRING and LEFT with NULL for the offsets and lengths DuckDB rejects."""
     keys = ("start", "length") if isinstance(node, exp.Substring) else ("expression",)
     for key in keys:
@@ -179,7 +151,7 @@ def _offsets(node: exp.Expression, names) -> exp.Expression:
                 operand.replace(exp.Cast(this=exp.Null(), to=exp.DataType.build("BIGINT")))
             continue
         operand.replace(let(operand.copy(), lambda v, bad=bad: exp.Case(ifs=[exp.If(
-            this=bad(v), true=exp.Null())], default=v.copy()), names))
+            this=bad(v), true=exp.Null())], default=v.copy())))
     return node
 
 

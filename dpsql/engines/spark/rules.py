@@ -14,13 +14,10 @@ ANSI mode would not raise either.
 """
 from __future__ import annotations
 
-from itertools import count
-
-import sqlglot
 from sqlglot import exp
 
 from ...errors import QueryError
-from ...plan.dialect import away, grouped, int_constant, largest_finite
+from ...plan.dialect import away, grouped, int_constant, largest_finite, let, register_let
 
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
 EXACT_DOUBLE = 2 ** 52
@@ -182,7 +179,6 @@ def _div(node):
 
 NONZERO = "dpsql_nonzero_divisor"
 """Marks the divisor of a ``/`` whose NULLIF(b, 0) ``_nullif`` removed."""
-_LETS = count()
 
 
 def _nullif(node):
@@ -201,28 +197,7 @@ def _nullif(node):
                                            default=v.copy()))
 
 
-class Let(exp.Expression):
-    """``expression`` with the lambda variable ``name`` bound to the value of ``this``: one
-    node, rendered by ``_let_sql`` in one step (as three functions it took three more levels
-    of Python's stack to render per guard)."""
-
-    arg_types = {"this": True, "expression": True, "name": True}
-
-
-def _let_sql(generator, node: Let) -> str:
-    return (f"ELEMENT_AT(TRANSFORM(ARRAY({generator.sql(node, 'this')}), {node.args['name']} -> "
-            f"{generator.sql(node, 'expression')}), 1)")
-
-
-_GENERATOR = sqlglot.Dialect.get_or_raise("spark").generator_class
-_GENERATOR.TRANSFORMS = {**_GENERATOR.TRANSFORMS, Let: _let_sql}
-
-
-def let(value: exp.Expression, body) -> exp.Expression:
-    """``body(v)`` with v the value of ``value``, computed once (a lambda over a one-element
-    array: Spark copies an operand its CASE forms read twice)."""
-    name = f"_dpsql_v{next(_LETS)}"
-    return Let(this=value, expression=body(exp.column(name)), name=name)
+register_let("spark", "ELEMENT_AT(TRANSFORM(ARRAY({value}), {name} -> {body}), 1)")
 
 
 def simple_case(node):
