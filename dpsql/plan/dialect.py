@@ -151,6 +151,7 @@ def apply_rules(tree: exp.Expression, rules: dict, refusal, plan_rules: dict | N
     anything runs. Other nodes are the plan's own (clamps, fixed point, truncation, which
     work on values the plan bounded): ``plan_rules`` may compile them, else they are
     rendered as they are."""
+    check_guards(tree)
     _expand_lists(tree)
     analyst = analyst_nodes(tree)
     known = {id(node): node for node in tree.walk()}     # (kept alive: ids stay unique)
@@ -380,7 +381,8 @@ class Let(exp.Expression):
     then computes with it) reads it once through a lambda (``register_let`` says how). One
     node, rendered in one step: as three nested functions it took three more levels of
     Python's stack to render per guard, which the deepest query dpsql accepts, called 400
-    frames deep, did not have (``dpsql.frontend.parse``)."""
+    frames deep, did not have (``dpsql.frontend.parse``). ``this`` may be a Tuple of two
+    values (``let_pair``), bound as a two-element list."""
 
     arg_types = {"this": True, "expression": True, "name": True}
 
@@ -388,18 +390,70 @@ class Let(exp.Expression):
 _LETS = count()
 
 
-def let(value: exp.Expression, body) -> Let:
-    """``body(v)`` with the column ``v`` bound to the value of ``value``."""
+MAX_GUARDS = 256
+"""Most guarded operations (the typecheck's ``exp.Try``) one query may have: each is a CASE
+or a lambda the engine binds (DuckDB: 1,000 OR-ed guarded products took 1.7-2.0 s to prepare
+against 0.25 s as TRY, on a loaded machine, and a query is prepared for its dry run and its
+run, up to 28 s in all; review 25's 48 kB statement of 2,046 guards took 17 s, which a
+statement timeout ends only between steps)."""
+
+
+def check_guards(tree: exp.Expression) -> None:
+    """Refuse ``tree`` (for free, before anything runs) if it has more than MAX_GUARDS guards."""
+    guards = sum(1 for _ in tree.find_all(exp.Try))
+    if guards > MAX_GUARDS:
+        raise QueryError(f"the query has {guards:,} operations that need a guard (arithmetic "
+                         "that could overflow, divisions, rounding, date parts, substrings), "
+                         f"more than dpsql's limit of {MAX_GUARDS:,} a query, which bounds the "
+                         "time the engine takes to prepare it; compute fewer of them")
+
+
+INLINE_NODES = 8
+"""A value of at most this many nodes, with no Let inside, is copied into the body instead of
+bound (a lambda costs DuckDB about 1.4 ms to bind, and a column or ``x + 1`` is cheaper to copy);
+nested guards then copy at most this much at each level."""
+
+
+def _small(value: exp.Expression) -> bool:
+    nodes = 0
+    for node in value.walk():
+        nodes += 1
+        if nodes > INLINE_NODES or isinstance(node, Let):
+            return False
+    return True
+
+
+def let(value: exp.Expression, body) -> exp.Expression:
+    """``body(v)`` with the column ``v`` bound to the value of ``value`` (a small value is
+    copied into the body instead)."""
+    if _small(value):
+        return body(value)
     name = f"_dpsql_v{next(_LETS)}"
     return Let(this=value, expression=body(exp.column(name)), name=name)
 
 
-def register_let(dialect: str, template: str) -> None:
-    """Render ``Let`` in sqlglot's ``dialect`` by ``template`` ({value}, {name}, {body})."""
+def let_pair(a: exp.Expression, b: exp.Expression, body, element: str) -> Let:
+    """``body(u, v)`` with u and v the values of a and b, both computed outside the lambda
+    (``element``: the engine's function of a list and a 1-based position). A let inside
+    another's body made DuckDB bind the inner lambdas again for each level (review 25's
+    statement of 1,024 nested copies: 226 s to prepare)."""
+    if _small(a) and _small(b):
+        return body(a, b)
+    name = f"_dpsql_v{next(_LETS)}"
+    u, v = (exp.Anonymous(this=element, expressions=[exp.column(name), exp.Literal.number(i)])
+            for i in (1, 2))
+    return Let(this=exp.Tuple(expressions=[a, b]), expression=body(u, v), name=name)
+
+
+def register_let(dialect: str, template: str, listed: str) -> None:
+    """Render ``Let`` in sqlglot's ``dialect`` by ``template`` ({value}, {name}, {body}),
+    where a pair's value is ``listed`` ({values}: the two, separated by a comma)."""
     generator = sqlglot.Dialect.get_or_raise(dialect).generator_class
 
     def render(gen, node: Let) -> str:
-        return template.format(value=gen.sql(node, "this"), name=node.args["name"],
+        value = node.this
+        text = (listed.format(values=", ".join(gen.sql(e) for e in value.expressions))
+                if isinstance(value, exp.Tuple) else gen.sql(node, "this"))
+        return template.format(value=text, name=node.args["name"],
                                body=gen.sql(node, "expression"))
     generator.TRANSFORMS = {**generator.TRANSFORMS, Let: render}
-

@@ -34,7 +34,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import QueryError
-from ...plan.dialect import int_constant, let, register_let
+from ...plan.dialect import check_guards, int_constant, let, let_pair, register_let
 
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
 OFFSETS = (-(2 ** 32), 2 ** 32 - 1)
@@ -52,6 +52,7 @@ integer ones below are widened (``tests/safety/test_duckdb_guards.py``)."""
 
 def never_raising(tree: exp.Expression) -> exp.Expression:
     """``tree`` with every ``exp.Try`` and ``exp.Nullif`` compiled (in place, innermost first)."""
+    check_guards(tree)
     for node in reversed(list(tree.find_all(exp.Try, exp.Nullif))):
         if isinstance(node, exp.Nullif):
             node.replace(_nullif(node))
@@ -60,13 +61,17 @@ def never_raising(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-register_let("duckdb", "LIST_EXTRACT(LIST_TRANSFORM([{value}], LAMBDA {name}: {body}), 1)")
+register_let("duckdb", "LIST_EXTRACT(LIST_TRANSFORM([{value}], LAMBDA {name}: {body}), 1)",
+             "[{values}]")
 
 
 def _nullif(node: exp.Nullif) -> exp.Expression:
     other = node.expression
-    return let(node.this, lambda v: exp.Case(ifs=[exp.If(
-        this=exp.EQ(this=v, expression=other), true=exp.Null())], default=v.copy()))
+    if isinstance(other, (exp.Literal, exp.Column)):
+        return let(node.this, lambda v: exp.Case(ifs=[exp.If(
+            this=exp.EQ(this=v, expression=other), true=exp.Null())], default=v.copy()))
+    return let_pair(node.this, other, lambda u, v: exp.Case(ifs=[exp.If(
+        this=exp.EQ(this=u, expression=v), true=exp.Null())], default=u.copy()), "LIST_EXTRACT")
 
 
 def _type(node: exp.Expression) -> str | None:
@@ -91,10 +96,10 @@ def _total(inner: exp.Expression) -> exp.Expression:
 
 def _int_div(node: exp.IntDiv) -> exp.Expression:
     """a // b of BIGINTs (b is NULL for 0 already), NULL for -2^63 // -1."""
-    a, b = node.this, node.expression
-    return let(a, lambda u: let(b, lambda v: exp.Case(ifs=[exp.If(this=exp.and_(
-        exp.EQ(this=u, expression=_num(INT64[0])), exp.EQ(this=v, expression=_num(-1))),
-        true=exp.Null())], default=exp.IntDiv(this=u.copy(), expression=v.copy()))))
+    return let_pair(node.this, node.expression, lambda u, v: exp.Case(ifs=[exp.If(
+        this=exp.and_(exp.EQ(this=u, expression=_num(INT64[0])),
+                      exp.EQ(this=v, expression=_num(-1))), true=exp.Null())],
+        default=exp.IntDiv(this=u.copy(), expression=v.copy())), "LIST_EXTRACT")
 
 
 def rounding_range(digits: int) -> tuple:

@@ -17,7 +17,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import QueryError
-from ...plan.dialect import away, grouped, int_constant, largest_finite, let, register_let
+from ...plan.dialect import (away, grouped, int_constant, largest_finite, let, let_pair,
+                             register_let)
 
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
 EXACT_DOUBLE = 2 ** 52
@@ -124,7 +125,7 @@ def _add(node):
         return _cases((_and(exp.GT(this=v.copy(), expression=_num(0)), positive), exp.Null()),
                       (_and(exp.LT(this=v.copy(), expression=_num(0)), negative), exp.Null()),
                       default=type(node)(this=u.copy(), expression=v.copy()))
-    return let(node.this, lambda u: let(node.expression, lambda v: body(u, v)))
+    return let_pair(node.this, node.expression, body, "ELEMENT_AT")
 
 
 def _mul(node, constant):
@@ -144,7 +145,7 @@ def _mul(node, constant):
         return _cases((_and(exp.GTE(this=exact, expression=_num(INT64[0])),
                             exp.LTE(this=exact.copy(), expression=_num(INT64[1]))),
                        exp.Mul(this=u.copy(), expression=v.copy())))
-    return let(a, lambda u: let(node.expression, lambda v: body(u, v)))
+    return let_pair(a, node.expression, body, "ELEMENT_AT")
 
 
 def _exact_range(c: int, low: int, high: int) -> tuple:
@@ -193,11 +194,15 @@ def _nullif(node):
         divisor = node.this
         divisor.meta[NONZERO] = True
         return divisor
-    return let(node.this, lambda v: _cases((exp.EQ(this=v, expression=zero), exp.Null()),
-                                           default=v.copy()))
+    if isinstance(zero, (exp.Literal, exp.Column)):
+        return let(node.this, lambda v: _cases((exp.EQ(this=v, expression=zero), exp.Null()),
+                                               default=v.copy()))
+    return let_pair(node.this, zero, lambda u, v: _cases((exp.EQ(this=u, expression=v), exp.Null()),
+                                                         default=u.copy()), "ELEMENT_AT")
 
 
-register_let("spark", "ELEMENT_AT(TRANSFORM(ARRAY({value}), {name} -> {body}), 1)")
+register_let("spark", "ELEMENT_AT(TRANSFORM(ARRAY({value}), {name} -> {body}), 1)",
+             "ARRAY({values})")
 
 
 def simple_case(node):
