@@ -144,4 +144,8 @@ def test_a_statement_has_at_most_256_guards():
     spent = reader.spent
     with pytest.raises(dpsql.QueryError, match="257 operations that need a guard"):
         reader.execute_df(terms(257))
+    nullifs = "SELECT COUNT(*) AS n FROM d.t WHERE " + " OR ".join(     # review 26, F2
+        f"NULLIF(big, {j}) = 7" for j in range(300))
+    with pytest.raises(dpsql.QueryError, match="300 operations that need a guard"):
+        reader.execute_df(nullifs)
     assert reader.spent == spent
