@@ -323,6 +323,8 @@ class Checker:
         out, kind = self._unify([a for a in args if a is not None], f"{name_of(node)} in {self.clause}")
         if isinstance(node, exp.Nullif):
             return exp.Nullif(this=out[0], expression=out[1]), kind
+        if len(out) == 1:       # GREATEST(x) is x (Spark refuses one argument: review 27)
+            return out[0], kind
         # Anonymous: sqlglot would expand GREATEST/LEAST into NULL-guarding CASEs.
         name = {exp.Coalesce: "COALESCE", exp.Greatest: "GREATEST", exp.Least: "LEAST"}[type(node)]
         return exp.Anonymous(this=name, expressions=out), kind

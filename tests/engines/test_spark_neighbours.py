@@ -105,3 +105,12 @@ def test_nested_guards_plan_and_run_in_linear_time(readers):
         start = time.perf_counter()
         reader.execute_df(f"SELECT COUNT(*) AS n FROM s.r WHERE {e} > 1", replay=False)
         assert time.perf_counter() - start < 30, name
+
+
+def test_one_argument_greatest_is_answered(readers):
+    """Review 27, F2: GREATEST(x) passed dpsql's checks, and Spark refused it with its own
+    message (WRONG_NUM_ARGS, a link, a SQLSTATE); it is x."""
+    large = dpsql.Privacy(epsilon=1e5, delta=DELTA)
+    one = readers["without"].execute_df("SELECT COUNT(*) AS n FROM s.r WHERE GREATEST(x) >= 0 "
+                                        "AND LEAST(x) <= 100", privacy=large).n[0]
+    assert one == pytest.approx(300, abs=1)
