@@ -39,8 +39,7 @@ cell (1,024 bytes) with a literal, or matching it to a prefix pattern, twice."""
 def note(limit: int, guarded: bool = False) -> str:
     """What explain says of a plan that reads its tables cut first (``limit``: the engine's;
     ``guarded``: whether the engine also cuts first for any guarded expression)."""
-    why = ("this engine cuts every statement's rows first" if limit == 0 else
-           f"this query's expressions are heavy (more than {limit:,} bytes and steps a row)"
+    why = (f"this query's expressions are heavy (more than {limit:,} bytes and steps a row)"
            + (", guarded on this engine," if guarded else "")
            + " or compare a person's rows with each other")
     return (f"{why}: each person's stored rows are first cut to max_ids random rows, and the "
