@@ -15,6 +15,7 @@ from tests.engines.neighbour_checks import (  # noqa: F401 - collected here, on 
     DELTA,
     EPSILON,
     META,
+    X,
     tables,
     test_enough_runs_to_fail,
     test_truncation_to_max_ids,
@@ -71,3 +72,57 @@ def test_a_guarded_statement_is_cut_first_and_a_plain_one_filters_first(readers)
     large = dpsql.Privacy(epsilon=1e5, delta=DELTA)
     counts = [r.execute_df(plain, privacy=large).n[0] for r in readers.values()]
     assert abs(counts[0] - counts[1] - 3) < 1, counts
+
+
+WIDE_META = {"": {"w": {"r": {
+    "max_ids": 3, "pid": {"type": "int", "private_id": True},
+    "x": {"type": "int", "lower": 0, "upper": 100},
+    **{c: {"type": "string", "max_length": 256} for c in ("a", "b", "c", "d")}}}}}
+
+
+@pytest.fixture(scope="module")
+def wide(postgres):
+    """Two databases: 1,000 persons of one narrow row each; the second also holds X with
+    20,000 stored rows whose four text columns are 256 characters of random code points
+    each (incompressible: PostgreSQL TOASTs them)."""
+    import random
+    import pandas as pd
+    rng = random.Random(28)
+    base = pd.DataFrame({"pid": range(1, 1001), "x": [i % 51 for i in range(1000)],
+                         **{c: ["v"] * 1000 for c in "abcd"}})
+    text = "".join(chr(rng.randrange(0x1000, 0x9000)) for _ in range(256))
+    heavy = pd.DataFrame({"pid": [X] * 20_000, "x": [100] * 20_000,
+                          **{c: [text] * 20_000 for c in "abcd"}})
+    out, cons = {}, []
+    for name, frame in (("without", base), ("with X", pd.concat([base, heavy]))):
+        con = create_database(postgres, "wide_" + name.replace(" ", "_"))
+        load_frame(con, WIDE_META, "w.r", frame)
+        con.commit()
+        cons.append(con)
+        out[name] = dpsql.from_connection(con, WIDE_META, privacy=dpsql.Privacy(epsilon=1.0))
+    yield out
+    for con in cons:
+        con.close()
+
+
+def test_a_cut_first_statement_reads_only_the_columns_it_uses(wide):
+    """Review 28, F1 (High): a guarded statement, cut first, stored every column of each
+    stored row (its typed relation was read twice, so PostgreSQL materialised it, every
+    column computed): with X's 20,000 rows of 256-character text, `AVG(x) WHERE x + 1 > 3`,
+    which reads no text, took +0.23-0.26 s over the wire. Now the cut carries the columns the
+    statement reads, and the typed relation is inlined: measured +0.02 s. Checked on the
+    engine's SQL, and timed: the fastest of 7 runs with X within 0.12 s of the fastest
+    without (+0.21 s before)."""
+    import time
+    sql = "SELECT AVG(x) AS m FROM w.r WHERE x + 1 > 3"
+    text = wide["with X"].explain(sql)
+    assert "cut to max_ids" in text
+    cut = text[text.index("_dpsql_cut0"):]
+    assert '"a"' not in cut and '"d"' not in cut, text
+    best = {}
+    for _ in range(7):
+        for name, reader in wide.items():
+            started = time.perf_counter()
+            reader.execute_df(sql, replay=False)
+            best[name] = min(best.get(name, 9.0), time.perf_counter() - started)
+    assert best["with X"] - best["without"] < 0.12, best

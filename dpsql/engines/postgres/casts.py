@@ -20,7 +20,7 @@ _FAMILY = {"BIGINT": "int", "INT": "int", "INTEGER": "int", "SMALLINT": "int", "
 # unambiguous (a run of digits splits one way only), as Spark's (PostgreSQL's regex engine
 # does not backtrack, and reads at most MAX_NUMBER_TEXT characters here)
 _SPACE = r"[ \t\n\r\f\v]"
-"""ASCII white space, which DuckDB's casts and PostgreSQL's number input both skip. Not
+r"""ASCII white space, which DuckDB's casts and PostgreSQL's number input both skip. Not
 ``\s``: in a UTF-8 database PostgreSQL's ``\s`` also matches U+3000 and the like, which
 its casts then refuse with an error (tenth review of issue 33: one person's '\u30005'
 made a query fail)."""
