@@ -40,7 +40,7 @@ def _error(reader, sql: str, params, privacy: Privacy, alpha: float) -> float:
     worst = 0.0
     for part in union_parts(tree):
         plan = build_plan(validate(part, reader.metadata, reader.engine.public_rows), privacy,
-                          reader.engine.pre_cut_work, reader.engine.pre_cut_guarded)
+                          reader.engine.pre_cut_work)
         for stat in plan.statistics:
             if stat.mechanism.value_bounds() is not None:
                 raise QueryError(

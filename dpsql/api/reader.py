@@ -118,7 +118,7 @@ class Reader(SmartNoiseMethods):
                 for each in sets:
                     query = validate(each, self.metadata, self.engine.public_rows)
                     plan = build_plan(query, grouping_sets.share(privacy, len(sets)),
-                                      self.engine.pre_cut_work, self.engine.pre_cut_guarded)
+                                      self.engine.pre_cut_work)
                     self._compile(plan)
                     plans.append(plan)
         return UnionPlan(plans, tree.sql(ANALYST_DIALECT)) if len(plans) > 1 else plans[0]

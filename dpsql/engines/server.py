@@ -40,7 +40,6 @@ class ServerEngine:
     # guard costs more than the cost model's node (DuckDB's list and lambda, Spark's exact
     # DECIMAL and ROUND, PostgreSQL's NUMERIC), so 30 of them, rated cheap, ran on every
     # stored row: +0.55 s with a person's 20,000 on Spark (issue 33's twenty-fifth review)
-    pre_cut_guarded = True
     FAMILY: dict = {}           # the server's type -> its family (dpsql.engines.intake)
     TARGET: dict = {}           # metadata type -> the engine type it is read as
     WHERE = ""                  # "on the PostgreSQL server", for messages

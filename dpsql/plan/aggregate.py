@@ -221,8 +221,7 @@ def _expanded_weight(query: Query) -> int:
     return heaviest
 
 
-def build_plan(query: Query, privacy: Privacy, pre_cut_work: int = PRE_CUT_WORK,
-               pre_cut_guarded: bool = False) -> Plan:
+def build_plan(query: Query, privacy: Privacy, pre_cut_work: int = PRE_CUT_WORK) -> Plan:
     """The bounded plan of ``query`` over its relation, and its cost (``pre_cut_work``: the
     engine's most work per stored row before the cut, ``dpsql.plan.precut``)."""
     check_work(query.relation, _expanded_weight(query))
@@ -267,8 +266,7 @@ def build_plan(query: Query, privacy: Privacy, pre_cut_work: int = PRE_CUT_WORK,
     # Rows of a held relation carry its sides' random samples: stored like truncated rows.
     exact = _exact_query(rows, keys, key_names, stats.items, domains,
                          truncating or query.relation.held)
-    precutting = needs_precut(exact, query.relation.tables, query.work, pre_cut_work,
-                              pre_cut_guarded)
+    precutting = needs_precut(exact, query.relation.tables, query.work, pre_cut_work)
     if precutting:
         exact = precut(exact, query.relation.tables)
     check_rows_independent(exact)
@@ -282,7 +280,7 @@ def build_plan(query: Query, privacy: Privacy, pre_cut_work: int = PRE_CUT_WORK,
                 threshold_choice=choice, tau=choice.tau if choice else None,
                 selection=selection is not None)
     plan.notes += query.notes + ([selection] if selection else []) + (
-        [precut_note(pre_cut_work, pre_cut_guarded)] if precutting else []) + _notes(group_bounds, bool(query.keys and not domains
+        [precut_note(pre_cut_work)] if precutting else []) + _notes(group_bounds, bool(query.keys and not domains
                                                           and not needs_threshold))
     return plan
 

@@ -36,25 +36,22 @@ PRE_CUT_WORK = 2_048
 may run on a person's stored rows before they are cut: about comparing one 256-character
 cell (1,024 bytes) with a literal, or matching it to a prefix pattern, twice."""
 
-def note(limit: int, guarded: bool = False) -> str:
-    """What explain says of a plan that reads its tables cut first (``limit``: the engine's;
-    ``guarded``: whether the engine also cuts first for any guarded expression)."""
-    why = (f"this query's expressions are heavy (more than {limit:,} bytes and steps a row)"
-           + (", guarded on this engine," if guarded else "")
-           + " or compare a person's rows with each other")
+def note(limit: int) -> str:
+    """What explain says of a plan that reads its tables cut first (``limit``: the engine's)."""
+    why = (f"this query's expressions are heavy (more than {limit:,} bytes and steps a row), "
+           "guarded, or compare a person's rows with each other")
     return (f"{why}: each person's stored rows are first cut to max_ids random rows, and the "
             "query's WHERE and expressions run on those (docs/privacy.md)")
 
 
-def needs_precut(exact: exp.Expression, tables, work: int, limit: int = PRE_CUT_WORK,
-                 guarded: bool = False) -> bool:
+def needs_precut(exact: exp.Expression, tables, work: int, limit: int = PRE_CUT_WORK) -> bool:
     """Whether ``exact``, a plan over ``tables`` of a statement with ``work`` per private
-    row, must read their persons' rows cut first (``limit``: the engine's PRE_CUT_WORK;
-    ``guarded``: the engine's guards cost more than the cost model prices, so that any
-    expression with one is cut first: PostgreSQL's)."""
+    row, must read their persons' rows cut first (``limit``: the engine's PRE_CUT_WORK). A
+    statement with a guarded expression is cut first on every engine: the guards cost more
+    than the cost model prices (review 25: 30 ROUNDs, 25 us a stored row on Spark)."""
     if not any(_key(t) for t in tables):
         return False
-    if work > limit or (guarded and any(_guarded(n) for n in every_node(exact))):
+    if work > limit or any(_guarded(n) for n in every_node(exact)):
         return True
     private = {typed_name(t) for t in tables if _key(t)}
     return any(t.name in private for e in exact.find_all(exp.Exists) for t in e.find_all(exp.Table))

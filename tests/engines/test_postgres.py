@@ -58,7 +58,7 @@ def test_explain_is_the_same_apart_from_the_rendered_sql(pg_con):
                 continue
             a, b = duck.explain(sql), pg.explain(sql)
             assert "bounded plan (runs on the engine)" in a
-            # PostgreSQL cuts a guarded statement first (PostgresEngine.pre_cut_guarded): its
+            # PostgreSQL cuts a guarded statement first (dpsql.plan.precut): its
             # explain says so where DuckDB's may not; nothing else differs
             assert "cut to max_ids" in b or "cut to max_ids" not in a, sql
             assert _without_cut(without_engine_sql(a)) == _without_cut(without_engine_sql(b)), sql

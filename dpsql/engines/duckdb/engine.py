@@ -60,7 +60,6 @@ class Engine:
     # guard costs more than the cost model's node (DuckDB's list and lambda, Spark's exact
     # DECIMAL and ROUND, PostgreSQL's NUMERIC), so 30 of them, rated cheap, ran on every
     # stored row: +0.55 s with a person's 20,000 on Spark (issue 33's twenty-fifth review)
-    pre_cut_guarded = True
 
     def __init__(self, con: duckdb.DuckDBPyConnection, physical: dict, metadata: Metadata) -> None:
         self.con = con

@@ -42,7 +42,6 @@ class PostgresEngine(ServerEngine):
     # 33's twenty-third review: +0.24 s with a person's 1,000 stored rows over the wire).
     # Cutting every statement first (as from then until the twenty-fifth review) made the
     # user-level benchmark 4.4x its floor instead of 1.2x, for statements with no guard.
-    pre_cut_guarded = True
     FAMILY, TARGET = _FAMILY, _TARGET
     WHERE, COLUMN = "on the PostgreSQL server", "the server's column"
     MISSING = "looked for it in its schema and in public"
