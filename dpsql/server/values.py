@@ -160,7 +160,63 @@ def decode_param(raw: bytes | None, oid: int, fmt: int):
         return bool(raw[0]) if oid == BOOL else value
     if oid in (TEXT, VARCHAR, BPCHAR):
         return _param_text(raw)
+    if oid in _BINARY_DECODERS:
+        return _BINARY_DECODERS[oid](bytes(raw))
     raise ParameterError(f"binary format is not supported for parameter type {oid}", "0A000")
+
+
+_EPOCH = dt.datetime(2000, 1, 1)        # PostgreSQL's binary dates and timestamps count from here
+
+
+def _binary_date(raw: bytes) -> dt.date:
+    """int4 days since 2000-01-01 (psycopg sends a ``date`` so)."""
+    if len(raw) != 4:
+        raise ParameterError("incorrect binary data format for type date", "22P03")
+    try:
+        return _EPOCH.date() + dt.timedelta(days=struct.unpack("!i", raw)[0])
+    except OverflowError:
+        raise ParameterError("date out of range", "22008") from None
+
+
+def _binary_timestamp(raw: bytes) -> dt.datetime:
+    """int8 microseconds since 2000-01-01 00:00 (psycopg sends a naive ``datetime`` so)."""
+    if len(raw) != 8:
+        raise ParameterError("incorrect binary data format for type timestamp", "22P03")
+    try:
+        return _EPOCH + dt.timedelta(microseconds=struct.unpack("!q", raw)[0])
+    except OverflowError:
+        raise ParameterError("timestamp out of range", "22008") from None
+
+
+_NUMERIC_SIGNS = {0x0000: "", 0x4000: "-"}
+_NUMERIC_SPECIAL = {0xC000: "nan", 0xD000: "inf", 0xF000: "-inf"}
+
+
+def _binary_numeric(raw: bytes) -> decimal.Decimal:
+    """PostgreSQL's binary numeric: ndigits, weight, sign, dscale (int16 each), then ndigits
+    base-10,000 digits, the first of weight ``weight`` (psycopg sends a ``Decimal``, and an
+    ``int`` beyond int8, so). The value is then read as its text would be."""
+    if len(raw) < 8:
+        raise ParameterError("incorrect binary data format for type numeric", "22P03")
+    ndigits, weight, sign, dscale = struct.unpack("!hhHh", raw[:8])
+    if sign in _NUMERIC_SPECIAL and ndigits == 0:
+        return decimal.Decimal(_NUMERIC_SPECIAL[sign])
+    if ndigits < 0 or dscale < 0 or sign not in _NUMERIC_SIGNS or len(raw) != 8 + 2 * ndigits:
+        raise ParameterError("incorrect binary data format for type numeric", "22P03")
+    digits = struct.unpack(f"!{ndigits}H", raw[8:])
+    if any(d > 9999 for d in digits):
+        raise ParameterError("incorrect binary data format for type numeric", "22P03")
+    text = "".join(f"{d:04d}" for d in digits) or "0"
+    # the first digit counts 10,000^weight: the point falls after (weight + 1) groups;
+    # dscale digits after the point are shown (the rest are zeros), as in its text
+    exponent = 4 * (weight + 1 - max(ndigits, 1))
+    extra = min(-exponent - dscale, len(text) - 1)
+    if extra > 0 and text.endswith("0" * extra):
+        text, exponent = text[:-extra], exponent + extra
+    return _decode_numeric(f"{_NUMERIC_SIGNS[sign]}{text}e{exponent}")
+
+
+_BINARY_DECODERS = {DATE: _binary_date, TIMESTAMP: _binary_timestamp, NUMERIC: _binary_numeric}
 
 
 def _param_text(raw: bytes) -> str:

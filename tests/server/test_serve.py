@@ -90,6 +90,20 @@ def test_prepared_statements_bind_parameters_as_values(served):
         assert abs(none) < 250
 
 
+def test_psycopgs_binary_parameters_are_values(served):
+    """Review 28, F5: psycopg sends a Decimal, an int beyond int8, a date and a naive
+    datetime in binary with the ordinary %s; they were refused (0A000)."""
+    import datetime as dt
+    import decimal
+    with psycopg.connect(served.dsn(), autocommit=True) as con:
+        con.execute("SET dpsql.epsilon = 0.1")
+        sql = ("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > %s AND income < %s "
+               "AND CAST('2020-01-01' AS DATE) < %s AND CAST('2020-01-01' AS TIMESTAMP) < %s")
+        got = con.execute(sql, (decimal.Decimal("40.5"), 10 ** 19, dt.date(2024, 2, 29),
+                                dt.datetime(2024, 1, 2, 3, 4, 5))).fetchone()[0]
+        assert abs(got - int((TRUTH.age > 40.5).sum())) < 250
+
+
 def test_refusals_are_free_and_carry_sqlstates(served):
     before = spent(served, "alice")
     with psycopg.connect(served.dsn(), autocommit=True) as con:

@@ -91,6 +91,25 @@ def test_decode_param(raw, oid, fmt, expected):
     assert decode_param(raw, oid, fmt) == expected
 
 
+def test_binary_parameters_as_psycopg_sends_them():
+    """Review 28, F5: psycopg's ordinary ``%s`` sends a ``Decimal`` (and an ``int`` beyond
+    int8), a ``date`` and a naive ``datetime`` in binary; each is read as its text is."""
+    psycopg = pytest.importorskip("psycopg")
+    from psycopg.adapt import PyFormat, Transformer
+    transformer = Transformer()
+    values = [decimal.Decimal("12.50"), decimal.Decimal("-0.0001"), decimal.Decimal("0"),
+              decimal.Decimal("123456789012345678901234.5678"), 10 ** 19, -10 ** 25,
+              decimal.Decimal("1E-20"), decimal.Decimal("1.23E+5"), decimal.Decimal("Infinity"),
+              dt.date(2024, 2, 29), dt.date(1, 1, 1), dt.date(9999, 12, 31),
+              dt.datetime(2024, 1, 2, 3, 4, 5, 6), dt.datetime(1969, 7, 20, 20, 17, 40)]
+    for value in values:
+        dumper = transformer.get_dumper(value, PyFormat.BINARY)
+        got = decode_param(bytes(dumper.dump(value)), dumper.oid, 1)
+        assert got == value and type(got) is type(value if not isinstance(value, int)
+                                                  else decimal.Decimal(value)), value
+    assert decode_param(struct.pack("!hhHh", 0, 0, 0xC000, 0), 1700, 1).is_nan()
+
+
 def test_decode_param_nan():
     assert math.isnan(decode_param(b"NaN", 701, 0))
     assert decode_param(b"NaN", 1700, 0).is_nan()
@@ -105,7 +124,12 @@ def test_decode_param_nan():
     (b"2024-02-30", 1082, 0, "22008"), (b"02/03/2024", 1082, 0, "22P02"),
     (b"\xff", 25, 0, "22021"), (b"a\0b", 25, 0, "22021"),
     (b"\x00\x07\x00", 21, 1, "22P03"), (b"", 20, 1, "22P03"),
-    (b"1", 1082, 1, "0A000"), (b"1", 600, 0, "0A000"), (b"1", 23, 2, "22023"),
+    (b"1", 1186, 1, "0A000"), (b"1", 600, 0, "0A000"), (b"1", 23, 2, "22023"),
+    (b"1", 1082, 1, "22P03"), (b"\x7f\xff\xff\xff", 1082, 1, "22008"),
+    (struct.pack("!q", 2 ** 63 - 1), 1114, 1, "22008"), (b"\x00" * 7, 1114, 1, "22P03"),
+    (struct.pack("!hhHhH", 1, 0, 0, 0, 10000), 1700, 1, "22P03"),     # a digit over 9,999
+    (struct.pack("!hhHh", 2, 0, 0, 0), 1700, 1, "22P03"),             # digits missing
+    (struct.pack("!hhHhH", 1, 0, 0x1234, 0, 1), 1700, 1, "22P03"),    # no such sign
 ])
 def test_decode_param_refusals(raw, oid, fmt, sqlstate):
     with pytest.raises(ParameterError) as raised:
