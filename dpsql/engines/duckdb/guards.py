@@ -103,20 +103,34 @@ FIRST_TIME, LAST_DATE = "-290307-01-01", "294247-01-10"
 these raise on DuckDB 2.0.1 (the result would fall outside TIMESTAMP's range; the neighbour
 test of a date at year 300000 failed for that person only); they are NULL there."""
 
+DATE_LIMITS = {"YEAR": ("-290307-01-01", "294247-12-31"),
+               "QUARTER": ("-290307-01-01", "294247-03-31"),
+               "MONTH": ("-290307-01-01", "294247-01-31")}
+"""A DATE's first and last whose truncation to the unit DuckDB 2.0.1 computes (measured; a
+week, a day, a smaller unit and EPOCH_US: DAY_LIMITS): the truncated date must be a
+TIMESTAMP. NULL beyond them, as TRY gives."""
+DAY_LIMITS = ("-290308-12-22", LAST_DATE)
+
 
 def _far_times(node: exp.Expression) -> exp.Expression:
-    """DATE_TRUNC or EPOCH_US, NULL for a finite date or time beyond TIMESTAMP's range."""
+    """DATE_TRUNC or EPOCH_US, NULL for a finite date or time beyond TIMESTAMP's range (a
+    timestamp before FIRST_TIME: a little wider than DuckDB's own limit, at the far end of
+    the range it can hold)."""
     value = node.this
     kind = _type(value) or ""
     if kind not in ("DATE", "TIMESTAMP"):
         return node
+    unit = node.args.get("unit")
+    unit = (unit.name if isinstance(unit, exp.Expression) else str(unit or "")).upper()
+    first, last = (DATE_LIMITS.get(unit, DAY_LIMITS) if kind == "DATE"
+                   else (FIRST_TIME, None))
 
     def body(v):
         def bound(text):
             return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build(kind))
-        beyond = exp.LT(this=v.copy(), expression=bound(FIRST_TIME))
-        if kind == "DATE":
-            beyond = exp.or_(beyond, exp.GT(this=v.copy(), expression=bound(LAST_DATE)))
+        beyond = exp.LT(this=v.copy(), expression=bound(first))
+        if last is not None:
+            beyond = exp.or_(beyond, exp.GT(this=v.copy(), expression=bound(last)))
         far = exp.and_(exp.Anonymous(this="ISFINITE", expressions=[v.copy()]), beyond)
         computed = node.copy()
         computed.set("this", v.copy())
