@@ -169,6 +169,8 @@ SLOW_TESTS = {
     "test_order_items_reach_their_person_through_the_real_order_id_only",
     "unit/test_architecture.py::test_no_import_circle",
     "safety/test_duckdb_truth.py::test_1700_or_ed_pairs_prepare_in_seconds_not_tens",      # 3 s
+    "safety/test_duckdb_guards.py::"
+    "test_let_renders_though_duckdb_sql_was_rendered_before_dpsql_was_imported",   # subprocess
     # CPU seconds (process and its subprocesses), measured under -n 2
     "system/test_sqlalchemy.py::test_importing_dpsql_needs_no_sqlalchemy",          # subprocess
     "system/test_report.py::test_replays_are_the_same_rows_with_a_ledger_as_without",  # CLI

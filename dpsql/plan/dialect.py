@@ -459,3 +459,10 @@ def register_let(dialect: str, template: str, listed: str) -> None:
         return template.format(value=text, name=node.args["name"],
                                body=gen.sql(node, "expression"))
     generator.TRANSFORMS = {**generator.TRANSFORMS, Let: render}
+    # sqlglot builds each generator class's dispatch table once, when its first generator
+    # is made: one made before this registration (a plan rendered before this engine's
+    # module was imported) would not know Let ("Unsupported expression type Let").
+    cache = getattr(sqlglot.generator, "_DISPATCH_CACHE", None)
+    if isinstance(cache, dict):
+        for cls in [c for c in cache if issubclass(c, generator)]:
+            cache.pop(cls, None)
