@@ -67,15 +67,15 @@ from .parse_errors import parse_error
 from .spellings import date_spellings
 
 
-
 MAX_SQL_LENGTH = 100_000
 MAX_NESTING = 20
 MAX_DEPTH = 64
 MAX_NODES = 20_000
+MAX_CONNECTIVES = 512
+"""Most ANDs and ORs in a statement (engines plan them in squared time: docs/deployment.md)."""
 MAX_READS = 32
-"""Most reads of stored tables and VALUES lists in one plan, each CTE counted once per
-place that reads it, counted from the text before anything is planned: a chain of CTEs that
-each read the previous one twice doubles the plan per step)."""
+"""Most reads of stored tables and VALUES lists in one plan, each CTE once per place that
+reads it, from the text before planning (CTEs each reading the previous twice double it)."""
 MAX_RELATION_DEPTH = 24
 
 
@@ -84,8 +84,7 @@ MAX_RELATION_DEPTH = 24
 _OPEN = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE})
 _CLOSE = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END})
 
-# Tokens after which a value is expected: there ``%`` cannot be SQL's modulo
-# operator, so ``%s`` / ``%(name)s`` can only be a pyformat placeholder.
+# Tokens after which a value is expected: there ``%s`` / ``%(name)s`` is a placeholder.
 _VALUE_EXPECTED = frozenset(getattr(TokenType, name) for name in (
     "COMMA", "L_PAREN", "L_BRACKET", "L_BRACE", "EQ", "NEQ", "LT", "LTE", "GT", "GTE",
     "NULLSAFE_EQ", "PLUS", "DASH", "SLASH", "STAR", "MOD", "DPIPE", "AND", "OR", "NOT",
@@ -286,11 +285,17 @@ def check_reserved_names(tree: exp.Expression) -> None:
 
 
 def check_size(tree: exp.Expression) -> None:
-    """Refuse a tree deeper than MAX_DEPTH or larger than MAX_NODES (iteratively)."""
-    nodes, deepest, stack = 0, 0, [(tree, 1)]
+    """Refuse a tree over MAX_DEPTH, MAX_NODES or MAX_CONNECTIVES (iteratively)."""
+    nodes, deepest, connectives, stack = 0, 0, 0, [(tree, 1)]
     while stack:
         node, depth = stack.pop()
         nodes += weight(node)
+        if isinstance(node, exp.Connector):
+            connectives += 1
+            if connectives > MAX_CONNECTIVES:
+                raise QueryError(
+                    f"the query joins more than {MAX_CONNECTIVES} conditions with AND and OR "
+                    "(dpsql's limit): write alternatives as x IN (...), or split the query")
         deepest = max(deepest, depth)
         if depth > MAX_DEPTH:
             raise QueryError(

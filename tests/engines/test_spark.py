@@ -310,3 +310,45 @@ def test_a_released_sum_beyond_int64_saturates_and_never_wraps(spark):
 
 
 LARGE_SUM = dpsql.Privacy(epsilon=1e6)
+
+
+class _JavaError:
+    """A stand-in for a Py4J error's JVM exception (what Py4J hands Python): its class's
+    name, its message and no cause."""
+
+    def __init__(self, kind: str, message: str | None) -> None:
+        self.kind, self.message = kind, message
+
+    def getCause(self):                                     # noqa: N802 - the JVM's names
+        return None
+
+    def getMessage(self):                                   # noqa: N802
+        return self.message
+
+    def getClass(self):                                     # noqa: N802
+        return type("JavaClass", (), {"getName": lambda _: self.kind})()
+
+
+class _Py4JError(Exception):
+    def __init__(self, text: str, java_exception) -> None:
+        super().__init__(text)
+        self.java_exception = java_exception
+
+
+def test_only_sparks_own_errors_reach_the_analyst():
+    """Review 29, F3: a JVM NullPointerException naming Spark's classes, and Py4J's own
+    text with its object ids ("o235.collectToPython": a count of the server's JVM calls for
+    every analyst), reached the analyst; Spark's own errors (its analysis errors) still do."""
+    message = spark_engine.SparkEngine._message
+    npe = _Py4JError("An error occurred while calling o235.collectToPython.", _JavaError(
+        "java.lang.NullPointerException", 'Cannot invoke "org.apache.spark.scheduler.'
+        'DAGScheduler.cleanupQueryJobs(long)" because the return value is null'))
+    oom = _Py4JError("An error occurred while calling o241.collectToPython.",
+                     _JavaError("java.lang.OutOfMemoryError", None))
+    for err in (npe, oom, _Py4JError("An error occurred while calling o7.sql.", None)):
+        text = message(None, err)
+        assert "o2" not in text and "o7" not in text and "org.apache" not in text, text
+        assert "java" not in text.lower() and "server's log" in text, text
+    ours = _Py4JError("An error occurred while calling o9.sql.", _JavaError(
+        "org.apache.spark.sql.AnalysisException", "[UNRESOLVED_COLUMN] x cannot be resolved"))
+    assert message(None, ours) == "[UNRESOLVED_COLUMN] x cannot be resolved"

@@ -19,7 +19,6 @@ from sqlglot import exp
 from ...frontend.literal_lists import listed_in, rows_in
 from ...plan.dialect import Dialect
 from .filters import restored_filters
-from .truth import truth_only
 from .guards import never_raising
 from ...plan.nodes import Truncated, TruncatedGroups, every_node
 
@@ -32,7 +31,7 @@ class DuckDB(Dialect):
     name = NAME
 
     def lowered(self, tree: exp.Expression) -> exp.Expression:
-        tree = truth_only(never_raising(self.compile_nodes(tree)))
+        tree = never_raising(self.compile_nodes(tree))
         volatile, ctes, lists, selects = _walked(tree)
         for node in lists:
             (as_rows if isinstance(node, exp.Values) else as_array)(node)
