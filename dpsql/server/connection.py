@@ -26,8 +26,7 @@ AUTH_TIMEOUT_S = 10.0
 whole negotiation and authentication has the deployment's ``auth_timeout_s``)."""
 
 INLINE_TEXT = 4096
-"""Characters of an analyst's text the event loop reads itself (split, placeholders);
-a longer one is read in a worker, in the analyst's turn (``Server.off_loop``)."""
+"""Characters of an analyst's text the event loop reads itself; more: ``Server.off_loop``."""
 
 MAX_NAME = 63
 """Longest prepared statement or portal name (PostgreSQL's identifiers: 63 bytes). Names
@@ -49,6 +48,7 @@ class Connection:
         self.pid, self.secret = None, None        # the cancel key, once authenticated
         self.limits = server.deployment.limits
         self.waiting = None                       # stops the wait for the analyst's turn
+        self.arrived = None                       # loop time the last message was read
         self.busy = False                         # a statement was read and not answered
         self.progressed = time.monotonic()        # last authentication step (Server._evict)
         self.task = None
@@ -82,6 +82,7 @@ class Connection:
             p.MAX_STARTUP
         length = p.read_length(await self._read(4, timeout), limit)
         body = await self._read(length - 4, timeout)
+        self.arrived = asyncio.get_running_loop().time()
         try:
             if self.state is None or length <= INLINE_TEXT:
                 return p.parse_message(kind, body)

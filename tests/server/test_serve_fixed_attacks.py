@@ -197,3 +197,30 @@ def test_a_truncated_parse_is_answered_08P01_and_the_connection_goes_on(served):
     assert code_of(raw.until()) == "08P01"
     raw.send(frame(b"Q", cstr("SELECT 1")))
     assert raw.until()[-1][0] == b"Z"
+
+
+def test_a_statement_that_waited_for_its_turn_keeps_its_deadline(tmp_path):
+    """Twenty-ninth review of issue 33: a long statement (read in a worker, in the
+    analyst's turn) waited for the turn with one timeout, and then ran with a fresh one:
+    answered 15 s after its deadline. Alice's first statement holds her turn for the 2 s
+    timeout; her second, a 5 kB statement sent 0.3 s later, is answered within 1 s of its
+    own deadline (2.3 s), not 2 s after the first ends."""
+    served = Served(write_deployment(tmp_path, limits={"statement_timeout_s": 2}))
+    try:
+        def slow(padding: str) -> float:
+            raw = Raw(served, timeout=60)
+            raw.login("alice", PASSWORDS["alice"])
+            started = time.time()
+            raw.send(frame(b"Q", cstr(SLOW + padding)))
+            assert code_of(raw.until()) == "57014"
+            return time.time() - started
+
+        took = {}
+        first = threading.Thread(target=lambda: took.setdefault("first", slow("")))
+        first.start()
+        time.sleep(0.3)
+        took["second"] = slow(" -- " + "x" * 5000)      # over INLINE_TEXT: read in a worker
+        first.join()
+        assert took["second"] < 3.0, took
+    finally:
+        served.stop()
