@@ -178,6 +178,8 @@ class SparkEngine(ServerEngine):
             text, kind = None, ""
         if text and kind.startswith("org.apache.spark."):
             return first_line(RuntimeError(text))
+        if cause is None and _captured(err):     # PySpark's own error for one of Spark's
+            return first_line(err)
         # Not one of Spark's own errors (a JVM NullPointerException or OutOfMemoryError, a
         # Py4J call's failure): its text names JVM classes and Py4J's object ids, which
         # count the server's calls for every analyst (twenty-ninth review, F3)
@@ -270,6 +272,13 @@ def _frame(spark, table: Table, source):
         except _spark_errors():
             continue
     return None
+
+
+def _captured(err: Exception) -> bool:
+    """Whether ``err`` is PySpark's form of one of Spark's own errors (an analysis or parse
+    error, with its error class), which names no JVM class or Py4J object."""
+    from pyspark.errors import PySparkException
+    return isinstance(err, PySparkException)
 
 
 def _spark_errors() -> tuple:
