@@ -94,8 +94,7 @@ def test_decode_param(raw, oid, fmt, expected):
 def test_binary_parameters_as_psycopg_sends_them():
     """Review 28, F5: psycopg's ordinary ``%s`` sends a ``Decimal`` (and an ``int`` beyond
     int8), a ``date`` and a naive ``datetime`` in binary; each is read as its text is."""
-    psycopg = pytest.importorskip("psycopg")
-    from psycopg.adapt import PyFormat, Transformer
+    from psycopg.adapt import PyFormat, Transformer     # the test extra's: CI always runs this
     transformer = Transformer()
     values = [decimal.Decimal("12.50"), decimal.Decimal("-0.0001"), decimal.Decimal("0"),
               decimal.Decimal("123456789012345678901234.5678"), 10 ** 19, -10 ** 25,

@@ -56,10 +56,7 @@ class Engine:
 
     dialect = DuckDB()
     pre_cut_work = PRE_CUT_WORK  # most work per stored row before the cut (dpsql.plan.precut)
-    # Any statement with a guarded expression (or a cast of text) is cut first as well: a
-    # guard costs more than the cost model's node (DuckDB's list and lambda, Spark's exact
-    # DECIMAL and ROUND, PostgreSQL's NUMERIC), so 30 of them, rated cheap, ran on every
-    # stored row: +0.55 s with a person's 20,000 on Spark (issue 33's twenty-fifth review)
+    # (a statement with a guarded expression is cut first on every engine: plan.precut)
 
     def __init__(self, con: duckdb.DuckDBPyConnection, physical: dict, metadata: Metadata) -> None:
         self.con = con

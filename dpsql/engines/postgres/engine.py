@@ -35,13 +35,7 @@ class PostgresEngine(ServerEngine):
     """The private tables of one session, and how to reach them on a PostgreSQL server."""
 
     dialect = Postgres()
-    # A statement with any guarded expression or cast of text reads each person's rows cut
-    # to max_ids first, as a heavy one does: PostgreSQL's guards redo a float operation in
-    # exact NUMERIC (68-281 us a row for a few of them, where reading the row takes 0.5-0.8
-    # us; casts of long text 4.7-9.1 us), which the cost model's units do not price (issue
-    # 33's twenty-third review: +0.24 s with a person's 1,000 stored rows over the wire).
-    # Cutting every statement first (as from then until the twenty-fifth review) made the
-    # user-level benchmark 4.4x its floor instead of 1.2x, for statements with no guard.
+    # (a statement with a guarded expression is cut first on every engine: plan.precut)
     FAMILY, TARGET = _FAMILY, _TARGET
     WHERE, COLUMN = "on the PostgreSQL server", "the server's column"
     MISSING = "looked for it in its schema and in public"
