@@ -126,10 +126,13 @@ class Process(_Dsn):
         self.deployment = load(path)
         self.proc = subprocess.Popen([sys.executable, "-m", "dpsql", "serve", "--config", path],
                                      stderr=subprocess.PIPE, text=True)
-        line = self.proc.stderr.readline()          # "listening on ..." or the error
-        if "listening" not in line:
+        said = []                   # a Spark JVM's own lines come before "listening on ..."
+        while not said or ("listening" not in said[-1] and said[-1]):
+            said.append(self.proc.stderr.readline())
+        if "listening" not in said[-1]:
             self.proc.kill()
-            raise RuntimeError(f"dpsql serve did not start: {line}{self.proc.stderr.read()}")
+            raise RuntimeError(f"dpsql serve did not start: {''.join(said)}"
+                               f"{self.proc.stderr.read()}")
 
     def kill(self) -> None:
         self.proc.kill()

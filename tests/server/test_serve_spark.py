@@ -1,0 +1,116 @@
+"""``dpsql serve`` over Spark (a deployment with ``spark:`` and Parquet ``tables:``), as an
+owner runs it: a real server process, its one Spark session shared by every analyst, and
+real clients on its socket (issue 35: analysts reach a cluster through the wire)."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pandas as pd
+import psycopg
+import pytest
+
+from tests.paths import DATA
+from tests.server.serving import Process, spent, write_deployment
+from tests.servers import missing
+
+HOSTILE = [
+    # The wire's replay of issue 33's error oracles (finding 11, 13): a hazard behind a
+    # predicate that picks one person (one row of PUMS.csv) answers like any other query,
+    # on Spark too. (statement, the exact count give or take that one row)
+    ("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE "
+     "(CASE WHEN age = 37 AND income > 400000 THEN income ELSE 0 END) // 1e-306 > 0", 0),
+    ("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE "
+     "income % (CASE WHEN age = 37 AND income > 400000 THEN 0 ELSE 7 END) >= 0", 1000),
+    ("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE ROUND(CAST((CASE WHEN age = 37 AND "
+     "income > 400000 THEN 1.7e308 ELSE 0 END) AS DOUBLE), 30) > 0", 0),
+]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        missing("pyspark is not installed (pip install -e '.[test]')")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        missing("Spark needs Java (17): no java on PATH and no JAVA_HOME")
+    where = tmp_path_factory.mktemp("serve-spark")
+    frame = pd.read_csv(DATA / "PUMS.csv")
+    frame.to_parquet(where / "pums.parquet")      # income as pandas reads it: a double
+    path = write_deployment(where, tables={"PUMS.PUMS": "pums.parquet"},
+                            spark={"master": "local[1]",
+                                   "conf": {"spark.driver.memory": "1g"}})
+    server = Process(path)
+    try:
+        yield server, len(frame)
+    finally:
+        server.stop()
+
+
+def _java_processes(pid: int) -> int:
+    """How many java processes run under ``pid`` (its children and theirs)."""
+    children, found = {pid}, 0
+    stats = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            name = text[text.index("(") + 1:text.rindex(")")]
+            stats.append((int(entry), int(text[text.rindex(")") + 2:].split()[1]), name))
+    grew = True
+    while grew:
+        grew = False
+        for child, parent, name in stats:
+            if parent in children and child not in children:
+                children.add(child)
+                found += name == "java"
+                grew = True
+    return found
+
+
+def test_every_analyst_is_answered_from_one_spark_session(served):
+    server, rows = served
+    for analyst in ("alice", "bob"):
+        with psycopg.connect(server.dsn(analyst), autocommit=True) as con:
+            n = con.execute("SELECT COUNT(*) AS n FROM PUMS.PUMS").fetchone()[0]
+            assert abs(n - rows) < 100, (analyst, n)
+            plan = "\n".join(r[0] for r in con.execute("EXPLAIN SELECT AVG(age) FROM PUMS.PUMS"))
+            assert "bounded plan" in plan
+        assert spent(server.deployment, analyst) > 0
+    assert _java_processes(server.proc.pid) == 1
+
+
+def test_the_engine_casts_parquets_stored_types_to_the_metadata(served):
+    """pandas wrote income as a double; the metadata says int: the intake casts it, as on
+    DuckDB, and an integer answer comes back."""
+    server, _ = served
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as con:
+        cur = con.execute("SELECT SUM(income) AS s FROM PUMS.PUMS")
+        assert cur.description[0].type_code == 20    # int8
+        assert isinstance(cur.fetchone()[0], int)
+
+
+@pytest.mark.parametrize("sql, exact", HOSTILE)
+def test_a_hazard_behind_one_persons_predicate_is_answered(served, sql, exact):
+    """Answered, not an error, and near the count of the other rows (the deployment's
+    epsilon 0.5: Laplace scale 2, so 60 is 30 scales out)."""
+    server, _ = served
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as con:
+        n = con.execute(sql).fetchone()[0]
+    assert abs(n - exact) <= 61, n
+
+
+def test_a_refusal_is_free_and_names_no_path_or_engine(served):
+    server, _ = served
+    before = spent(server.deployment, "alice")
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as con:
+        with pytest.raises(psycopg.Error) as err:
+            con.execute("SELECT age FROM PUMS.PUMS")
+    text = str(err.value)
+    assert "parquet" not in text.lower() and "spark" not in text.lower()
+    assert str(server.deployment.ledger_dir) not in text
+    assert spent(server.deployment, "alice") == before
