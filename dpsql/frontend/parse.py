@@ -72,10 +72,9 @@ MAX_NESTING = 20
 MAX_DEPTH = 64
 MAX_NODES = 20_000
 MAX_CONNECTIVES = 512
-"""Most ANDs and ORs in a statement (engines plan them in squared time: docs/deployment.md)."""
+"""Most ANDs, ORs and CASE WHENs in a statement (engines plan them in squared time)."""
 MAX_READS = 32
-"""Most reads of stored tables and VALUES lists in one plan, each CTE once per place that
-reads it, from the text before planning (CTEs each reading the previous twice double it)."""
+"""Most reads of tables and VALUES lists in one plan, each CTE once per place that reads it."""
 MAX_RELATION_DEPTH = 24
 
 
@@ -290,12 +289,13 @@ def check_size(tree: exp.Expression) -> None:
     while stack:
         node, depth = stack.pop()
         nodes += weight(node)
-        if isinstance(node, exp.Connector):
+        if isinstance(node, (exp.Connector, exp.If)):     # AND, OR, a WHEN or IF()
             connectives += 1
             if connectives > MAX_CONNECTIVES:
                 raise QueryError(
-                    f"the query joins more than {MAX_CONNECTIVES} conditions with AND and OR "
-                    "(dpsql's limit): write alternatives as x IN (...), or split the query")
+                    f"the query has more than {MAX_CONNECTIVES} conditions joined by AND, OR "
+                    "and CASE WHEN (dpsql's limit): write alternatives as x IN (...), bins as "
+                    "arithmetic (FLOOR(x / 10) * 10), or split the query")
         deepest = max(deepest, depth)
         if depth > MAX_DEPTH:
             raise QueryError(

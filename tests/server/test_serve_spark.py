@@ -4,6 +4,7 @@ real clients on its socket (issue 35: analysts reach a cluster through the wire)
 from __future__ import annotations
 
 import os
+import time
 import shutil
 
 import pandas as pd
@@ -113,4 +114,23 @@ def test_a_refusal_is_free_and_names_no_path_or_engine(served):
     text = str(err.value)
     assert "parquet" not in text.lower() and "spark" not in text.lower()
     assert str(server.deployment.ledger_dir) not in text
+    assert spent(server.deployment, "alice") == before
+
+
+def test_a_case_of_thousands_of_branches_is_refused_for_free_at_once(served):
+    """Issue 33's thirtieth review, F1: one CASE of 3,000 branches (76 kB, no AND or OR)
+    kept the Spark server's planner busy past the 20 s timeout, for free. Now refused
+    before planning."""
+    server, _ = served
+    sql = ("SELECT SUM(CASE " + " ".join(f"WHEN age > {i} THEN {i}" for i in range(3000))
+           + " ELSE 0 END) AS s FROM PUMS.PUMS")
+    before = spent(server.deployment, "alice")
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as con:
+        started = time.perf_counter()
+        with pytest.raises(psycopg.Error) as err:
+            con.execute(sql)
+        took = time.perf_counter() - started
+    assert "512 conditions" in str(err.value) and err.value.sqlstate == "42601", (
+        err.value.sqlstate, str(err.value))
+    assert took < 3, took
     assert spent(server.deployment, "alice") == before
