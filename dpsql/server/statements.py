@@ -391,16 +391,17 @@ def _pool(state: SessionState, name: str) -> str:
     budget = account.analyst.budget
     with account.lock:
         reader = account.reader()
-        spent, left = reader.spent, reader.remaining
+        spent, left, rho = reader.spent, reader.remaining, reader.spent_rho
     if name == "dpsql.budget":
         composed = (f", accountant={budget.accountant}"
                     if budget.accountant in ("pld", "rdp") else "")
         return (f"epsilon={budget.epsilon:g}, delta={budget.delta:g}{composed}"
                 if not budget.zcdp else f"rho={budget.rho:g}, delta={budget.delta:g}")
-    if name == "dpsql.spent":
-        return f"epsilon={spent[0]:.6g}, delta={spent[1]:.6g}"
+    if name == "dpsql.spent":     # a rho budget's own unit first (its epsilon at its delta)
+        return (f"rho={rho:.6g}, " if budget.zcdp else "") + \
+            f"epsilon={spent[0]:.6g}, delta={spent[1]:.6g}"
     if budget.zcdp:
-        return f"spent epsilon={spent[0]:.6g} of the rho={budget.rho:g} budget"
+        return f"rho={left[0]:.6g}, delta for thresholds={left[1]:.6g}"
     if budget.accountant in ("pld", "rdp"):
         return f"epsilon={left[0]:.6g}, delta for thresholds={left[1]:.6g}"
     return (f"epsilon={max(budget.epsilon - spent[0], 0.0):.6g}, "

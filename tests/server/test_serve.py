@@ -195,3 +195,21 @@ def test_an_analyst_with_a_pld_budget_sees_the_composed_spend(tmp_path):
             assert float(left.split(",")[0].split("=")[1]) == pytest.approx(0.5 - eps, rel=1e-4)
     finally:
         server.stop()
+
+
+def test_a_rho_budget_shows_rho_spent_and_remaining(tmp_path):
+    """Issue 33's thirtieth review, F3: a zCDP analyst's SHOW dpsql.remaining gave no
+    remaining figure and SHOW dpsql.spent only epsilon. Now both say rho, their unit."""
+    server = Served(write_deployment(tmp_path))
+    try:
+        with psycopg.connect(server.dsn("carol"), autocommit=True) as con:
+            con.execute("SET dpsql.rho = 0.01")
+            for age in (20, 30, 40):
+                con.execute(f"SELECT COUNT(*) FROM PUMS.PUMS WHERE age > {age}").fetchone()
+            assert con.execute("SHOW dpsql.budget").fetchone()[0] == "rho=0.5, delta=1e-06"
+            spent = con.execute("SHOW dpsql.spent").fetchone()[0]
+            assert spent.startswith("rho=0.03, epsilon="), spent
+            left = con.execute("SHOW dpsql.remaining").fetchone()[0]
+            assert left.startswith("rho=0.47, delta for thresholds="), left
+    finally:
+        server.stop()
