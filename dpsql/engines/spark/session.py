@@ -43,9 +43,19 @@ def server_session(master: str, conf: dict) -> tuple:
     return _start(master, {**_defaults(master, conf, short=False), **conf}), not running
 
 
+RETAINED = {"spark.sql.ui.retainedExecutions": "20", "spark.ui.retainedJobs": "100",
+            "spark.ui.retainedStages": "100", "spark.sql.maxPlanStringLength": "65536"}
+"""What a long-lived driver keeps of past statements, unless the user set it: Spark's status
+store keeps every one of the last 1,000 statements' plan descriptions and metrics even
+without a web UI (0.6-0.7 MB each for a 250-pair OR of dpsql's size limit; an analyst's
+distinct statements filled the server's heap: docs/deployment.md), and one plan's text is cut
+at 64 kB (Spark's default is 2 GB)."""
+
+
 def _defaults(master: str, given: dict, short: bool) -> dict:
     out = {"spark.ui.showConsoleProgress": "false",
-           "spark.sql.warehouse.dir": _temporary_warehouse()}
+           "spark.sql.warehouse.dir": _temporary_warehouse(),
+           **{k: v for k, v in RETAINED.items() if k not in {**_user_defaults(), **given}}}
     if master.startswith("local"):
         mine = {**LOCAL, **(SHORT_DRIVER if short else {})}
         user = {**_user_defaults(), **given}
