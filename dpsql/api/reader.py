@@ -28,6 +28,7 @@ from ..frontend.bigquery import query_privacy
 from ..plan import Plan, build_plan, grouping_sets
 from ..privacy.params import Budget, Privacy, large_privacy_warning
 from ..release.noise import add_noise, drowned_counts, empty_noisy
+from ..plan.aggregates import check_statistics
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
 from ..frontend.binding import statement_work
@@ -111,12 +112,13 @@ class Reader(SmartNoiseMethods):
         if asked is not privacy and large_privacy_warning(asked) not in (None, note):
             warn(large_privacy_warning(asked))
         privacy = asked
-        plans = []
+        plans, statistics = [], 0
         with statement_work():      # the work per private row of all the parts together
             for part in union_parts(tree):
                 sets = grouping_sets.expand(part) or [part]    # each set: a share of the privacy
                 for each in sets:
                     query = validate(each, self.metadata, self.engine.public_rows)
+                    statistics = check_statistics(statistics, query.aggregates)
                     plan = build_plan(query, grouping_sets.share(privacy, len(sets)),
                                       self.engine.pre_cut_work)
                     self._compile(plan)

@@ -14,6 +14,7 @@ from typing import Callable
 
 from sqlglot import exp
 
+from ..errors import QueryError
 from .bivariate import plan_bivariate
 from .quantiles import output_type, plan_quantile, quantile_bounds
 from .statistics import (StatisticSet, column_of, plan_average, plan_count, plan_spread,
@@ -29,6 +30,7 @@ class Aggregate:
     bounded: bool            # its argument needs bounds (an expression becomes a column)
     per_person: bool         # allowed inside a per-person aggregation (GROUP BY the id)
     reads_count: bool        # releases the count of its column (lets a SUM be centred)
+    weight: int = 1          # its planning work, in units of a SUM's (MAX_STATISTICS)
 
 
 def _quantile(node, table, stats: StatisticSet, counted: set) -> exp.Expression:
@@ -47,24 +49,27 @@ def _float_type(node, table) -> str:
 
 
 _MOMENT = dict(output_type=_float_type, bounded=True, reads_count=True)
-_PAIR = dict(output_type=_float_type, bounded=True, reads_count=False)
-_QUANTILE = dict(plan=_quantile, output_type=output_type, bounded=True, reads_count=False)
+_SPREAD = dict(plan=plan_spread, per_person=False, weight=2, **_MOMENT)
+_PAIR = dict(plan=plan_bivariate, per_person=False, output_type=_float_type, bounded=True,
+             reads_count=False, weight=8)
+_QUANTILE = dict(plan=_quantile, output_type=output_type, bounded=True, reads_count=False,
+                 weight=8)
 
 REGISTRY: dict = {
     exp.Count: Aggregate(plan_count, _count_type, bounded=False, per_person=True,
                          reads_count=True),
     exp.Sum: Aggregate(plan_sum, sum_type, bounded=True, per_person=True, reads_count=False),
     exp.Avg: Aggregate(plan_average, per_person=True, **_MOMENT),
-    exp.Variance: Aggregate(plan_spread, per_person=False, **_MOMENT),
-    exp.VariancePop: Aggregate(plan_spread, per_person=False, **_MOMENT),
-    exp.Stddev: Aggregate(plan_spread, per_person=False, **_MOMENT),
-    exp.StddevPop: Aggregate(plan_spread, per_person=False, **_MOMENT),
-    exp.StddevSamp: Aggregate(plan_spread, per_person=False, **_MOMENT),
-    exp.Corr: Aggregate(plan_bivariate, per_person=False, **_PAIR),
-    exp.CovarPop: Aggregate(plan_bivariate, per_person=False, **_PAIR),
-    exp.CovarSamp: Aggregate(plan_bivariate, per_person=False, **_PAIR),
-    exp.RegrSlope: Aggregate(plan_bivariate, per_person=False, **_PAIR),
-    exp.RegrIntercept: Aggregate(plan_bivariate, per_person=False, **_PAIR),
+    exp.Variance: Aggregate(**_SPREAD),
+    exp.VariancePop: Aggregate(**_SPREAD),
+    exp.Stddev: Aggregate(**_SPREAD),
+    exp.StddevPop: Aggregate(**_SPREAD),
+    exp.StddevSamp: Aggregate(**_SPREAD),
+    exp.Corr: Aggregate(**_PAIR),
+    exp.CovarPop: Aggregate(**_PAIR),
+    exp.CovarSamp: Aggregate(**_PAIR),
+    exp.RegrSlope: Aggregate(**_PAIR),
+    exp.RegrIntercept: Aggregate(**_PAIR),
     exp.PercentileCont: Aggregate(per_person=False, **_QUANTILE),
     exp.PercentileDisc: Aggregate(per_person=False, **_QUANTILE),
     exp.Min: Aggregate(per_person=True, **_QUANTILE),
@@ -75,6 +80,26 @@ RELEASED = tuple(REGISTRY)
 """Node types the DP aggregation releases."""
 BOUNDED = tuple(t for t, a in REGISTRY.items() if a.bounded)
 PER_PERSON = tuple(t for t, a in REGISTRY.items() if a.per_person)
+
+
+MAX_STATISTICS = 256
+"""Most planning work of a statement's released aggregates (each distinct one once, every
+UNION part and grouping set counted), in units of a SUM's: a variance or standard
+deviation 2, a CORR, COVAR, REGR, quantile, MIN or MAX 8. Planning takes time that
+grows with them (issue 33's thirty-first review: 300 CORRs, 9 kB, planned for 18 s; 60
+MEDIANs 11 s), so a statement over the limit is refused before it is planned."""
+
+
+def check_statistics(before: int, aggregates: list) -> int:
+    """``before`` plus the weight of ``aggregates``; QueryError (free) over MAX_STATISTICS."""
+    total = before + sum(REGISTRY[type(a)].weight for a in aggregates if type(a) in REGISTRY)
+    if total > MAX_STATISTICS:
+        raise QueryError(
+            f"the query asks for more than {MAX_STATISTICS} units of statistics (dpsql's limit "
+            "on planning work: COUNT, SUM and AVG count 1 each, VARIANCE and STDDEV 2, CORR, "
+            "COVAR, REGR, a quantile, MEDIAN, MIN or MAX 8; repeated aggregates once; "
+            "each grouping set and UNION part again): split it into several queries")
+    return total
 
 
 def entry(node: exp.Expression) -> Aggregate | None:

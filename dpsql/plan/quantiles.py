@@ -299,10 +299,11 @@ def with_histograms(main: exp.Select | None, rows: exp.Select, keys: list, key_n
         if key_names:
             hist = hist.group_by(*[column(n) for n in key_names])
         sub = exp.Subquery(this=hist, alias=exp.TableAlias(this=exp.to_identifier(name)))
-        if key_names:
-            out = out.join(sub, on=_null_safe_on(key_names, "_a", name), join_type="LEFT")
+        if key_names:    # copy=False: copying the growing join each time was quadratic
+            out = out.join(sub, on=_null_safe_on(key_names, "_a", name), join_type="LEFT",
+                           copy=False)
         else:
-            out = out.join(sub, join_type="CROSS")
+            out = out.join(sub, join_type="CROSS", copy=False)
         out = out.select(exp.column(name, name, quoted=True), copy=False)
     cte = exp.CTE(this=rows, alias=exp.TableAlias(this=exp.to_identifier(BOUNDED_CTE)),
                   materialized=True if materialize else None)

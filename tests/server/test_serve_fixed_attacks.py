@@ -224,3 +224,17 @@ def test_a_statement_that_waited_for_its_turn_keeps_its_deadline(tmp_path):
         assert took["second"] < 3.0, took
     finally:
         served.stop()
+
+
+def test_a_statement_of_hundreds_of_corrs_is_refused_at_once_and_free(served):
+    """The thirty-first review, F1: 300 CORRs (9 kB) planned for 18 s and 500 ran past the
+    20 s timeout by 5.6 s (once charged), delaying another analyst's select 1 by 6.7 s."""
+    sql = ("SELECT " + ", ".join(f"CORR(age + {j}, income) AS v{j}" for j in range(300))
+           + " FROM PUMS.PUMS WHERE age > -7")
+    with psycopg.connect(served.dsn("alice"), autocommit=True) as con:
+        started = time.perf_counter()
+        with pytest.raises(psycopg.Error) as err:
+            con.execute(sql)
+        assert time.perf_counter() - started < 3
+        assert err.value.sqlstate == "42601" and "units of statistics" in str(err.value)
+        assert con.execute("SHOW dpsql.spent").fetchone()[0].startswith("epsilon=0,")
