@@ -67,10 +67,12 @@ class Account:
             os.makedirs(self.deployment.ledger_dir, exist_ok=True)
             budget = Budget(**_budget_args(self.analyst.budget))
             tables = self.deployment.tables
+            # The ledger is the analyst's one pool (budget=None: no second, in-memory pool,
+            # which a reopened session started afresh: the thirty-first review, F3).
             reader, owned = open_session(
                 self.metadata, tables=dict(tables) if tables and not self.shared else None,
                 database=self.deployment.database, privacy=self.deployment.privacy,
-                budget=budget, ledger=self.ledger(path, budget), shared=self.shared)
+                budget=None, ledger=self.ledger(path, budget), shared=self.shared)
             self._reader, self._owned, self._period = reader, owned, start
         return self._reader
 

@@ -566,3 +566,26 @@ def test_a_stop_swallowed_by_a_finalizer_is_delivered_again(capfd):
         watch.close()
         assert time.monotonic() - start < 1.1
     assert "Exception ignored" not in capfd.readouterr().err
+
+
+def test_a_statement_stopped_while_planned_leaves_one_true_remaining_budget(tmp_path):
+    """Issue 33's thirty-first review, F3: a statement stopped during planning reopened the
+    analyst's session with a second, in-memory pool of the whole budget beside the ledger,
+    and a refusal then quoted that pool (epsilon 1000 left where the ledger had 816.5).
+    The ledger is now the one pool: the refusal's figure is the ledger's."""
+    served = Served(write_deployment(tmp_path, limits={"statement_timeout_s": 1, "workers": 2}))
+    try:
+        with psycopg.connect(served.dsn("bob"), autocommit=True) as con:
+            con.execute("SET dpsql.epsilon = 0.2")
+            con.execute("SELECT COUNT(*) FROM PUMS.PUMS WHERE age > 3").fetchone()
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                con.execute(SLOW_PLAN)                  # stopped at its deadline, planning
+            con.execute("SET dpsql.epsilon = 0.6")      # over both: the first pool answers
+            with pytest.raises(psycopg.Error) as err:
+                con.execute("SELECT COUNT(*) FROM PUMS.PUMS WHERE age > 4").fetchone()
+            assert err.value.sqlstate == "53400"
+            assert "epsilon=0.3," in str(err.value), str(err.value)
+            assert con.execute("SHOW dpsql.remaining").fetchone()[0].startswith("epsilon=0.3,")
+        assert spent(served.deployment, "bob") == pytest.approx(0.2)
+    finally:
+        served.stop()
