@@ -251,3 +251,33 @@ def test_a_text_cell_past_its_max_length_is_null_as_on_duckdb(postgres, max_leng
         assert round(reader.execute_df(sql).c[0]) == round(duck.execute_df(sql).c[0]), where
     assert round(reader.execute_df("SELECT COUNT(*) AS c FROM w.t WHERE s IS NULL").c[0]) == 1
     con.close()
+
+
+FLOAT_TEXTS = [0.0, -0.0, 1.0, 2000.0, -2.5, 0.1, 1e-05, 0.0001, 123456.789, 1e14, 1e15,
+               1e15 + 0.5, 1e15 + 0.125, -1.5e15, 2.0 ** 53 + 2, 1e16, 1.8464614531095048e16,
+               -3.3842576803959528e16, 1.2345678901234568e17, 2.0 ** 63, 1e21, 5e-324,
+               1.7976931348623157e308, float("nan"), float("inf"), float("-inf")]
+
+
+def test_a_float_as_text_is_spelled_as_on_duckdb(postgres):
+    """Issue 33's thirty-first review, F2: PostgreSQL spells a whole DOUBLE ``2000`` where
+    DuckDB spells ``2000.0`` (and ``1e+15`` for ``1000000000000000.0``, 17 exact digits for a
+    whole number past 2^53 where DuckDB writes the shortest), so ``CAST(x AS VARCHAR) LIKE
+    '%.0'`` counted 1001 rows on DuckDB and 0 here."""
+    import duckdb
+    meta = {"": {"w": {"f": {"max_ids": 1, "pid": {"type": "int", "private_id": True},
+                             "x": {"type": "float"}}}}}
+    values = ", ".join(f"({i}, CAST('{v!r}' AS DOUBLE PRECISION))".replace("'inf'", "'Infinity'")
+                       .replace("'-inf'", "'-Infinity'") for i, v in enumerate(FLOAT_TEXTS))
+    reader, con = reader_over_rows(postgres, "w.f", "pid bigint, x double precision", values,
+                                   meta, dpsql.Privacy(epsilon=1e5))
+    duck = duckdb.connect()
+    texts = [duck.execute("SELECT CAST(?::DOUBLE AS VARCHAR)", [v]).fetchone()[0]
+             for v in FLOAT_TEXTS]
+    assert texts[3] == "2000.0" and texts[10] == "1000000000000000.0"
+    for text in texts:
+        sql = f"SELECT COUNT(*) AS c FROM w.f WHERE CAST(x AS VARCHAR) = '{text}'"
+        assert round(reader.execute_df(sql).c[0]) == 1, text
+    ends = "SELECT COUNT(*) AS c FROM w.f WHERE CAST(x AS VARCHAR) LIKE '%.0'"
+    assert round(reader.execute_df(ends).c[0]) == sum(t.endswith(".0") for t in texts)
+    con.close()
