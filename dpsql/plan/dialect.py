@@ -136,8 +136,8 @@ query is refused (for free: it depends on the query alone) rather than compiled 
 rendered at a size that would take the server minutes."""
 
 
-def apply_rules(tree: exp.Expression, rules: dict, refusal, plan_rules: dict | None = None
-                ) -> exp.Expression:
+def apply_rules(tree: exp.Expression, rules: dict, refusal, plan_rules: dict | None = None,
+                max_guards: int | None = None) -> exp.Expression:
     """``tree`` with each node compiled by its rule, deepest first (reversed breadth-first
     order), so that a rule sees its operands compiled (and typed); every node is visited
     once. How the engines without ``TRY`` make the analyst's expressions total
@@ -150,8 +150,8 @@ def apply_rules(tree: exp.Expression, rules: dict, refusal, plan_rules: dict | N
     entry does not name, is refused: ``refusal(node)`` is the QueryError raised, before
     anything runs. Other nodes are the plan's own (clamps, fixed point, truncation, which
     work on values the plan bounded): ``plan_rules`` may compile them, else they are
-    rendered as they are."""
-    check_guards(tree)
+    rendered as they are. ``max_guards``: the engine's own limit, if under MAX_GUARDS."""
+    check_guards(tree, max_guards or MAX_GUARDS)
     _expand_lists(tree)
     analyst = analyst_nodes(tree)
     known = {id(node): node for node in tree.walk()}     # (kept alive: ids stay unique)
@@ -399,15 +399,15 @@ machine, and a query is prepared for its dry run and its run, up to 28 s in all;
 statement timeout ends only between steps)."""
 
 
-def check_guards(tree: exp.Expression) -> None:
-    """Refuse ``tree`` (for free, before anything runs) if it has more than MAX_GUARDS guards."""
+def check_guards(tree: exp.Expression, limit: int = MAX_GUARDS) -> None:
+    """Refuse ``tree`` (for free, before anything runs) if it has more than ``limit`` guards."""
     guards = sum(1 for node in tree.find_all(exp.Try, exp.Nullif)
                  if not isinstance(node.parent, (exp.Div, exp.IntDiv, exp.Mod)))
-    if guards > MAX_GUARDS:
+    if guards > limit:
         raise QueryError(f"the query has {guards:,} operations that need a guard (arithmetic "
                          "that could overflow, divisions, rounding, date parts, substrings), "
-                         f"more than dpsql's limit of {MAX_GUARDS:,} a query, which bounds the "
-                         "time the engine takes to prepare it; compute fewer of them")
+                         f"more than dpsql's limit of {limit:,} a query on this engine, which "
+                         "bounds the time the engine takes to prepare it; compute fewer of them")
 
 
 INLINE_NODES = 8
