@@ -361,10 +361,27 @@ def test_more_guards_than_sparks_limit_are_refused_for_free(spark, spark_tables)
     from dpsql.engines.spark.dialect import MAX_GUARDS
     reader = _spark_reader(spark, spark_tables, "pums")
 
-    def sums(n):
-        return "SELECT " + ", ".join(f"SUM(LEAST(GREATEST(income * {j + 2} + 7, 0), 1000)) "
-                                     f"AS x{j}" for j in range(n)) + " FROM PUMS.PUMS"
+    def sums(n, products=14):        # n SUMs of `products` guarded products each
+        return "SELECT " + ", ".join(
+            "SUM(LEAST(GREATEST(" + " + ".join(f"income * {j + k + 2}" for k in range(products))
+            + f", 0), 1000)) AS x{j}" for j in range(n)) + " FROM PUMS.PUMS"
     with pytest.raises(dpsql.QueryError, match=f"more than dpsql's limit of {MAX_GUARDS}"):
-        reader.execute_df(sums(MAX_GUARDS + 1))
+        reader.execute_df(sums(5))
     assert reader.spent == (0.0, 0.0)
-    assert len(reader.execute_df(sums(8)).columns) == 8
+    assert len(reader.execute_df(sums(8, products=1)).columns) == 8
+
+
+def test_more_statistics_than_sparks_limit_are_refused_for_free(spark, spark_tables):
+    """The thirty-second review: at the 256 units of statistics allowed elsewhere, Spark took
+    13-20 s to plan 256 SUMs, 32 CORRs or 32 MEDIANs at load 6-7; here a statement may
+    release 64 units (SparkEngine.max_statistics)."""
+    from dpsql.engines.spark.engine import SparkEngine
+    reader = _spark_reader(spark, spark_tables, "pums")
+    limit = SparkEngine.max_statistics
+    for sql in ("SELECT " + ", ".join(f"SUM(age + {j}) AS s{j}" for j in range(limit + 1))
+                + " FROM PUMS.PUMS",
+                "SELECT " + ", ".join(f"MEDIAN(income + {j}) AS m{j}" for j in range(limit // 8 + 1))
+                + " FROM PUMS.PUMS"):
+        with pytest.raises(dpsql.QueryError, match=f"more than {limit} units of statistics"):
+            reader.execute_df(sql)
+    assert reader.spent == (0.0, 0.0)

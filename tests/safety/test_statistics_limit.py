@@ -30,6 +30,10 @@ def _select(template: str, n: int, tail: str = "") -> str:
     _select("PERCENTILE_CONT(0.3) WITHIN GROUP (ORDER BY income + {j})", 33),
     _select("SUM(age + {j})", MAX_STATISTICS + 1),
     _select("VARIANCE(age + {j})", 129),
+    # a list of quantiles counts 1 more per 4 probabilities (the thirty-second review: 32
+    # lists of 99 counted 8 each, and ran into the timeout)
+    _select("QUANTILE_CONT(income + {j}, [" + ", ".join(f"{i / 100}" for i in range(1, 100))
+            + "])", 9),
     # every grouping set plans the aggregates again: 16 sets x 20
     _select("SUM(age + {j})", 20, " GROUP BY CUBE(sex, race, educ, married)"),
     # and every part of a UNION
@@ -47,6 +51,8 @@ def test_a_statement_of_too_many_statistics_is_refused_for_free_before_planning(
     _select("SUM(age + {j})", MAX_STATISTICS),
     _select("CORR(age + {j}, income)", MAX_STATISTICS // 8),
     _select("MEDIAN(income + {j})", MAX_STATISTICS // 8),
+    _select("QUANTILE_CONT(income + {j}, [" + ", ".join(f"{i / 100}" for i in range(1, 100))
+            + "])", 8),
     # the same aggregate written many times is planned once
     _select("MEDIAN(income)", 100),
 ])
