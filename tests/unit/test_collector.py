@@ -6,7 +6,15 @@ import gc
 import threading
 import time
 
+import pytest
+
+from dpsql.api import collector
 from dpsql.api.collector import EVERY_S, collector_paused
+
+
+@pytest.fixture(autouse=True)
+def pausing(monkeypatch):
+    monkeypatch.setattr(collector, "PAUSE", True)     # as a library user's process has it
 
 
 def test_overlapping_plans_still_collect_their_garbage():
@@ -41,3 +49,12 @@ def test_overlapping_plans_still_collect_their_garbage():
         holder.join()
         gc.callbacks.remove(count)
     assert gc.isenabled()
+
+
+def test_a_server_plans_with_the_collector_running(monkeypatch):
+    """dpsql serve (``collector.PAUSE = False``): no pause, so no pass over a plan's
+    millions of young objects at its end, holding the interpreter lock for seconds
+    (issue 33's thirty-second review: another analyst's select 1 waited 19.6 s)."""
+    monkeypatch.setattr(collector, "PAUSE", False)
+    with collector_paused():
+        assert gc.isenabled()
