@@ -21,22 +21,31 @@ from contextlib import contextmanager
 
 EVERY_S = 1.0
 PAUSE = True
-"""Whether planning pauses the collector. ``dpsql serve`` sets it False: when the pause ended
+"""Whether planning pauses the collector; never while a ``dpsql serve`` runs in the process
+(``serving``): when the pause ended
 after a large plan, the young generation it had let grow (millions of a plan's nodes) was
 collected in one pass that held the interpreter lock for seconds, where no statement's
 timeout and no other analyst's ``select 1`` could run (issue 33's thirty-second review:
 another analyst's ``select 1`` waited 19.6 s; reproduced at 2.9 s and timeouts 2.7 s late
 with four sessions of 8-list quantile UNIONs, 1.0-1.5 s and 0.2 s late without the pause)."""
 _lock = threading.Lock()
+_servers = 0             # dpsql serve instances running in this process (serving())
 _planning = 0            # threads planning now
 _resume = False          # whether the collector was enabled when the first one began
 _collected = time.monotonic()
 
 
+def serving(started: bool) -> None:
+    """A server started (True) or stopped (False): while any runs, planning never pauses."""
+    global _servers
+    with _lock:
+        _servers = _servers + 1 if started else max(_servers - 1, 0)
+
+
 @contextmanager
 def collector_paused():
     global _planning, _resume, _collected
-    if not PAUSE:
+    if not PAUSE or _servers:
         yield
         return
     with _lock:

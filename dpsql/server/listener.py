@@ -76,7 +76,7 @@ class Server:
     async def start(self) -> None:
         d = self.deployment
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        self._paused, collector.PAUSE = collector.PAUSE, False   # no pass holding the lock for seconds
+        collector.serving(True)      # no collector pass holding the lock for seconds
         if d.unix_socket is not None:
             path = os.path.join(d.unix_socket, f".s.PGSQL.{d.port}")
             _free_socket(path)
@@ -115,7 +115,7 @@ class Server:
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.accounts.close()
         self.runner.guard.stop()
-        collector.PAUSE = getattr(self, "_paused", collector.PAUSE)
+        collector.serving(False)
 
     # -- connections ------------------------------------------------------------------
     async def _accept(self, reader, writer, tcp: bool) -> None:
