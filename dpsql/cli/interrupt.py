@@ -14,17 +14,19 @@ Imports nothing but the standard library: it must run before anything heavy.
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import signal
 import sys
 import threading
+import time
 
 EXIT_INTERRUPTED = 130
 MESSAGE = "dpsql: interrupted\n"
 _said: list = []
-_owned: list = []
-_received: list = []  # non-empty once a Ctrl-C raised KeyboardInterrupt in a command     # non-empty once the console entry point owns SIGINT
+_owned: list = []     # non-empty once the console entry point owns SIGINT
+_received: list = []  # non-empty once a Ctrl-C raised KeyboardInterrupt in a command
 
 
 def say(write=None) -> None:
@@ -48,6 +50,28 @@ def _exit_now(signum, frame) -> None:
 def _raise(signum, frame) -> None:
     _received.append(True)
     raise KeyboardInterrupt
+
+
+def _unraisable(hook):
+    """A ``sys.unraisablehook`` that delivers a Ctrl-C again: a ``KeyboardInterrupt``
+    raised where Python ignores exceptions (a weakref callback, such as importlib's
+    module-lock one, or a ``__del__``) would otherwise be printed and lost, and the
+    command would run on to exit 0. Another thread marks the signal as pending again
+    (in this one, the handler would run at once, inside this hook, and be ignored too); the
+    main thread's handler raises it at its next check, once this hook has returned, in
+    ordinary code (or, rarely, in another such callback, and then here once more)."""
+    def deliver_again(unraisable):
+        if isinstance(unraisable.exc_type, type) and issubclass(unraisable.exc_type,
+                                                                KeyboardInterrupt):
+            _thread.start_new_thread(_again, ())  # (threading.Thread waits for it here)
+            return
+        hook(unraisable)
+    return deliver_again
+
+
+def _again() -> None:
+    time.sleep(0.01)   # time for the hook to return
+    _thread.interrupt_main(signal.SIGINT)
 
 
 def received() -> bool:
@@ -89,10 +113,12 @@ def raising():
         yield
         return
     signal.signal(signal.SIGINT, _raise)
+    hook, sys.unraisablehook = sys.unraisablehook, _unraisable(sys.unraisablehook)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, _exit_now)
+        sys.unraisablehook = hook
 
 
 def quiet_from_now() -> None:

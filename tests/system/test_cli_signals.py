@@ -239,3 +239,33 @@ def test_the_api_reports_progress_to_a_callback(huge):
     reader.progress = quick.append
     reader.execute_df("SELECT COUNT(*) AS n FROM t.t WHERE x > 2")   # under a second: silent
     assert quick == [] or quick[-1] is None
+
+
+# A Ctrl-C whose KeyboardInterrupt is raised inside a weakref callback (here one that sends
+# SIGINT to its own process, as a real Ctrl-C did in importlib's module-lock callback, ci40)
+# is ignored by Python: printed as "Exception ignored in" and lost, so the command ran on
+# and exited 0. It is now delivered again and ends the command with 130.
+IGNORED_CTRL_C = """
+import gc, signal, sys, time, weakref
+from dpsql.cli import interrupt
+from dpsql.cli.command import _interrupted
+interrupt.at_start()
+class Thing:
+    pass
+try:
+    with interrupt.raising():
+        thing = Thing()
+        ref = weakref.ref(thing, lambda _: signal.raise_signal(signal.SIGINT))
+        del thing
+        for _ in range(1000):
+            time.sleep(0.001)
+        print("ran on")
+except KeyboardInterrupt:
+    sys.exit(_interrupted())
+"""
+
+
+def test_a_ctrl_c_python_would_ignore_in_a_callback_still_ends_the_command():
+    proc = subprocess.run([sys.executable, "-c", IGNORED_CTRL_C], capture_output=True, text=True,
+                          env=ENV, timeout=120, cwd=ROOT)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (130, "", "dpsql: interrupted\n")
