@@ -28,7 +28,7 @@ from ..frontend.bigquery import query_privacy
 from ..plan import Plan, build_plan, grouping_sets
 from ..privacy.params import Budget, Privacy, large_privacy_warning
 from ..release.noise import add_noise, drowned_counts, empty_noisy
-from ..plan.aggregates import MAX_STATISTICS, check_statistics
+from ..plan.aggregates import check_statistics
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
 from ..frontend.binding import statement_work
@@ -118,8 +118,8 @@ class Reader(SmartNoiseMethods):
                 sets = grouping_sets.expand(part) or [part]    # each set: a share of the privacy
                 for each in sets:
                     query = validate(each, self.metadata, self.engine.public_rows)
-                    statistics = check_statistics(statistics, query.aggregates, getattr(
-                        self.engine, "max_statistics", MAX_STATISTICS))
+                    statistics = check_statistics(statistics, query.aggregates,
+                                                  self.engine.max_statistics)
                     plan = build_plan(query, grouping_sets.share(privacy, len(sets)),
                                       self.engine.pre_cut_work)
                     self._compile(plan)

@@ -20,6 +20,7 @@ from ..errors import InternalError, MetadataError, OperationalError, QueryError
 from ..frontend.allowed import ENGINE_TYPES
 from ..metadata.model import Metadata, Table
 from ..plan.aggregate import check_rows_independent
+from ..plan.aggregates import MAX_STATISTICS
 from ..plan.precut import PRE_CUT_WORK
 from ..plan.rewrite import capped_text, converted, null_relation, with_source
 from .intake import NEUTRAL, is_cast, warn_cast
@@ -37,6 +38,7 @@ class ServerEngine:
     dialect = None
     pre_cut_work = PRE_CUT_WORK  # most work per stored row before the cut (dpsql.plan.precut)
     # (a statement with a guarded expression is cut first on every engine: plan.precut)
+    max_statistics = MAX_STATISTICS  # units of statistics a statement may release here
     FAMILY: dict = {}           # the server's type -> its family (dpsql.engines.intake)
     TARGET: dict = {}           # metadata type -> the engine type it is read as
     WHERE = ""                  # "on the PostgreSQL server", for messages
