@@ -16,8 +16,8 @@ from ..frontend.bigquery import sql_privacy
 from ..privacy.params import Privacy
 from .deadline import MemoryGuard, StatementCancelled, Watch, release_memory
 from .lexing import lexemes, strip
-from .statements import Result, ServerError, SessionState, first_word, session_command, \
-    shown_settings, sqlstate
+from .statements import Result, ServerError, SessionState, first_word, number_text, \
+    session_command, shown_settings, sqlstate
 from .values import data_rows, placeholder_number
 
 _DUCK_OIDS = {"BIGINT": 20, "HUGEINT": 1700, "INTEGER": 23, "SMALLINT": 21, "TINYINT": 21,
@@ -255,7 +255,7 @@ def _check_cap(spend, analyst, privacy: Privacy) -> None:
                  "delta": cap.get("delta")}
     over = [k for k in used if limit[k] is not None and used[k] > limit[k] * slack]
     if over:
-        charged = ", ".join(f"{k}={used[k]:.6g}" for k in used)
+        charged = ", ".join(f"{k}={number_text(used[k])}" for k in used)
         raise ServerError(f"the query would be charged {charged}, above your per-query cap "
                           f"({_describe(cap)}), once its budget is split among its "
                           "statistics; ask fewer statistics or lower its privacy", "42501")
@@ -333,7 +333,7 @@ def _within(privacy: Privacy, cap: dict) -> bool:
 
 def _describe(p) -> str:
     if isinstance(p, dict):
-        return ", ".join(f"{k}={v:g}" for k, v in p.items())
+        return ", ".join(f"{k}={number_text(v)}" for k, v in p.items())
     if p.rho is not None:
-        return f"rho={p.rho:g}, delta={p.delta:g}"
-    return f"epsilon={p.epsilon:g}, delta={p.delta:g}"
+        return f"rho={number_text(p.rho)}, delta={number_text(p.delta)}"
+    return f"epsilon={number_text(p.epsilon)}, delta={number_text(p.delta)}"

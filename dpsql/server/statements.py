@@ -383,7 +383,15 @@ def shown_settings(state: SessionState, default: Privacy) -> dict:
 
 
 def _text(value) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    return number_text(value) if isinstance(value, float) else str(value)
+
+
+def number_text(value: float) -> str:
+    """A setting's value as the analyst gave it: short (``5``, ``1e-06``) where that reads
+    back as the same number, else every digit (``5.00000000001``), so that SHOW returns what
+    SET stored and a refusal never says that 5 is above 5 (review 33)."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
 
 
 def _pool(state: SessionState, name: str) -> str:

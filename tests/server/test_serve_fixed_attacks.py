@@ -238,3 +238,19 @@ def test_a_statement_of_hundreds_of_corrs_is_refused_at_once_and_free(served):
         assert time.perf_counter() - started < 3
         assert err.value.sqlstate == "42601" and "units of statistics" in str(err.value)
         assert con.execute("SHOW dpsql.spent").fetchone()[0].startswith("epsilon=0,")
+
+
+def test_show_and_the_cap_refusal_give_a_setting_back_as_it_was_set(served):
+    """The thirty-third review, F2: SHOW and the cap's refusal printed six digits, so that
+    an epsilon just above alice's cap of 1 was refused as "epsilon=1 ... above your
+    per-query cap (epsilon=1)", and SHOW did not give back what SET stored."""
+    with psycopg.connect(served.dsn("alice"), autocommit=True) as con:
+        con.execute("SET dpsql.epsilon = 1.00000000001")
+        assert con.execute("SHOW dpsql.epsilon").fetchone() == ("1.00000000001",)
+        with pytest.raises(psycopg.Error) as err:
+            con.execute("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > 3")
+        assert err.value.sqlstate == "42501"
+        assert "epsilon=1.00000000001" in str(err.value) and "(epsilon=1)" in str(err.value)
+        con.execute("SET dpsql.epsilon = 0.25")
+        assert con.execute("SHOW dpsql.epsilon").fetchone() == ("0.25",)
+        assert con.execute("SHOW dpsql.spent").fetchone()[0].startswith("epsilon=0,")
