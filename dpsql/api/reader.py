@@ -43,7 +43,11 @@ from .smartnoise import SmartNoiseMethods
 _PLAN_CACHE_SIZE = 32
 _PLAN_CACHE_CHARS = 200_000
 """Plans kept for queries asked again: at most 32, and at most 200,000 characters of their
-SQL in all (a plan takes about 100 times its SQL's size: 0.7 MB for 200 SUMs)."""
+SQL, engine SQL and post-processing SQL in all. A plan's trees hold 0.2-0.9 objects per
+character of its compiled SQL (33,600 for 256 SUMs), and every one of them is walked by
+each of the collector's full passes, which hold the interpreter lock: weighed by the
+analyst's SQL alone, 32 plans of 256 SUMs kept over a million objects, and a server's full
+passes stalled every analyst for seconds (issue 33's thirty-third review)."""
 _RELEASE_CACHE_SIZE = 64
 
 
@@ -57,7 +61,7 @@ class Reader(SmartNoiseMethods):
         self.metadata = metadata
         self.privacy = session_privacy(privacy)
         self.accountant = Accountant(session_budget(budget), ledger)
-        self._plans = Bounded(_PLAN_CACHE_SIZE, weigh=lambda key: len(key[0]),
+        self._plans = Bounded(_PLAN_CACHE_SIZE, weigh=self._weight,
                               limit=_PLAN_CACHE_CHARS, evicted=self._forget)
         self._history: list = []     # this session's releases, for report() (no ledger)
         # (canonical SQL, privacy) -> noisy statistics of the latest releases (a ledger
@@ -142,6 +146,12 @@ class Reader(SmartNoiseMethods):
             self._compile(plan)
             found = self._compiled[id(plan)]
         return found
+
+    def _weight(self, key, plan) -> int:
+        """The characters of a kept plan's SQL and of what it compiled to."""
+        parts = plan.parts if isinstance(plan, UnionPlan) else [plan]
+        return len(key[0]) + sum(len(text) for part in parts
+                                 for text in self._compiled.get(id(part), ()))
 
     def _forget(self, plan) -> None:
         for part in plan.parts if isinstance(plan, UnionPlan) else [plan]:
