@@ -135,6 +135,9 @@ class Accounts:
                   "epsilon": None if cost is None else cost[0],
                   "delta": None if cost is None else cost[1],
                   "outcome": outcome, "sqlstate": sqlstate}
+        account = self.by_name.get(analyst)
+        if cost is not None and account is not None and getattr(account.analyst.budget, "zcdp", False):
+            record["rho"] = cost[2]     # what a rho budget was charged (review 33, F3)
         if len(sql) > AUDIT_SQL_CHARS:  # a long statement: its start, length and hash
             record["sql_chars"] = len(sql)
             record["sql_sha256"] = hashlib.sha256(sql.encode("utf-8", "surrogatepass")).hexdigest()

@@ -296,8 +296,10 @@ def _stopped(watch: Watch, err: Exception | None) -> Exception:
 
 
 def _cost(reader, before) -> tuple:
+    """(epsilon, delta, rho) the statement added to the analyst's pool."""
     now = reader.accountant.spending
-    return (max(now.epsilon - before.epsilon, 0.0), max(now.delta - before.delta, 0.0))
+    return (max(now.epsilon - before.epsilon, 0.0), max(now.delta - before.delta, 0.0),
+            max(now.rho - before.rho, 0.0))
 
 
 def _frame_type(series) -> str:

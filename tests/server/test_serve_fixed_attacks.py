@@ -254,3 +254,28 @@ def test_show_and_the_cap_refusal_give_a_setting_back_as_it_was_set(served):
         con.execute("SET dpsql.epsilon = 0.25")
         assert con.execute("SHOW dpsql.epsilon").fetchone() == ("0.25",)
         assert con.execute("SHOW dpsql.spent").fetchone()[0].startswith("epsilon=0,")
+
+
+def test_the_audit_log_gives_a_rho_analyst_what_each_statement_cost_in_rho(served):
+    """The thirty-third review, F3: for an analyst with a rho budget the audit log held
+    only the statistics' epsilons, which are not what a rho pool adds up: the owner could
+    not reconcile the log with SHOW dpsql.spent."""
+    import json
+    sql = "SELECT COUNT(*) AS n, SUM(age) AS s, AVG(income) AS a FROM PUMS.PUMS WHERE age > 41"
+    with psycopg.connect(served.dsn("carol"), autocommit=True) as con:
+        def rho():
+            shown = con.execute("SHOW dpsql.spent").fetchone()[0]
+            return float(shown.split("rho=")[1].split(",")[0])
+        con.execute("SET dpsql.rho = 0.01")
+        before = rho()
+        con.execute(sql).fetchall()
+        charged = rho() - before
+    with psycopg.connect(served.dsn("alice"), autocommit=True) as con:
+        con.execute(sql).fetchall()
+    with open(served.deployment.audit_log) as f:
+        records = [json.loads(line) for line in f]
+    carol = [r for r in records if r["analyst"] == "carol" and r["sql"] == sql][-1]
+    alice = [r for r in records if r["analyst"] == "alice" and r["sql"] == sql][-1]
+    assert charged > 0 and abs(carol["rho"] - charged) < 1e-6 * charged, (carol, charged)
+    assert abs(carol["rho"] - 0.01) < 1e-9
+    assert "rho" not in alice and alice["epsilon"] > 0
