@@ -26,6 +26,7 @@ from ...plan.dialect import (Dialect, apply_rules, date_diff_tree, int_constant,
 from ...plan.nodes import Truncated, TruncatedGroups
 from ...plan.rewrite import TYPED_SOURCE
 from . import numbers as n
+from .fences import fence_inlining
 from .casts import try_cast as _try_cast
 from .sums import plan_avg, plan_sum
 from .guards import _and, _case, _cases, _col, _fn, _num, _within_int64
@@ -81,8 +82,10 @@ class Postgres(Dialect):
     # -- every other node ------------------------------------------------------------
     def lowered(self, tree: exp.Expression) -> exp.Expression:
         """The rules, once over the whole plan (truncations' rows and keys included), then
-        the truncations (whose own SQL needs no rule); the typed relations inlined."""
-        return _inline_typed(self._truncations(apply_rules(tree, RULES, _refusal, PLAN_RULES)))
+        the truncations (whose own SQL needs no rule); the typed relations inlined; guards
+        that PostgreSQL would inline into guards level by level fenced (``fences``)."""
+        return fence_inlining(_inline_typed(self._truncations(
+            apply_rules(tree, RULES, _refusal, PLAN_RULES))))
 
     def _truncations(self, tree: exp.Expression) -> exp.Expression:
         return self.compile_nodes(tree)
