@@ -79,6 +79,19 @@ class ServerEngine:
         """What the dry run's error says (it depends on the query alone)."""
         return first_line(err)
 
+    def lost(self) -> bool:
+        """Whether the connection to the server is gone (closed or broken): every statement
+        fails until the session is opened again (``dpsql serve`` then reopens it)."""
+        return False
+
+    def _failed(self, err: Exception, refusal: QueryError) -> Exception:
+        """``refusal`` for an error the query caused; an OperationalError when the
+        connection itself was lost (libpq's text is not the analyst's to read)."""
+        if self.lost():
+            return OperationalError("the connection to the database server was lost; "
+                                    "open the session again")
+        return refusal
+
     # -- binding -------------------------------------------------------------------
     def table_node(self, table: Table) -> exp.Table:
         found = self.physical.get(table.full_name.lower())
@@ -166,7 +179,8 @@ class ServerEngine:
         try:
             self._execute(dry)
         except self._errors() as err:
-            raise QueryError(f"the engine refuses the query: {self._message(err)}") from None
+            raise self._failed(err, QueryError(
+                f"the engine refuses the query: {self._message(err)}")) from None
         return exact
 
     def public_rows(self, select: exp.Select, tables) -> list:
@@ -177,8 +191,9 @@ class ServerEngine:
         try:
             return [tuple(row) for row in self._execute(sql)[1]]
         except self._errors() as err:
-            raise QueryError(f"cannot read the public table(s) "
-                             f"{', '.join(t.full_name for t in tables)}: {first_line(err)}") from None
+            raise self._failed(err, QueryError(
+                f"cannot read the public table(s) "
+                f"{', '.join(t.full_name for t in tables)}: {first_line(err)}")) from None
 
     def run(self, sql: str) -> dict:
         """Exact aggregates as numpy arrays (masked where NULL), one per column."""

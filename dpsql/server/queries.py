@@ -171,6 +171,8 @@ class Runner:
             except StatementCancelled:
                 account.close()      # stopped anywhere in planning: start afresh
                 raise
+            except errors.Error as err:
+                raise _if_lost(account, reader, err) from None
         return Result("EXPLAIN", [("QUERY PLAN", "VARCHAR")],
                       [(line,) for line in plan.splitlines()])
 
@@ -187,6 +189,8 @@ class Runner:
             except StatementCancelled:
                 account.close()
                 raise
+            except errors.Error as err:
+                raise _if_lost(account, reader, err) from None
             _check_cap(spend, account.analyst, privacy)
             watch.critical(stop)
             before = reader.accountant.spending
@@ -197,7 +201,8 @@ class Runner:
                 frame = reader.execute_df(sql, params=params or None, privacy=privacy)
             except errors.Error as err:
                 err.dpsql_cost = _cost(reader, before)
-                raise _stopped(watch, err) if watch.fired else _for_analyst(err) from None
+                raise _stopped(watch, err) if watch.fired else \
+                    _for_analyst(_if_lost(account, reader, err)) from None
             except StatementCancelled:
                 raise _stopped(watch, _Charged(_cost(reader, before))) from None
             finally:
@@ -265,6 +270,18 @@ class _Charged(errors.OperationalError):
     def __init__(self, cost) -> None:
         super().__init__("answered after the statement was stopped; charged, not shown")
         self.dpsql_cost = cost
+
+
+def _if_lost(account, reader, err: errors.Error) -> errors.Error:
+    """``err``, unless the session's connection to the database server is gone: then the
+    session is closed, so that the analyst's next statement opens a new one, and the
+    analyst is told 58000 without the driver's text (review 33, F5: a session whose
+    server had restarted answered every statement 42601 with libpq's message, for good)."""
+    lost = getattr(reader.engine, "lost", None)
+    if lost is None or not lost():
+        return err
+    account.close()
+    return _for_analyst(err, opening=True)
 
 
 def _for_analyst(err: errors.Error, opening: bool = False) -> errors.Error:

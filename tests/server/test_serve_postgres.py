@@ -92,3 +92,37 @@ def test_hostile_queries_behave_the_same_with_and_without_one_person(pg, tmp_pat
         finally:
             served.stop()
     assert outcomes["with_target"] == outcomes["without_target"]
+
+
+def test_a_session_whose_database_connection_died_is_opened_again(pg, tmp_path):
+    """Issue 33's thirty-third review, F5: after PostgreSQL restarted (an out-of-memory kill),
+    an analyst's session kept its dead connection for good: every statement, even an
+    EXPLAIN, answered 42601 with libpq's own text. Now the statement that finds the
+    connection gone answers 58000 (the detail in the audit log) and the next one opens a
+    new session."""
+    import json
+    shutil.copy(DATA / "PUMS.yaml", tmp_path / "PUMS.yaml")
+    served = Served(write_deployment(tmp_path, tables=None, database=pg.url()))
+    sql = "EXPLAIN SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > {k}"
+    try:
+        with psycopg.connect(served.dsn("bob"), autocommit=True) as con:
+            con.execute(sql.format(k=1)).fetchall()
+            with pg.connect(autocommit=True) as owner:      # the server ends bob's backend
+                ended = owner.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' "
+                    "AND application_name NOT LIKE 'psql%'").fetchall()
+                assert ended and all(row[0] for row in ended)
+            with pytest.raises(psycopg.Error) as err:
+                con.execute(sql.format(k=2)).fetchall()
+            assert err.value.sqlstate == "58000", (err.value.sqlstate, str(err.value))
+            assert "libpq" not in str(err.value) and "connection" not in str(err.value)
+            assert "bounded plan" in "\n".join(r[0] for r in con.execute(sql.format(k=3)))
+            n = con.execute("SELECT COUNT(*) AS n FROM PUMS.PUMS").fetchone()[0]
+            assert abs(n - len(pd.read_csv(DATA / "PUMS.csv"))) < 100
+    finally:
+        served.stop()
+    with open(served.deployment.audit_log) as f:
+        records = [json.loads(line) for line in f]
+    lost = [r for r in records if r["sqlstate"] == "58000"]
+    assert lost and "lost" in lost[-1]["detail"]

@@ -97,6 +97,9 @@ class PostgresEngine(ServerEngine):
         import psycopg
         return (psycopg.Error,)
 
+    def lost(self) -> bool:
+        return bool(self.con.closed or getattr(self.con, "broken", False))
+
     def _column(self, values: list, oid):
         return _column(values, oid)
 
