@@ -86,10 +86,11 @@ class ServerEngine:
 
     def _failed(self, err: Exception, refusal: QueryError) -> Exception:
         """``refusal`` for an error the query caused; an OperationalError when the
-        connection itself was lost (libpq's text is not the analyst's to read)."""
+        connection itself was lost (the driver's text is not the analyst's to read)."""
         if self.lost():
-            return OperationalError("the connection to the database server was lost; "
-                                    "open the session again")
+            return OperationalError("the connection to the engine was lost (the database "
+                                    "server or the Spark context stopped); open the session "
+                                    "again")
         return refusal
 
     # -- binding -------------------------------------------------------------------

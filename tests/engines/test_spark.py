@@ -62,6 +62,7 @@ def test_explain_is_the_same_apart_from_the_rendered_sql(spark, spark_tables):
             a, b = duck.explain(sql), sp.explain(sql)
             assert "bounded plan (runs on the engine)" in a
             assert without_engine_sql(a) == without_engine_sql(b), sql
+            assert "SPARK_PARTITION_ID" not in b, sql   # ordinary plans are never fenced
 
 
 def test_a_random_cte_read_twice_is_computed_once(spark):
@@ -385,3 +386,66 @@ def test_more_statistics_than_sparks_limit_are_refused_for_free(spark, spark_tab
         with pytest.raises(dpsql.QueryError, match=f"more than {limit} units of statistics"):
             reader.execute_df(sql)
     assert reader.spent == (0.0, 0.0)
+
+
+def _nested(levels: int, op: str) -> str:
+    sql = "SELECT age AS a0 FROM PUMS.PUMS"
+    for i in range(levels):
+        sql = f"SELECT {op.format(a=f'a{i}')} AS a{i + 1} FROM ({sql}) AS t{i}"
+    return f"SELECT COUNT(*) AS n FROM ({sql}) AS z WHERE a{levels} > 12"
+
+
+@pytest.mark.parametrize("op", ["{a} + {a}", "ROUND({a} / 3.0, 1)"])
+def test_guards_nested_in_subqueries_are_fenced_from_the_optimizer(spark, spark_tables, op):
+    """Issue 33's thirty-fourth review, F1: Spark pushed the filter down through each
+    subquery's guarded ``a + a`` and collapsed the projections, so the condition grew
+    several times per level: 4 levels planned for 6-9 s, 5 for 15-178 s (a free EXPLAIN, past
+    every timeout and cancel), and the driver ran out of heap. Subqueries whose inlining would
+    grow the plan now hold their columns behind SPARK_PARTITION_ID() >= 0 (plan.fences)."""
+    import time
+    sp, duck = _spark_reader(spark, spark_tables, "pums"), duckdb_reader("pums")
+    # First where the fence starts (three levels; two planned in about 2 s without one),
+    # which Spark survives unfenced: no deeper statement runs unless it is fenced.
+    assert "SPARK_PARTITION_ID" in sp.explain(_nested(3, op))
+    assert "SPARK_PARTITION_ID" not in sp.explain(_nested(2, op))
+    for levels in (3, 5, 9):
+        sql = _nested(levels, op)
+        started = time.perf_counter()
+        answer = sp.execute_df(sql)
+        assert time.perf_counter() - started < 20, (levels, op)
+        assert same_frame(answer, duck.execute_df(sql), 1e-3), (levels, op)
+
+
+STOPPED_CONTEXT = """
+import sys, warnings
+warnings.simplefilter("ignore")
+import pandas as pd
+import dpsql
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .getOrCreate())
+spark.sparkContext.setLogLevel("FATAL")
+frame = spark.createDataFrame(pd.read_csv(sys.argv[2]).astype({"income": "int64"}))
+reader = dpsql.from_connection(spark, sys.argv[1], tables={"PUMS.PUMS": frame},
+                               privacy=dpsql.Privacy(epsilon=1.0))
+reader.explain("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > 1")
+assert not reader.engine.lost()
+spark.sparkContext.stop()             # as a driver out of heap stops it
+assert reader.engine.lost()
+try:
+    reader.explain("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > 2")
+except dpsql.Error as err:
+    print(type(err).__name__, err)
+"""
+
+
+def test_a_stopped_spark_context_is_a_lost_engine_not_a_refused_query():
+    """Issue 33's thirty-fourth review, F2: once the driver's heap ran out and Spark stopped
+    its context, every statement was refused as the analyst's fault (42601, "simplify the
+    query"). It is an OperationalError now, which dpsql serve tells as 58000."""
+    run = subprocess.run([sys.executable, "-c", STOPPED_CONTEXT, str(DATA / "PUMS_pid.yaml"),
+                          str(DATA / "PUMS_pid.csv")], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.startswith("OperationalError the connection to the engine was lost"), \
+        run.stdout

@@ -23,10 +23,10 @@ from ...errors import QueryError
 from ...frontend.allowed import ENTRIES
 from ...plan.dialect import (Dialect, apply_rules, date_diff_tree, int_constant, total,
                              type_name)
+from ...plan.fences import fence_inlining
 from ...plan.nodes import Truncated, TruncatedGroups
 from ...plan.rewrite import TYPED_SOURCE
 from . import numbers as n
-from .fences import fence_inlining
 from .casts import try_cast as _try_cast
 from .sums import plan_avg, plan_sum
 from .guards import _and, _case, _cases, _col, _fn, _num, _within_int64
@@ -83,12 +83,18 @@ class Postgres(Dialect):
     def lowered(self, tree: exp.Expression) -> exp.Expression:
         """The rules, once over the whole plan (truncations' rows and keys included), then
         the truncations (whose own SQL needs no rule); the typed relations inlined; guards
-        that PostgreSQL would inline into guards level by level fenced (``fences``)."""
+        that PostgreSQL would inline into guards level by level fenced (``plan.fences``)."""
         return fence_inlining(_inline_typed(self._truncations(
-            apply_rules(tree, RULES, _refusal, PLAN_RULES))))
+            apply_rules(tree, RULES, _refusal, PLAN_RULES))), _offset_zero)
 
     def _truncations(self, tree: exp.Expression) -> exp.Expression:
         return self.compile_nodes(tree)
+
+
+def _offset_zero(select: exp.Select) -> bool:
+    """PostgreSQL's fence: it never pulls up a subquery with an OFFSET (``*`` included)."""
+    select.set("offset", exp.Offset(expression=exp.Literal.number(0)))
+    return False
 
 
 def _inline_typed(tree: exp.Expression) -> exp.Expression:

@@ -19,6 +19,7 @@ from sqlglot import exp
 from ...errors import QueryError
 from ...frontend.allowed import ENTRIES
 from ...plan.dialect import Dialect, apply_rules, int_constant, total, type_name
+from ...plan.fences import fence_inlining
 from ...plan.nodes import Truncated, TruncatedGroups
 from . import rules as r
 from . import text as t
@@ -78,8 +79,9 @@ class Spark(Dialect):
 
     def lowered(self, tree: exp.Expression) -> exp.Expression:
         """The rules, once over the whole plan (truncations' rows and keys included), then
-        the truncations (whose own SQL needs no rule)."""
-        return self._truncations(_apply_rules(tree))
+        the truncations (whose own SQL needs no rule); guards that Spark would inline into
+        guards level by level fenced (``plan.fences``)."""
+        return fence_inlining(self._truncations(_apply_rules(tree)), _partition_fence)
 
     def _truncations(self, tree: exp.Expression) -> exp.Expression:
         return self.compile_nodes(tree)
@@ -89,6 +91,25 @@ def _apply_rules(tree: exp.Expression) -> exp.Expression:
     tree = apply_rules(tree, RULES, _refusal, PLAN_RULES, max_guards=MAX_GUARDS)
     _drop_materialized(tree)
     return tree
+
+
+def _partition_fence(select: exp.Select) -> bool:
+    """Spark's fence: each column behind ``SPARK_PARTITION_ID() >= 0``, always true but not
+    deterministic, so that Spark neither pushes a filter down through the projection nor
+    collapses it into the next (it folds ``rand() >= 0``). Returns whether a ``*`` still
+    passes columns through."""
+    passes = False
+    for projection in list(select.expressions):
+        if isinstance(projection, exp.Star) or (isinstance(projection, exp.Column)
+                                                and isinstance(projection.this, exp.Star)):
+            passes = True
+            continue
+        value = projection.this if isinstance(projection, exp.Alias) else projection
+        always = exp.GTE(this=exp.Anonymous(this="SPARK_PARTITION_ID"),
+                         expression=exp.Literal.number(0))
+        fenced = exp.Case(ifs=[exp.If(this=always, true=value.copy())])
+        projection.replace(exp.alias_(fenced, projection.alias_or_name, quoted=True))
+    return passes
 
 
 def _drop_materialized(tree: exp.Expression) -> None:

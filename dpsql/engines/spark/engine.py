@@ -121,6 +121,14 @@ class SparkEngine(ServerEngine):
     def _stopped(self) -> bool:
         return self._cancelled is not None and self._cancelled == self._last
 
+    def lost(self) -> bool:
+        """Whether the session's SparkContext has stopped (a driver out of memory stops it:
+        issue 33's thirty-fourth review): no statement runs until it is started again."""
+        try:
+            return bool(self.session.sparkContext._jsc.sc().isStopped())
+        except Exception:  # noqa: BLE001 - a gateway that is gone: the context with it
+            return True
+
     @classmethod
     def from_session(cls, spark, metadata: Metadata, tables: dict | None = None) -> "SparkEngine":
         """Bind each metadata table: from ``tables`` if named there, else the catalog."""
@@ -200,6 +208,8 @@ class SparkEngine(ServerEngine):
         their own, on this thread) are cancelled after the timeout."""
         group = f"dpsql-{secrets.token_hex(6)}"
         context = self.session.sparkContext
+        if self.lost():
+            raise self._failed(None, None)
         with self._lock:
             previous = {key: context.getLocalProperty(key) for key in _JOB_PROPERTIES}
             context.setJobGroup(group, "dpsql", interruptOnCancel=True)

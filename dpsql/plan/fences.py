@@ -1,23 +1,28 @@
-"""Fences that keep PostgreSQL's planner from inlining a guard into a guard, level by level.
+"""Fences that keep an engine's planner from inlining a guard into a guard, level by level.
 
-Owns: ``fence_inlining``, the last step of the PostgreSQL compilation. PostgreSQL pulls a
-simple subquery (and a CTE it inlines) up into the query that reads it, putting each
-column's expression in place of every reference to it. A guard reads its operand several
-times (a CASE that tests a value, then computes with it: ``a + a`` reads ``a`` eight
-times), so guards in nested subqueries grew by that factor at each level once inlined: five
-levels of ``SELECT a + a AS a FROM (...)`` (288 bytes) took the planner 1.1 GB, seven took
-19 GB and ran 49 s past the statement's timeout, since the planner does not stop to look
-for a cancel (issue 33's thirty-third review). DuckDB and Spark do not grow so.
+Owns: ``fence_inlining``, the last step of the PostgreSQL and Spark compilations. Their
+planners put a plain subquery's column expressions in place of every reference to them
+(PostgreSQL pulls the subquery up; Spark pushes a filter down through it and collapses
+projections). A guard reads its operand several times (a CASE that tests a value, then
+computes with it: ``a + a`` reads ``a`` eight times on PostgreSQL), so guards in nested
+subqueries grew by that factor at each level once inlined: five levels of ``SELECT a + a
+AS a FROM (...)`` (288 bytes) took PostgreSQL's planner 1.1 GB, seven took 19 GB and ran
+49 s past the statement's timeout (issue 33's thirty-third review); on Spark five levels
+planned for 15-178 s and ran the driver out of heap (thirty-fourth review). Neither planner
+stops to look for a cancel. DuckDB does not grow so.
 
 The pass measures, bottom-up over the plan's scopes (sqlglot's), what each SELECT would
 grow by if the subqueries it reads were inlined: the nodes each column reference would
 bring in. A SELECT that would grow by more than ``MAX_GROWTH`` nodes gets its inlinable
-sources fenced with ``OFFSET 0`` (PostgreSQL never pulls up a subquery with an OFFSET),
-which PostgreSQL then computes once per row, as written. So what the planner holds is at
-most the plan's own size plus ``MAX_GROWTH`` per SELECT. Ordinary plans grow by far less
-and are left as they are (a fence would also stop PostgreSQL from pushing filters down).
+sources fenced by the engine's ``fence`` (PostgreSQL: ``OFFSET 0``; Spark: each column
+behind a condition that is always true but not deterministic), which the engine then
+computes once per row, as written. So what a planner holds is at most the plan's own size
+plus ``MAX_GROWTH`` per SELECT. Ordinary plans grow by far less and are left as they are
+(a fence also stops filters from being pushed down).
 """
 from __future__ import annotations
+
+from typing import Callable
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
@@ -27,10 +32,13 @@ MAX_GROWTH = 2_000
 (the plans of the fixture files gain at most a few hundred)."""
 
 
-def fence_inlining(tree: exp.Expression) -> exp.Expression:
-    """``tree`` with ``OFFSET 0`` on each inlinable subquery whose inlining would grow its
-    reader by more than MAX_GROWTH nodes (in place; returned)."""
+def fence_inlining(tree: exp.Expression, fence: Callable) -> exp.Expression:
+    """``tree`` with ``fence(select)`` applied to each inlinable subquery whose inlining
+    would grow its reader by more than MAX_GROWTH nodes (in place; returned). ``fence``
+    returns whether the engine will still inline the columns the SELECT passes through
+    with ``*`` (then its own inlinable sources are fenced too)."""
     sizes: dict = {}          # id(SELECT) -> {output name: nodes of it once inlined}
+    sources: dict = {}        # id(SELECT) -> its inlinable sources, as _inlinable_sources
     for scope in traverse_scope(tree):          # the innermost scopes first
         select = scope.expression
         if not isinstance(select, exp.Select):
@@ -38,11 +46,21 @@ def fence_inlining(tree: exp.Expression) -> exp.Expression:
         inlined = _inlinable_sources(scope, sizes)
         if _growth(scope, inlined) > MAX_GROWTH:
             for child in {id(s): s for s, _ in inlined.values()}.values():
-                child.set("offset", exp.Offset(expression=exp.Literal.number(0)))
-                sizes.pop(id(child), None)
+                _fence(child, fence, sizes, sources)
             inlined = {}
         sizes[id(select)] = _output_sizes(select, scope, inlined)
+        sources[id(select)] = inlined
     return tree
+
+
+def _fence(select: exp.Select, fence: Callable, sizes: dict, sources: dict) -> None:
+    """Fence ``select`` (and, where its ``*`` still passes columns through, what it reads)."""
+    if id(select) not in sizes:
+        return                                   # fenced already
+    sizes.pop(id(select))
+    if fence(select):
+        for child, _ in sources.get(id(select), {}).values():
+            _fence(child, fence, sizes, sources)
 
 
 def _inlinable_sources(scope: Scope, sizes: dict) -> dict:
