@@ -147,6 +147,38 @@ def run_joins(spark, rows: int, repeat: int, where: str, only: set | None) -> No
     time_joins(reader, lambda sql: timed_plain(spark, plain_sql(sql), repeat), repeat, only)
 
 
+ACCURACY = [   # bench_tumult.py's queries, as SQL (keys public on both sides)
+    ("count", "SELECT COUNT(*) AS v FROM bench.pums", "SELECT COUNT(*) AS v FROM plain_pums"),
+    ("avg", "SELECT AVG(income) AS v FROM bench.pums", "SELECT AVG(income) AS v FROM plain_pums"),
+    ("sex group", "SELECT sex, AVG(age) AS v FROM bench.pums GROUP BY sex",
+     "SELECT sex, AVG(age) AS v FROM plain_pums GROUP BY sex"),
+    ("user-level", "SELECT married, AVG(income) AS v FROM bench.pums_pid GROUP BY married",
+     "SELECT married, AVG(income) AS v FROM plain_pums_pid GROUP BY married"),
+]
+
+
+def accuracy(spark, rows: int, releases: int, where: str) -> None:
+    """dpsql's median absolute error over ``releases`` fresh releases at epsilon 1 per query
+    (bench_tumult.py --accuracy prints Tumult's on the same files), against the plain query."""
+    import statistics
+    paths = make_tables(spark, rows, where)
+    meta = metadata()
+    for table in meta[""]["bench"].values():
+        for key in ("sex", "married"):
+            table[key] = {"type": "int", "values": [0, 1]}        # public keys, as Tumult's
+    reader = dpsql.from_connection(spark, meta, tables=paths, privacy=dpsql.Privacy(epsilon=1.0))
+    print(f"\ndpsql accuracy, {rows:,} rows, epsilon 1 per query ({releases} releases)")
+    for name, sql, plain in ACCURACY:
+        exact = {tuple(r[:-1]): r[-1] for r in spark.sql(plain).collect()}
+        errors = []
+        for _ in range(releases):
+            frame = reader.execute_df(sql, replay=False)
+            for row in frame.itertuples(index=False):
+                errors.append(abs(float(row[-1]) - exact[tuple(int(k) for k in row[:-1])]))
+        print(f"{name:18} |error| median {statistics.median(errors):.4g}"
+              f" mean {statistics.fmean(errors):.4g}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000_000])
@@ -156,6 +188,8 @@ def main() -> None:
     parser.add_argument("--only", default=None, help="comma-separated query names")
     parser.add_argument("--dir", default=None, help="where the Parquet files go (kept)")
     parser.add_argument("--no-joins", action="store_true", help="skip the join queries")
+    parser.add_argument("--accuracy", type=int, default=0, metavar="N",
+                        help="only the accuracy of N releases of bench_tumult's queries")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     from pyspark.sql import SparkSession
@@ -169,6 +203,9 @@ def main() -> None:
     only = set(args.only.split(",")) if args.only else None
     try:
         for rows in args.rows:
+            if args.accuracy:
+                accuracy(spark, rows, args.accuracy, where)
+                continue
             run(spark, rows, args.repeat, where, only)
             if not args.no_joins:
                 run_joins(spark, rows, args.repeat, where, only)

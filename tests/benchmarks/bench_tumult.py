@@ -30,11 +30,26 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
+def error(spark, session, query, plain_sql: str, evaluations: int) -> str:
+    """The median and mean absolute error of Tumult's released values (the last column, per
+    group) against the plain query's (its last column: the average or count)."""
+    import statistics
+    exact = {tuple(r[:-2] if len(r) > 2 else r[:-1]): r[-1] for r in spark.sql(plain_sql).collect()}
+    errors = []
+    for _ in range(evaluations):
+        from tmlt.analytics import PureDPBudget
+        for row in session.evaluate(query, PureDPBudget(1.0)).collect():
+            errors.append(abs(float(row[-1]) - exact[tuple(row[:-1])]))
+    return f"median {statistics.median(errors):.4g} mean {statistics.fmean(errors):.4g}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dir", required=True)
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--accuracy", type=int, default=0, metavar="N",
+                        help="also the median absolute error of N evaluations at epsilon 1")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     from pyspark.sql import SparkSession
@@ -79,6 +94,9 @@ def main() -> None:
         private()
         p, t = best(plain, args.repeat), best(private, args.repeat)
         print(f"{name:18} {p * 1e3:10.0f} {t * 1e3:10.0f} {t / p:8.1f}", flush=True)
+        if args.accuracy:
+            print(f"{'':18} |error| {error(spark, session, query, plain_sql, args.accuracy)}"
+                  f" ({args.accuracy} evaluations at epsilon 1)", flush=True)
     spark.stop()
 
 
