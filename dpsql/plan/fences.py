@@ -27,14 +27,17 @@ from typing import Callable
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
+from ..errors import QueryError
+
 MAX_GROWTH = 2_000
 """Most nodes a SELECT may gain by inlining the subqueries it reads before they are fenced
 (the plans of the fixture files gain at most a few hundred)."""
 
 
-def fence_inlining(tree: exp.Expression, fence: Callable) -> exp.Expression:
+def fence_inlining(tree: exp.Expression, fence: Callable,
+                   limit: int = MAX_GROWTH) -> exp.Expression:
     """``tree`` with ``fence(select)`` applied to each inlinable subquery whose inlining
-    would grow its reader by more than MAX_GROWTH nodes (in place; returned). ``fence``
+    would grow its reader by more than ``limit`` nodes (in place; returned). ``fence``
     returns whether the engine will still inline the columns the SELECT passes through
     with ``*`` (then its own inlinable sources are fenced too)."""
     sizes: dict = {}          # id(SELECT) -> {output name: nodes of it once inlined}
@@ -44,7 +47,7 @@ def fence_inlining(tree: exp.Expression, fence: Callable) -> exp.Expression:
         if not isinstance(select, exp.Select):
             continue
         inlined = _inlinable_sources(scope, sizes)
-        if _growth(scope, inlined) > MAX_GROWTH:
+        if _growth(scope, inlined) > limit:
             for child in {id(s): s for s, _ in inlined.values()}.values():
                 _fence(child, fence, sizes, sources)
             inlined = {}
@@ -76,8 +79,10 @@ def _inlinable_sources(scope: Scope, sizes: dict) -> dict:
 
 
 def _inlinable(select: exp.Select) -> bool:
-    if any(select.args.get(k) for k in ("group", "having", "distinct", "limit", "offset",
-                                        "qualify")):
+    """Whether a planner may put the SELECT's expressions in its reader: pull it up, or
+    push the reader's conditions down into it (PostgreSQL and Spark push them through a
+    DISTINCT too: six levels of SELECT DISTINCT took PostgreSQL 6.2 GB, thirty-fifth review)."""
+    if any(select.args.get(k) for k in ("group", "having", "limit", "offset", "qualify")):
         return False
     return not any(isinstance(e, (exp.AggFunc, exp.Window)) for p in select.expressions
                    for e in p.walk(prune=lambda n: isinstance(n, exp.Subquery)))
@@ -114,4 +119,66 @@ def _output_sizes(select: exp.Select, scope: Scope, inlined: dict) -> dict:
         for node in projection.walk(prune=lambda n: isinstance(n, exp.Subquery)):
             size += _column_size(node, inlined) if isinstance(node, exp.Column) else 1
         out[projection.alias_or_name.lower()] = size
+    return out
+
+
+MAX_EXPANDED = 5_000_000
+"""Most nodes any SELECT of a compiled plan may stand for once every subquery and CTE it
+reads is expanded into it (``check_expansion``): four levels of nested guarded ``a + a``
+under a filter stand for 520,000, five joined to five for 2.1 million (1.3 s to plan on
+Spark), six joined to six for 25 million (Spark: 16.5 s at seven, 300 million). Each
+more level multiplies it by 8-12."""
+
+
+def check_expansion(tree: exp.Expression, limit: int = MAX_EXPANDED) -> None:
+    """Refuse ``tree`` (for free, before anything runs) if a SELECT of it stands for more
+    than ``limit`` nodes once the subqueries and CTEs it reads are expanded into it, whatever
+    their kind (DISTINCT, grouped, joined, set operations). A planner that substitutes a
+    column's expression for its references (pulling a subquery up, pushing a filter or a
+    join's conditions down, inferring constraints) works on that many nodes at worst; with
+    guards that read their operand several times it grows several-fold per level, past what
+    fences can stop (issue 33's thirty-fifth review: a join on two nested guarded columns
+    planned for 16-60 s on Spark; six levels of SELECT DISTINCT took PostgreSQL 6.2 GB)."""
+    if largest_expansion(tree, limit) > limit:
+        raise QueryError("the query's expressions are too large once every operation "
+                         "in them is guarded and its subqueries are expanded "
+                         f"(over {limit:,} nodes in one SELECT); nest fewer levels of "
+                         "computed columns")
+
+
+def largest_expansion(tree: exp.Expression, stop: float = float("inf")) -> int:
+    """The most nodes a SELECT of ``tree`` stands for with what it reads expanded (the
+    first past ``stop``, once one is)."""
+    sizes: dict = {}
+    largest = 0
+    for scope in traverse_scope(tree):
+        node = scope.expression
+        if isinstance(node, exp.SetOperation):
+            sizes[id(node)] = _set_sizes(node, sizes)
+            continue
+        if not isinstance(node, exp.Select):
+            continue
+        sources = {alias: (s.expression, sizes[id(s.expression)])
+                   for alias, s in ((a, v[1] if isinstance(v, tuple) else v)
+                                    for a, v in scope.selected_sources.items())
+                   if isinstance(s, Scope) and id(s.expression) in sizes}
+        total = sum(1 for _ in node.walk(prune=lambda n: isinstance(n, exp.Subquery)))
+        total += _growth(scope, sources)
+        largest = max(largest, total)
+        if largest > stop:
+            return largest
+        sizes[id(node)] = _output_sizes(node, scope, sources)
+    return largest
+
+
+def _set_sizes(node: exp.SetOperation, sizes: dict) -> dict:
+    """A set operation's output sizes: the largest of its branches', by position."""
+    branches = [node.left, node.right]
+    named = [sizes.get(id(b)) for b in branches]
+    if any(n is None for n in named):
+        return {}
+    names = list(named[0])
+    out = {}
+    for i, name in enumerate(names):
+        out[name] = max(list(n.values())[i] if i < len(n) else 1 for n in named)
     return out

@@ -19,7 +19,7 @@ from sqlglot import exp
 from ...errors import QueryError
 from ...frontend.allowed import ENTRIES
 from ...plan.dialect import Dialect, apply_rules, int_constant, total, type_name
-from ...plan.fences import fence_inlining
+from ...plan.fences import check_expansion, fence_inlining
 from ...plan.nodes import Truncated, TruncatedGroups
 from . import rules as r
 from . import text as t
@@ -80,8 +80,11 @@ class Spark(Dialect):
     def lowered(self, tree: exp.Expression) -> exp.Expression:
         """The rules, once over the whole plan (truncations' rows and keys included), then
         the truncations (whose own SQL needs no rule); guards that Spark would inline into
-        guards level by level fenced (``plan.fences``)."""
-        return fence_inlining(self._truncations(_apply_rules(tree)), _partition_fence)
+        guards level by level fenced, and a plan too large once expanded refused (Spark's
+        optimizer still grew with a join on two fenced nested columns: ``plan.fences``)."""
+        lowered = self._truncations(_apply_rules(tree))
+        check_expansion(lowered)
+        return fence_inlining(lowered, _partition_fence)
 
     def _truncations(self, tree: exp.Expression) -> exp.Expression:
         return self.compile_nodes(tree)
