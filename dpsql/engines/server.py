@@ -84,14 +84,15 @@ class ServerEngine:
         fails until the session is opened again (``dpsql serve`` then reopens it)."""
         return False
 
-    def _failed(self, err: Exception, refusal: QueryError) -> Exception:
-        """``refusal`` for an error the query caused; an OperationalError when the
-        connection itself was lost (the driver's text is not the analyst's to read)."""
-        if self.lost():
-            return OperationalError("the connection to the engine was lost (the database "
-                                    "server or the Spark context stopped); open the session "
-                                    "again")
-        return refusal
+    def _failed(self, refusal: QueryError) -> Exception:
+        """``refusal`` for an error the query caused; ``_lost()`` when the connection
+        itself was lost (the driver's text is not the analyst's to read)."""
+        return self._lost() if self.lost() else refusal
+
+    @staticmethod
+    def _lost() -> OperationalError:
+        return OperationalError("the connection to the engine was lost (the database server "
+                                "or the Spark context stopped); open the session again")
 
     # -- binding -------------------------------------------------------------------
     def table_node(self, table: Table) -> exp.Table:
@@ -180,7 +181,7 @@ class ServerEngine:
         try:
             self._execute(dry)
         except self._errors() as err:
-            raise self._failed(err, QueryError(
+            raise self._failed(QueryError(
                 f"the engine refuses the query: {self._message(err)}")) from None
         return exact
 
@@ -192,7 +193,7 @@ class ServerEngine:
         try:
             return [tuple(row) for row in self._execute(sql)[1]]
         except self._errors() as err:
-            raise self._failed(err, QueryError(
+            raise self._failed(QueryError(
                 f"cannot read the public table(s) "
                 f"{', '.join(t.full_name for t in tables)}: {first_line(err)}")) from None
 

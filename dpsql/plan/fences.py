@@ -67,8 +67,8 @@ def _fence(select: exp.Select, fence: Callable, sizes: dict, sources: dict) -> N
 
 
 def _inlinable_sources(scope: Scope, sizes: dict) -> dict:
-    """alias -> (SELECT, its output sizes) of the sources PostgreSQL may pull up into
-    ``scope``: plain SELECTs, without aggregation, DISTINCT, windows, LIMIT or OFFSET."""
+    """alias -> (SELECT, its output sizes) of the sources a planner may inline into
+    ``scope`` (``_inlinable``)."""
     found = {}
     for alias, source in scope.selected_sources.items():
         node = source[1] if isinstance(source, tuple) else source
@@ -90,13 +90,12 @@ def _inlinable(select: exp.Select) -> bool:
 
 def _column_size(column: exp.Column, inlined: dict) -> int:
     """Nodes the reference stands for once its source is inlined (1 if it is not)."""
+    name = column.name.lower()
     if column.table:
         source = inlined.get(column.table)
-    else:
-        source = next(iter(inlined.values())) if len(inlined) == 1 else None
-    if source is None:
-        return 1
-    return source[1].get(column.name.lower(), 1)
+        return source[1].get(name, 1) if source is not None else 1
+    # unqualified: whichever source has the name (the largest, so as never to undercount)
+    return max((names.get(name, 1) for _, names in inlined.values()), default=1)
 
 
 def _growth(scope: Scope, inlined: dict) -> int:
@@ -109,8 +108,7 @@ def _output_sizes(select: exp.Select, scope: Scope, inlined: dict) -> dict:
     """Output name -> nodes of its expression once the sources are inlined."""
     out: dict = {}
     for projection in select.expressions:
-        if isinstance(projection, exp.Star) or (isinstance(projection, exp.Column)
-                                                and isinstance(projection.this, exp.Star)):
+        if projection.is_star:
             for _, names in inlined.values():    # passed through as they are
                 for name, size in names.items():
                     out.setdefault(name, size)

@@ -136,7 +136,7 @@ class Accounts:
                   "delta": None if cost is None else cost[1],
                   "outcome": outcome, "sqlstate": sqlstate}
         account = self.by_name.get(analyst)
-        if cost is not None and account is not None and getattr(account.analyst.budget, "zcdp", False):
+        if cost is not None and account is not None and account.analyst.budget.zcdp:
             record["rho"] = cost[2]     # what a rho budget was charged (review 33, F3)
         if len(sql) > AUDIT_SQL_CHARS:  # a long statement: its start, length and hash
             record["sql_chars"] = len(sql)

@@ -103,8 +103,7 @@ def _partition_fence(select: exp.Select) -> bool:
     passes columns through."""
     passes = False
     for projection in list(select.expressions):
-        if isinstance(projection, exp.Star) or (isinstance(projection, exp.Column)
-                                                and isinstance(projection.this, exp.Star)):
+        if projection.is_star:
             passes = True
             continue
         value = projection.this if isinstance(projection, exp.Alias) else projection

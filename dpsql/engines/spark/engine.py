@@ -208,8 +208,8 @@ class SparkEngine(ServerEngine):
         their own, on this thread) are cancelled after the timeout."""
         group = f"dpsql-{secrets.token_hex(6)}"
         context = self.session.sparkContext
-        if self.lost():
-            raise self._failed(None, None)
+        if self.lost():              # pyspark's own calls fail otherwise (AttributeError)
+            raise self._lost()
         with self._lock:
             previous = {key: context.getLocalProperty(key) for key in _JOB_PROPERTIES}
             context.setJobGroup(group, "dpsql", interruptOnCancel=True)
