@@ -180,6 +180,13 @@ class Binder:
         self.scope = qualifiers if isinstance(qualifiers, dict) else None
         self.qualifiers = set(qualifiers)
 
+    def label(self) -> str:
+        """The relation as the query names it: its table, or its alias or aliases (a subquery,
+        CTE or join reads one table but is not it)."""
+        if self.table.full_name.lower() in self.qualifiers:
+            return self.table.full_name
+        return ", ".join(sorted(self.qualifiers)) or self.table.full_name
+
     def column(self, node: exp.Column):
         name = node.name.lower()
         if name.startswith("_dpsql"):     # the plan's own columns are never the analyst's
@@ -269,7 +276,7 @@ class Binder:
                     known = ", ".join(c for c in self.table.columns
                                       if not c.lower().startswith("_dpsql"))
                     fail(f"unknown column {node.sql(ANALYST_DIALECT)} in {clause}{{at}}; "
-                          f"columns of {self.table.full_name}: {known}", node)
+                          f"columns of {self.label()}: {known}", node)
                 return exp.column(col.name, quoted=True)
             return node
         return expr.transform(rule, copy=False)

@@ -12,8 +12,7 @@ that sqlglot renders ``exp.Try`` (NULL where evaluation would raise),
 """
 from __future__ import annotations
 
-from itertools import count
-
+import hashlib
 import math
 import struct
 
@@ -387,7 +386,37 @@ class Let(exp.Expression):
     arg_types = {"this": True, "expression": True, "name": True}
 
 
-_LETS = count()
+def _let_name(value: exp.Expression) -> str:
+    """The lambda variable of a let of ``value``: named by its content, so that the same value
+    binds the same name wherever it appears (DuckDB matches a SELECT expression to its GROUP BY
+    by text, which two counters' names made differ: review 35's F2) and in every process (the
+    ledger's fingerprint of a release includes its engine SQL). 128 bits: two different values
+    of one query never share a name, and no analyst column starts with ``_dpsql``."""
+    digest = hashlib.blake2b(_shape(value).encode("utf-8"), digest_size=16).hexdigest()
+    return f"_dpsql_v{digest}"
+
+
+def _shape(value: exp.Expression) -> str:
+    """``value`` as text that only an equal tree has: each node's class and arguments, every
+    text quoted by ``repr`` (sqlglot's own repr prints identifiers unquoted, so a crafted name
+    could make two trees print alike), and no positions (the same expression in SELECT and
+    GROUP BY is one value). Iterative: a guard's value can be hundreds of levels deep."""
+    parts, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tuple):          # a marker: its text, emitted as is
+            parts.append(item[0])
+        elif isinstance(item, exp.Expression):
+            parts.append(type(item).__name__ + "(")
+            stack.append((")",))
+            for key, arg in sorted(item.args.items(), reverse=True):
+                if arg is None or (isinstance(arg, list) and not arg):
+                    continue
+                items = arg if isinstance(arg, list) else [arg]
+                stack.extend([(";",), *reversed(items), (key + "=",)])
+        else:
+            parts.append(repr(item))
+    return "".join(parts)
 
 
 MAX_GUARDS = 256
@@ -430,7 +459,7 @@ def let(value: exp.Expression, body) -> exp.Expression:
     copied into the body instead)."""
     if _small(value):
         return body(value)
-    name = f"_dpsql_v{next(_LETS)}"
+    name = _let_name(value)
     return Let(this=value, expression=body(exp.column(name)), name=name)
 
 
@@ -441,10 +470,11 @@ def let_pair(a: exp.Expression, b: exp.Expression, body, element: str) -> Let:
     statement of 1,024 nested copies: 226 s to prepare)."""
     if _small(a) and _small(b):
         return body(a, b)
-    name = f"_dpsql_v{next(_LETS)}"
+    value = exp.Tuple(expressions=[a, b])
+    name = _let_name(value)
     u, v = (exp.Anonymous(this=element, expressions=[exp.column(name), exp.Literal.number(i)])
             for i in (1, 2))
-    return Let(this=exp.Tuple(expressions=[a, b]), expression=body(u, v), name=name)
+    return Let(this=value, expression=body(u, v), name=name)
 
 
 def register_let(dialect: str, template: str, listed: str) -> None:

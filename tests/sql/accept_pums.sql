@@ -136,6 +136,8 @@ WITH t AS (SELECT * EXCLUDE (income) FROM PUMS.PUMS) SELECT COUNT(*) AS n, AVG(a
 SELECT AVG(n) AS a, COUNT(*) AS persons FROM (SELECT pid, COUNT(*) AS n FROM PUMS.PUMS GROUP BY pid) -- ok
 SELECT n, COUNT(*) AS persons FROM (SELECT pid, COUNT(*) AS n FROM PUMS.PUMS GROUP BY pid) GROUP BY n -- ok
 SELECT AVG(s) AS a FROM (SELECT pid, SUM(income) AS s FROM PUMS.PUMS GROUP BY pid) AS t -- ok
+SELECT COUNT(*) AS n FROM (SELECT pid, income * income AS x FROM PUMS.PUMS GROUP BY pid, income * income) t -- ok
+SELECT x, COUNT(*) AS n FROM (SELECT pid, age * age + income AS x FROM PUMS.PUMS GROUP BY pid, age * age + income) t GROUP BY x -- ok
 SELECT AVG(top) AS a FROM (SELECT pid, MAX(income) AS top, MIN(age) AS low FROM PUMS.PUMS GROUP BY pid) -- ok
 SELECT COUNT(*) AS n FROM (SELECT pid FROM PUMS.PUMS GROUP BY pid HAVING AVG(age) > 40) -- ok
 SELECT sex, COUNT(*) AS persons FROM (SELECT pid, sex FROM PUMS.PUMS GROUP BY pid, sex) GROUP BY sex -- ok

@@ -19,6 +19,9 @@ SELECT COUNT(*) FROM PUMS.Nope -- QueryError: unknown table 'PUMS.Nope'
 SELECT COUNT(*) FROM nope -- QueryError: unknown table 'nope'
 SELECT COUNT(nope) FROM PUMS.PUMS -- QueryError: unknown column nope in SELECT
 SELECT COUNT(*) FROM PUMS.PUMS WHERE salary > 3 -- QueryError: unknown column salary in WHERE
+SELECT COUNT(*) FROM (SELECT pid, COUNT(*) AS c FROM PUMS.PUMS GROUP BY pid) t WHERE nope > 1 -- QueryError: columns of t: pid, c
+SELECT COUNT(*) FROM PUMS.PUMS p WHERE nope > 1 -- QueryError: columns of p: age, sex
+SELECT COUNT(*) FROM PUMS.PUMS a JOIN PUMS.PUMS b ON a.pid = b.pid WHERE nope > 1 -- QueryError: columns of a, b: a.age
 SELECT sex, COUNT(*) FROM PUMS.PUMS GROUP BY gender -- QueryError: unknown column gender in GROUP BY
 SELECT SUM(income) FROM (SELECT * EXCLUDE (income) FROM PUMS.PUMS) -- QueryError: unknown column income in SELECT
 SELECT COUNT(*) FROM (SELECT * EXCLUDE (nope) FROM PUMS.PUMS) -- QueryError: * EXCLUDE (nope): no such column

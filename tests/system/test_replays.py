@@ -75,3 +75,20 @@ def test_identifier_case_is_not_part_of_a_release(tmp_path):
     assert c.iloc[0, 0] == a.iloc[0, 0] and second.spent[0] == 1.0
     second.execute_df("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE sex = '0'")   # text case matters
     assert second.spent[0] == 2.0
+
+
+def test_a_guarded_query_is_one_release_whatever_was_planned_before(tmp_path):
+    """A guard binds its operand to a lambda variable named by the operand's content, not by a
+    counter of the process: the engine SQL in a release's fingerprint was different after
+    other guarded queries, and a second session on the same ledger charged the repeat again."""
+    ledger = str(tmp_path / "l.jsonl")
+    files = {"PUMS.PUMS": str(DATA / "PUMS.csv")}
+    sql = "SELECT SUM(income * income / (age + 1)) AS s FROM PUMS.PUMS"
+    first = dpsql.from_df(files, DATA / "PUMS.yaml", budget=dpsql.Budget(epsilon=5),
+                          ledger=ledger)
+    a = first.execute_df(sql).s[0]
+    second = dpsql.from_df(files, DATA / "PUMS.yaml", budget=dpsql.Budget(epsilon=5),
+                           ledger=ledger)
+    second.get_privacy_cost("SELECT SUM(age * age / (income + 1)) AS s FROM PUMS.PUMS")
+    assert second.execute_df(sql).s[0] == a
+    assert second.spent[0] == first.spent[0] == 1.0
