@@ -52,6 +52,16 @@ class QueryError(ProgrammingError):
     """The SQL is refused: not parseable, not supported, or not private."""
 
 
+class EngineRefusal(QueryError):
+    """The engine cannot run the plan dpsql made of the query: its dry run, on rows of NULLs,
+    failed, so the failure depends on the query alone and cost nothing. ``engine_text`` is the
+    engine's own message, which ``dpsql serve`` keeps for the operator's audit log."""
+
+    def __init__(self, engine_text: str) -> None:
+        super().__init__(f"the engine refuses the query: {engine_text}")
+        self.engine_text = engine_text
+
+
 class MetadataError(ProgrammingError):
     """The metadata is invalid; the message names the path of the problem."""
 

@@ -16,7 +16,7 @@ import logging
 
 from sqlglot import exp
 
-from ..errors import InternalError, MetadataError, OperationalError, QueryError
+from ..errors import EngineRefusal, InternalError, MetadataError, OperationalError, QueryError
 from ..frontend.allowed import ENGINE_TYPES
 from ..metadata.model import Metadata, Table
 from ..plan.aggregate import check_rows_independent
@@ -181,8 +181,7 @@ class ServerEngine:
         try:
             self._execute(dry)
         except self._errors() as err:
-            raise self._failed(QueryError(
-                f"the engine refuses the query: {self._message(err)}")) from None
+            raise self._failed(EngineRefusal(self._message(err))) from None
         return exact
 
     def public_rows(self, select: exp.Select, tables) -> list:

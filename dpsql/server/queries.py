@@ -279,9 +279,22 @@ def _if_lost(account, reader, err: errors.Error) -> errors.Error:
     server had restarted answered every statement 42601 with libpq's message, for good)."""
     lost = getattr(reader.engine, "lost", None)
     if lost is None or not lost():
-        return err
+        return _without_engine_text(err)
     account.close()
     return _for_analyst(err, opening=True)
+
+
+def _without_engine_text(err: errors.Error) -> errors.Error:
+    """An engine's refusal of a plan (its dry run's error, which depends on the query alone)
+    without the engine's wording, which names its internals (review 35, F2: DuckDB's "Binder
+    Error" text); the audit log keeps it for the operator."""
+    if not isinstance(err, errors.EngineRefusal):
+        return err
+    out = errors.QueryError("the engine cannot run this query as dpsql plans it (it cost "
+                            "nothing); write the expressions another way, or ask the operator, "
+                            "whose audit log has the engine's message")
+    out.dpsql_detail = err.engine_text
+    return out
 
 
 def _for_analyst(err: errors.Error, opening: bool = False) -> errors.Error:

@@ -471,6 +471,22 @@ def test_an_error_the_stop_caused_is_the_stop():
         other.close()
 
 
+
+def test_an_engine_refusal_reaches_the_analyst_without_the_engine_wording():
+    """Review 35, F2: the dry run's error reached the analyst in the engine's words (DuckDB's
+    "Binder Error: column ... must appear in the GROUP BY clause"). Through the server the
+    analyst is told that the engine cannot run the plan; the audit detail keeps the text."""
+    from dpsql.errors import EngineRefusal, QueryError
+    from dpsql.server.queries import _without_engine_text
+    engine = 'Binder Error: column "income" must appear in the GROUP BY clause'
+    refusal = EngineRefusal(engine)
+    assert isinstance(refusal, QueryError) and engine in str(refusal)   # in process: quoted
+    told = _without_engine_text(refusal)
+    assert type(told) is QueryError and "Binder" not in str(told) and "income" not in str(told)
+    assert "cost nothing" in str(told) and told.dpsql_detail == engine
+    other = QueryError("unknown column nope in WHERE")
+    assert _without_engine_text(other) is other
+
 FLOOD = """
 import socket, struct, sys, threading, time
 port, seconds = int(sys.argv[1]), float(sys.argv[2])

@@ -24,8 +24,8 @@ import duckdb
 import pandas as pd
 from sqlglot import exp
 
-from ...errors import (DataError, InternalError, MetadataError, OperationalError, ProgrammingError,
-                     QueryError)
+from ...errors import (DataError, EngineRefusal, InternalError, MetadataError, OperationalError,
+                     ProgrammingError, QueryError)
 from ...metadata.model import Metadata, Table
 from .dialect import DuckDB
 from ...plan.aggregate import check_rows_independent
@@ -175,7 +175,7 @@ class Engine:
             with self._lock:
                 self.con.execute(dry).fetchall()
         except duckdb.Error as err:
-            raise QueryError(f"the engine refuses the query: {_first_line(err)}") from None
+            raise EngineRefusal(_first_line(err)) from None
         return exact
 
     def public_rows(self, select: exp.Select, tables) -> list:
