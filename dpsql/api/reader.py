@@ -21,11 +21,12 @@ from ..privacy.spend import ZERO, remaining
 from ..release.intervals import check_alpha, with_intervals
 from ..errors import OperationalError, ProgrammingError, QueryError, warn
 from ..engines.postprocess import PostProcessor, render
+from ..engines.post_scalar import scalar
 from ..release.explain import describe
 from ..metadata.model import Metadata
 from ..frontend.parse import parse_query, typed_params, union_parts
 from ..frontend.bigquery import query_privacy
-from ..plan import Plan, build_plan, grouping_sets
+from ..plan import NOISY_TABLE, Plan, build_plan, grouping_sets
 from ..privacy.params import Budget, Privacy, large_privacy_warning
 from ..release.noise import add_noise, drowned_counts, empty_noisy
 from ..plan.aggregates import check_statistics
@@ -68,6 +69,7 @@ class Reader(SmartNoiseMethods):
         # keeps them all)
         self._releases = Bounded(_RELEASE_CACHE_SIZE)
         self._compiled: dict = {}    # id(plan part) -> (engine SQL, post-processing SQL)
+        self._scalars: dict = {}     # id(plan part) -> its post-processing in Python (one row)
         self._marks: dict = {}       # (canonical SQL, privacy key) -> ledger fingerprint
         self.post = PostProcessor()
         self._lock = threading.Lock()
@@ -135,9 +137,16 @@ class Reader(SmartNoiseMethods):
         surface before any data is read (a cached plan then runs without sqlglot)."""
         exact_sql = self.engine.compile(plan)
         post_sql = render(plan.post)
-        self.post.run(post_sql, empty_noisy(plan))
+        empty = empty_noisy(plan)
+        # Post-processing evaluated in Python has no dry run: its rules cannot fail to bind.
+        short = None if plan.query.keys else scalar(
+            plan.post, NOISY_TABLE, {name: values.dtype for name, values in empty.items()})
+        if short is None:
+            self.post.run(post_sql, empty)
         with self._lock:
             self._compiled[id(plan)] = (exact_sql, post_sql)
+            if short is not None:
+                self._scalars[id(plan)] = short
 
     def _sql(self, plan: Plan) -> tuple:
         """(engine SQL, post-processing SQL) of a part (compiled again if evicted meanwhile)."""
@@ -156,6 +165,7 @@ class Reader(SmartNoiseMethods):
     def _forget(self, plan) -> None:
         for part in plan.parts if isinstance(plan, UnionPlan) else [plan]:
             self._compiled.pop(id(part), None)
+            self._scalars.pop(id(part), None)
         self._marks = {k: v for k, v in self._marks.items() if k[0] != plan.bound_sql}
 
     def _describe(self, plan: Plan) -> str:
@@ -416,9 +426,11 @@ class Reader(SmartNoiseMethods):
         return concat(frames)
 
     def _present_part(self, plan: Plan, noisy: dict) -> pd.DataFrame:
+        short = self._scalars.get(id(plan)) if plan.passthrough is None else None
+        columns = None if short is None else short(noisy)
         if plan.passthrough is not None:
             columns = {f"_o{i}": noisy[name].copy() for i, name in enumerate(plan.passthrough)}
-        else:
+        elif columns is None:
             try:
                 columns = self._run_released(self.post.run, self._sql(plan)[1], noisy)
             except QueryError as err:
