@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sqlglot
 from sqlglot import exp
 
 from ..metadata.model import DEFAULT_TEXT_LENGTH, MAX_TEXT_CELL, TEXT_UNIT  # noqa: F401
@@ -206,9 +207,48 @@ def name_of(node: exp.Expression) -> str:
         return f"function {str(node.this).upper()}()"
     if type(node) in _SPELLED:
         return _SPELLED[type(node)]
-    if isinstance(node, exp.Func):
-        return f"function {node.sql_name()}()"
-    return _SPELLED.get(type(node), node.key.upper().replace("_", " "))
+    if isinstance(node, exp.Func) and _operator(type(node)) is None:
+        return f"function {_function_name(node)}()"
+    return spelled(node)
+
+
+def spelled(node: exp.Expression) -> str:
+    """An operator as the analyst writes it (``||``, ``/``, ``IS DISTINCT FROM``; review 37,
+    F1: messages said DPIPE, DIV, NULLSAFENEQ, sqlglot's class names), else the node's name."""
+    return _operator(type(node)) or node.key.upper().replace("_", " ")
+
+
+_OPERATORS: dict = {}
+
+
+def _operator(kind: type) -> str | None:
+    """The operator between ``a`` and ``b`` when the analyst's dialect writes ``kind`` as
+    ``a <operator> b`` (None for a function or another form)."""
+    if kind not in _OPERATORS:
+        found = None
+        if issubclass(kind, exp.Binary):
+            try:
+                text = kind(this=exp.column("a"), expression=exp.column("b")).sql(ANALYST_DIALECT)
+            except Exception:          # noqa: BLE001 - a node sqlglot cannot render so
+                text = ""
+            if text.startswith("a ") and text.endswith(" b") and "(" not in text:
+                found = text[2:-2].upper()
+        _OPERATORS[kind] = found
+    return _OPERATORS[kind]
+
+
+def _function_name(node: exp.Func) -> str:
+    """The function's name as the analyst's dialect writes it (STRPOS, not sqlglot's
+    STR_POSITION; ISNAN, not IS_NAN)."""
+    text = node.sql(ANALYST_DIALECT)
+    head = text.split("(", 1)[0].strip()
+    if not head or not head.replace("_", "").isalnum() or head.upper() == node.sql_name():
+        return node.sql_name()
+    try:            # the dialect's own name for it, not a rewrite (INITCAP is a CASE there)
+        same = type(sqlglot.parse_one(text, read=ANALYST_DIALECT)) is type(node)
+    except sqlglot.errors.SqlglotError:
+        same = False
+    return head.upper() if same else node.sql_name()
 
 
 _SPELLED = {exp.RawString: "a dollar-quoted string ($$...$$; write 'text')",

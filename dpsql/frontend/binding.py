@@ -25,9 +25,17 @@ def position(node: exp.Expression) -> str:
     return ""
 
 
-def fail(msg: str, node: exp.Expression | None = None) -> None:
+UNDEFINED_COLUMN = "42703"
+"""The SQLSTATE of a column the relation lacks, however it was named (review 37, F2: a
+qualified one was 42601, an unqualified one 42703)."""
+
+
+def fail(msg: str, node: exp.Expression | None = None, sqlstate: str | None = None) -> None:
     where = position(node) if node is not None else ""
-    raise QueryError(msg.replace("{at}", where))
+    err = QueryError(msg.replace("{at}", where))
+    if sqlstate is not None:
+        err.sqlstate = sqlstate
+    raise err
 
 
 MAX_WEIGHT = 1_000
@@ -199,7 +207,8 @@ class Binder:
             target = self.scope[node.table.lower()].get(name)
             if target is None:
                 known = ", ".join(self.scope[node.table.lower()])
-                fail(f"{node.table} has no column {node.name!r}{{at}}; its columns: {known}", node)
+                fail(f"{node.table} has no column {node.name!r}{{at}}; its columns: {known}", node,
+                     UNDEFINED_COLUMN)
             return self.table.column(target)
         if name in self.scope.get("", {}):
             return self.table.column(self.scope[""][name])

@@ -20,7 +20,7 @@ from sqlglot import exp
 from . import decimals, temporal
 from .ranges import cannot_fail
 from .allowed import (CAST_REFUSED, CAST_TARGETS, ENGINE_TYPES, NUMERIC, TEMPORAL, as_written,
-                      entry_for, name_of)
+                      entry_for, name_of, spelled)
 from .dialect import ANALYST_DIALECT
 from .literal_lists import expanded, listed, listed_in
 from .literals import (INT64, _convert_literal, _literal_value, _refuse,  # noqa: F401 - re-exported
@@ -211,14 +211,14 @@ class Checker:
         parts = {}
         for key, child in self._args(node):
             out, kind = self.check(child)
-            self._need(child, kind, {"boolean"}, node.key.upper())
+            self._need(child, kind, {"boolean"}, spelled(node))
             parts[key] = out
         return self._rebuild(node, parts), "boolean"
 
     def _compare(self, node):
         if listed_in(node) is not None:
             return self._listed_in(node)
-        name = node.key.upper()
+        name = spelled(node)
         truth = decimals.compared(node)          # number constants only: decided exactly
         if truth is not None:
             return truth, "boolean"
@@ -278,12 +278,12 @@ class Checker:
         self._only(node, {"this", "expression", "negate"})
         pattern = node.expression
         if not (isinstance(pattern, exp.Null) or (isinstance(pattern, exp.Literal) and pattern.is_string)):
-            _refuse(f"the pattern of {node.key.upper()} must be a string literal (in {self.clause})")
+            _refuse(f"the pattern of {spelled(node)} must be a string literal (in {self.clause})")
         if isinstance(pattern, exp.Literal) and len(pattern.this) > MAX_PATTERN:
             # A general pattern costs len(value) x len(pattern) on each row that reaches it.
             _refuse(f"a LIKE pattern may have at most {MAX_PATTERN} characters (in {self.clause})")
         value, kind = self.check(node.this)
-        self._need(node.this, kind, {"string"}, node.key.upper())
+        self._need(node.this, kind, {"string"}, spelled(node))
         out = type(node)(this=value, expression=pattern.copy())
         return (exp.Not(this=out) if node.args.get("negate") else out), "boolean"
 
@@ -369,10 +369,10 @@ class Checker:
         for key, child in self._args(node):
             out, kind = self.check(child)
             if kind in TEMPORAL:
-                _refuse(f"{node.key.upper()} of a date or timestamp ({node.sql(ANALYST_DIALECT)[:80]}): "
+                _refuse(f"{spelled(node)} of a date or timestamp ({node.sql(ANALYST_DIALECT)[:80]}): "
                         "count the time between two with DATE_DIFF('day', a, b), or move one by "
                         "an INTERVAL literal (t + INTERVAL 30 DAY)")
-            self._need(child, kind, NUMERIC, node.key.upper())
+            self._need(child, kind, NUMERIC, spelled(node))
             parts[key], _ = out, kinds.append(kind)
         kind = "float" if "float" in kinds else "int" if "int" in kinds else "null"
         if isinstance(node, (exp.Div, exp.IntDiv, exp.Mod)):

@@ -32,7 +32,7 @@ from sqlglot import exp
 
 from ..metadata.model import Column, Table
 from .rewrite import column
-from ..frontend.binding import Binder, charge_work, fail
+from ..frontend.binding import UNDEFINED_COLUMN, Binder, charge_work, fail
 from ..frontend.typecheck import Checker
 from .nodes import truncated
 from .references import filtered, reference_join
@@ -149,7 +149,8 @@ class Join:
                     or next((lmap[f.name] for f in self.left.visible() if f.name.lower() == name), None)
                 rname = next((rmap[f.name] for f in self.right.visible() if f.name.lower() == name), None)
                 if lname is None or rname is None:
-                    fail(f"USING ({ident.name}): both sides of the join need a column {ident.name!r}")
+                    fail(f"USING ({ident.name}): both sides of the join need a column {ident.name!r}",
+                         sqlstate=UNDEFINED_COLUMN)
                 scope.setdefault("", {})[name] = lname
                 parts.append(exp.EQ(this=column(lname), expression=column(rname)))
             cond = parts[0]

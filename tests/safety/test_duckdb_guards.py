@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import duckdb
 import pytest
@@ -127,6 +128,29 @@ def test_nested_divisions_are_linear_on_duckdb():
         reader.execute_df(f"SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE {e} > 1")
     assert time.perf_counter() - start < 5
 
+
+@pytest.mark.parametrize("form", [
+    "WITH c AS (SELECT pid, {x} AS x FROM PUMS.PUMS) SELECT COUNT(*) AS n FROM c WHERE {reads}",
+    "SELECT COUNT(*) AS n FROM (SELECT pid, {x} AS x FROM PUMS.PUMS) t WHERE {reads}"])
+def test_a_guarded_column_read_many_times_is_prepared_once(form):
+    """Review 37, F3: DuckDB put a CTE's or subquery's column in place of each reference to
+    it, so a column of 40 guarded products read N times in one GREATEST was prepared N times
+    (N = 50: 16 s; N = 260: past a 20 s timeout, cancels up to 13 s late). The column is now
+    fenced (``RANDOM() < 2``: computed once per row, as written) when its reads would grow
+    the plan, and the statement prepares in a time that does not grow with N."""
+    from tests.paths import DATA
+    reader = dpsql.from_df({"PUMS.PUMS": str(DATA / "PUMS_pid.csv")}, DATA / "PUMS_pid.yaml",
+                           privacy=dpsql.Privacy(epsilon=1.0))
+    x = "*".join(["age"] + ["2"] * 40)
+    once = form.format(x=x, reads="x > 5")
+    assert "RANDOM() < 2" not in reader.explain(once)         # read once: not fenced
+    sql = form.format(x=x, reads=f"GREATEST({', '.join(['x'] * 200)}) > 5")
+    assert "RANDOM() < 2" in reader.explain(sql)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        n = reader.execute_df(sql).n[0]
+    assert time.perf_counter() - start < 5 and abs(n - 1000) < 30
 
 @pytest.mark.parametrize("expression", ["ROUND(i, -3)", "ROUND(i, -19)", "i // j", "i // 7"])
 def test_division_and_rounding_stay_on_bigint(expression):

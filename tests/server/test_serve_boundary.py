@@ -16,6 +16,8 @@ import psycopg
 import pytest
 import yaml
 
+import dpsql
+from tests.paths import DATA
 from tests.server.serving import Process, Served, spent, write_deployment
 from tests.server.test_serve_attacks import SYNC, Raw, code_of, parse
 
@@ -486,6 +488,22 @@ def test_an_engine_refusal_reaches_the_analyst_without_the_engine_wording():
     assert "cost nothing" in str(told) and told.dpsql_detail == engine
     other = QueryError("unknown column nope in WHERE")
     assert _without_engine_text(other) is other
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT COUNT(*) FROM PUMS.PUMS WHERE nosuch > 1",
+    "WITH c AS (SELECT pid, age AS a FROM PUMS.PUMS) SELECT COUNT(*) FROM c WHERE c.nosuch > 1",
+    "SELECT t.nosuch, COUNT(*) FROM PUMS.PUMS t GROUP BY t.nosuch",
+    "SELECT COUNT(*) FROM PUMS.PUMS a JOIN PUMS.PUMS b USING (nosuch)",
+])
+def test_a_missing_column_is_42703_however_it_is_named(pums_reader, sql):
+    """Review 37, F2: a qualified column the relation lacks (or one in USING) was told as
+    42601, a syntax error, and an unqualified one as 42703, undefined column."""
+    from dpsql.server.statements import sqlstate
+    with pytest.raises(dpsql.QueryError) as refused:
+        pums_reader(data=str(DATA / "PUMS_pid.csv"), metadata=DATA / "PUMS_pid.yaml",
+                    privacy=dpsql.Privacy(epsilon=1.0)).get_privacy_cost(sql)
+    assert sqlstate(refused.value) == "42703", str(refused.value)
 
 FLOOD = """
 import socket, struct, sys, threading, time

@@ -19,6 +19,12 @@ SELECT COUNT(*) FROM PUMS.Nope -- QueryError: unknown table 'PUMS.Nope'
 SELECT COUNT(*) FROM nope -- QueryError: unknown table 'nope'
 SELECT COUNT(nope) FROM PUMS.PUMS -- QueryError: unknown column nope in SELECT
 SELECT COUNT(*) FROM PUMS.PUMS WHERE salary > 3 -- QueryError: unknown column salary in WHERE
+SELECT COUNT(*) FROM PUMS.PUMS WHERE age || sex = 'x' -- QueryError: || needs string, but
+SELECT COUNT(*) FROM PUMS.PUMS WHERE sex / 2 > 1 -- QueryError: / needs float or int, but
+SELECT COUNT(*) FROM PUMS.PUMS WHERE sex // 2 > 1 -- QueryError: // needs float or int, but
+SELECT COUNT(*) FROM PUMS.PUMS WHERE age IS DISTINCT FROM sex -- QueryError: IS DISTINCT FROM in WHERE: operands of different types
+SELECT COUNT(*) FROM PUMS.PUMS WHERE STRPOS(age, 'a') > 0 -- QueryError: function STRPOS() needs string
+SELECT COUNT(*) FROM PUMS.PUMS WHERE ISNAN(sex) -- QueryError: function ISNAN() needs float or int
 SELECT COUNT(*) FROM (SELECT pid, COUNT(*) AS c FROM PUMS.PUMS GROUP BY pid) t WHERE nope > 1 -- QueryError: columns of t: pid, c
 SELECT COUNT(*) FROM PUMS.PUMS p WHERE nope > 1 -- QueryError: columns of p: age, sex
 SELECT COUNT(*) FROM PUMS.PUMS a JOIN PUMS.PUMS b ON a.pid = b.pid WHERE nope > 1 -- QueryError: columns of a, b: a.age
