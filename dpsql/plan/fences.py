@@ -56,6 +56,22 @@ def fence_inlining(tree: exp.Expression, fence: Callable,
     return tree
 
 
+def fence_columns(select: exp.Select, always: Callable[[], exp.Expression]) -> bool:
+    """A fence of engines whose planner substitutes a projection's expressions into its
+    readers unless they are volatile: each column of ``select`` behind ``CASE WHEN always()
+    THEN column END``, ``always()`` a condition that is always true but not deterministic.
+    Returns whether a ``*`` still passes columns through."""
+    passes = False
+    for projection in list(select.expressions):
+        if projection.is_star:
+            passes = True
+            continue
+        value = projection.this if isinstance(projection, exp.Alias) else projection
+        fenced = exp.Case(ifs=[exp.If(this=always(), true=value.copy())])
+        projection.replace(exp.alias_(fenced, projection.alias_or_name, quoted=True))
+    return passes
+
+
 def _fence(select: exp.Select, fence: Callable, sizes: dict, sources: dict) -> None:
     """Fence ``select`` (and, where its ``*`` still passes columns through, what it reads)."""
     if id(select) not in sizes:

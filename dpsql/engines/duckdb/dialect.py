@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from ...frontend.literal_lists import listed_in, rows_in
 from ...plan.dialect import Dialect
-from ...plan.fences import fence_inlining
+from ...plan.fences import fence_columns, fence_inlining
 from .filters import restored_filters
 from .guards import never_raising
 from ...plan.nodes import Truncated, TruncatedGroups, every_node
@@ -53,20 +53,11 @@ class DuckDB(Dialect):
 
 def random_fence(select: exp.Select) -> bool:
     """DuckDB's fence (``dpsql.plan.fences``): each column behind ``RANDOM() < 2``, always
-    true but volatile (spelled apart from the pre-cut's ``RANDOM() >= 0``), so that DuckDB does not put the column's expression in place of each
-    reference to it (review 37, F3: a CTE column of 40 guarded products read 260 times in one
-    GREATEST was prepared 260 times, 20 s that a cancel could not stop). Returns whether a
-    ``*`` still passes columns through."""
-    passes = False
-    for projection in list(select.expressions):
-        if projection.is_star:
-            passes = True
-            continue
-        value = projection.this if isinstance(projection, exp.Alias) else projection
-        always = exp.LT(this=exp.Rand(), expression=exp.Literal.number(2))
-        fenced = exp.Case(ifs=[exp.If(this=always, true=value.copy())])
-        projection.replace(exp.alias_(fenced, projection.alias_or_name, quoted=True))
-    return passes
+    true but volatile (spelled apart from the pre-cut's ``RANDOM() >= 0``), so that DuckDB
+    does not put the column's expression in place of each reference to it (review 37, F3: a
+    CTE column of 40 guarded products read 260 times in one GREATEST was prepared 260 times,
+    20 s that a cancel could not stop)."""
+    return fence_columns(select, lambda: exp.LT(this=exp.Rand(), expression=exp.Literal.number(2)))
 
 
 def as_array(node: exp.In) -> exp.In:

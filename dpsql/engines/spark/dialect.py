@@ -19,7 +19,7 @@ from sqlglot import exp
 from ...errors import QueryError
 from ...frontend.allowed import ENTRIES
 from ...plan.dialect import Dialect, apply_rules, int_constant, total, type_name
-from ...plan.fences import check_expansion, fence_inlining
+from ...plan.fences import check_expansion, fence_columns, fence_inlining
 from ...plan.nodes import Truncated, TruncatedGroups
 from . import rules as r
 from . import text as t
@@ -99,19 +99,9 @@ def _apply_rules(tree: exp.Expression) -> exp.Expression:
 def _partition_fence(select: exp.Select) -> bool:
     """Spark's fence: each column behind ``SPARK_PARTITION_ID() >= 0``, always true but not
     deterministic, so that Spark neither pushes a filter down through the projection nor
-    collapses it into the next (it folds ``rand() >= 0``). Returns whether a ``*`` still
-    passes columns through."""
-    passes = False
-    for projection in list(select.expressions):
-        if projection.is_star:
-            passes = True
-            continue
-        value = projection.this if isinstance(projection, exp.Alias) else projection
-        always = exp.GTE(this=exp.Anonymous(this="SPARK_PARTITION_ID"),
-                         expression=exp.Literal.number(0))
-        fenced = exp.Case(ifs=[exp.If(this=always, true=value.copy())])
-        projection.replace(exp.alias_(fenced, projection.alias_or_name, quoted=True))
-    return passes
+    collapses it into the next (it folds ``rand() >= 0``)."""
+    return fence_columns(select, lambda: exp.GTE(this=exp.Anonymous(this="SPARK_PARTITION_ID"),
+                                                 expression=exp.Literal.number(0)))
 
 
 def _drop_materialized(tree: exp.Expression) -> None:
