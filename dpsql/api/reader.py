@@ -476,7 +476,7 @@ def _whole(values, rounding):
 def _native(value):
     if hasattr(value, "item"):
         value = value.item()
-    if value is pd.NA or (isinstance(value, float) and value != value):
+    if value is pd.NA or value is pd.NaT or (isinstance(value, float) and value != value):
         return None
     return value
 

@@ -72,14 +72,26 @@ class PostProcessor:
 
 
 def _plain(values):
-    """A masked array (DuckDB's NULLs) as a plain one: for floats pandas' nullable
-    ``Float64`` (NULL stays apart from a NaN the SQL computed, so that ``dpsql serve``
-    sends NULL, not NaN), None in an object array otherwise."""
+    """A masked array (DuckDB's NULLs) as a plain one of the same type: for floats pandas'
+    nullable ``Float64`` (NULL stays apart from a NaN the SQL computed, so that ``dpsql
+    serve`` sends NULL, not NaN), ``Int64`` and ``boolean`` for integers and booleans, NaT
+    for times, None in an object array otherwise."""
     if isinstance(values, np.ma.MaskedArray):
         if not values.mask.any():
             return values.data
-        if values.dtype.kind == "f":
-            return pd.arrays.FloatingArray(values.data.astype(np.float64), values.mask.copy())
+        kind, mask = values.dtype.kind, values.mask.copy()
+        # A column keeps its type whether or not a released value is NULL (review 38, F2:
+        # an integer column with a NULL was object, sent by dpsql serve as text).
+        if kind == "f":
+            return pd.arrays.FloatingArray(values.data.astype(np.float64), mask)
+        if kind == "i":
+            return pd.arrays.IntegerArray(values.data.astype(np.int64), mask)
+        if kind == "b":
+            return pd.arrays.BooleanArray(values.data.astype(np.bool_), mask)
+        if kind == "M":
+            out = values.data.copy()
+            out[mask] = np.datetime64("NaT")
+            return out
         out = values.data.astype(object)
         out[values.mask] = None
         return out

@@ -397,15 +397,17 @@ def _let_name(value: exp.Expression) -> str:
 
 
 def _shape(value: exp.Expression) -> str:
-    """``value`` as text that only an equal tree has: each node's class and arguments, every
-    text quoted by ``repr`` (sqlglot's own repr prints identifiers unquoted, so a crafted name
-    could make two trees print alike), and no positions (the same expression in SELECT and
-    GROUP BY is one value). Iterative: a guard's value can be hundreds of levels deep."""
+    """``value`` as text only an equal tree has: classes and arguments, texts quoted by
+    ``repr`` (sqlglot's repr leaves identifiers unquoted: crafted names could print alike),
+    no positions (SELECT's and GROUP BY's copies are one value); iterative (deep values)."""
     parts, stack = [], [value]
     while stack:
         item = stack.pop()
         if isinstance(item, tuple):          # a marker: its text, emitted as is
             parts.append(item[0])
+        elif isinstance(item, Let):   # its name stands for its value: a chain is O(n)
+            parts.append(f"Let[{item.args['name']}](")
+            stack.extend([(")",), item.expression])
         elif isinstance(item, exp.Expression):
             parts.append(type(item).__name__ + "(")
             stack.append((")",))

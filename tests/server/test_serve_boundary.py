@@ -505,6 +505,24 @@ def test_a_missing_column_is_42703_however_it_is_named(pums_reader, sql):
                     privacy=dpsql.Privacy(epsilon=1.0)).get_privacy_cost(sql)
     assert sqlstate(refused.value) == "42703", str(refused.value)
 
+
+@pytest.mark.parametrize("value, wire", [("COUNT(*)", "BIGINT"), ("COUNT(*) > 3", "BOOLEAN"),
+                                         ("CAST(NULL AS DATE)", "TIMESTAMP")])
+def test_a_result_columns_type_does_not_depend_on_a_released_null(pums_reader, value, wire):
+    """Review 38, F2: a column of integers, booleans or dates with one NULL among its
+    released values was an object column, which dpsql serve sent as text ('509'); the type
+    now comes from the post-processing's type whatever the values."""
+    from dpsql.server.queries import _frame_type
+    reader = pums_reader(data=str(DATA / "PUMS_pid.csv"), metadata=DATA / "PUMS_pid.yaml",
+                         privacy=dpsql.Privacy(epsilon=1e4))
+    for limit in (0, 10_000):        # every group released; no group's value released
+        frame = reader.execute_df(f"SELECT sex, CASE WHEN COUNT(*) > {limit} THEN {value} END "
+                                  "AS x FROM PUMS.PUMS GROUP BY sex")
+        assert _frame_type(frame["x"]) == wire, (limit, frame.dtypes)
+    rows = reader.execute(f"SELECT sex, CASE WHEN COUNT(*) > 10000 THEN {value} END AS x "
+                          "FROM PUMS.PUMS GROUP BY sex")[1:]
+    assert [x for _, x in rows] == [None, None]
+
 FLOOD = """
 import socket, struct, sys, threading, time
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
