@@ -212,6 +212,17 @@ def name_of(node: exp.Expression) -> str:
     return spelled(node)
 
 
+_CLAUSES = {"windows": "WINDOW", "sample": "TABLESAMPLE", "pivots": "PIVOT/UNPIVOT",
+            "laterals": "LATERAL", "connect": "CONNECT BY", "locks": "FOR UPDATE/SHARE",
+            "cluster": "CLUSTER BY", "distribute": "DISTRIBUTE BY", "sort": "SORT BY",
+            "match": "MATCH_RECOGNIZE", "hint": "a hint", "into": "INTO"}
+
+
+def clause_name(key: str) -> str:
+    """A clause of sqlglot's tree (``windows``) as SQL spells it (review 38, F3: WINDOWS)."""
+    return _CLAUSES.get(key, key.upper().replace("_", " "))
+
+
 def spelled(node: exp.Expression) -> str:
     """An operator as the analyst writes it (``||``, ``/``, ``IS DISTINCT FROM``; review 37,
     F1: messages said DPIPE, DIV, NULLSAFENEQ, sqlglot's class names), else the node's name."""

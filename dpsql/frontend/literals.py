@@ -46,6 +46,9 @@ def int_literal(value: int) -> exp.Expression:
 def _out_of_range(text: str, where: str) -> None:
     shown = text.strip() if len(text.strip()) <= 30 else \
         f"{text.strip()[:20]}... ({len(text.strip())} characters)"
+    if text.strip().lstrip("+-").lower() in ("nan", "inf", "infinity"):
+        _refuse(f"the value {shown}{where} is not a finite number: dpsql computes with finite "
+                "numbers only (NaN and infinities are refused); write a number")
     _refuse(f"the number {shown}{where} is out of range: an integer must fit in a signed "
             f"64-bit integer ({INT64[0]} to {INT64[1]}); a larger one, or a number with a "
             "fraction or exponent, is a DOUBLE, which must be finite (magnitude below about "

@@ -352,7 +352,8 @@ class Checker:
                 return value, target
         inner, kind = self.check(node.this)
         if (kind, target) in CAST_REFUSED:
-            _refuse(f"CAST of a {kind} to {to.sql(ANALYST_DIALECT)} is not supported (in {self.clause})")
+            _refuse(f"CAST of {'an' if kind[:1] in 'aeiou' else 'a'} {kind} to "
+                    f"{to.sql(ANALYST_DIALECT)} is not supported (in {self.clause})")
         if kind == target:
             return inner, kind
         if to.this in (exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT):

@@ -63,12 +63,12 @@ def _p_value(node: exp.Expression, where: exp.Expression) -> Fraction:
         negative ^= isinstance(node, exp.Neg)
         node = node.this
     if not (isinstance(node, exp.Literal) and not node.is_string):
-        fail(f"the quantile p of {where.sql(ANALYST_DIALECT)[:60]}{{at}} must be a number literal in "
+        fail("the quantile p{at} must be a number literal in "
              "[0, 1] (or a list of them, [0.25, 0.5, 0.75]); it is part of the query, not of "
              "the data", where)
     p = quantile_fraction(("-" if negative else "") + node.this)
     if not 0 <= p <= 1:
-        fail(f"the quantile p = {'-' if negative else ''}{node.this} of {where.sql(ANALYST_DIALECT)[:60]}{{at}} is outside "
+        fail(f"the quantile p = {'-' if negative else ''}{node.this}{{at}} is outside "
              "[0, 1]", where)
     return p
 

@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from ..metadata.model import Table
 from .rewrite import column
-from ..frontend.allowed import ENGINE_TYPES
+from ..frontend.allowed import ENGINE_TYPES, clause_name
 from ..frontend.binding import Binder, fail
 from .bounds import MAX_DOMAIN
 from .comma import comma_joins, in_written_order
@@ -46,7 +46,8 @@ class Resolver:
         env = self.with_clause(tree, env)
         source = tree.args.get("from_") or tree.args.get("from")
         if source is None:
-            fail("the query has no FROM clause; name a table from the metadata")
+            fail("a SELECT without a FROM clause (the query or one of its subqueries) reads no "
+                 "table; name a table from the metadata")
         items = [source.this] + [j.this for j in tree.args.get("joins") or []]
         sides = []
         for node in items:
@@ -168,7 +169,7 @@ class Resolver:
             fail("joins in parentheses are not supported; write them without parentheses "
                  "(FROM a JOIN b ON ... JOIN c ON ...)")
         if extra:
-            fail(f"{', '.join(k.upper() for k in extra)} on the table is not supported "
+            fail(f"{', '.join(clause_name(k) for k in extra)} on the table is not supported "
                  "(sampling or pivoting would change whose rows are counted)")
         columns = column_names(node.args.get("alias"))
         parts = [p for p in (node.catalog, node.db, node.name) if p]

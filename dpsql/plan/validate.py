@@ -23,6 +23,7 @@ from .qualify import qualify_subqueries
 from .aggregates import RELEASED
 from .quantiles import normalise_quantile
 from .selection import normalise_mode
+from ..frontend.allowed import clause_name
 from ..frontend.binding import Binder as _Binder
 from ..frontend.binding import fail as _fail
 from ..frontend.binding import statement_expansion, statement_work, statement_work_total
@@ -66,7 +67,7 @@ def _clauses(tree: exp.Select) -> None:
     unknown = sorted(k for k, v in tree.args.items()
                      if v and k not in KNOWN_CLAUSES | {"with_", "with", "joins"})
     if unknown:
-        _fail(f"{', '.join(k.upper() for k in unknown)} is not supported in a dpsql query")
+        _fail(f"{', '.join(clause_name(k) for k in unknown)} is not supported in a dpsql query")
 
 
 def normalise_filters(tree: exp.Expression, copy: bool = True) -> exp.Expression:
