@@ -45,4 +45,9 @@ def concat(frames: list) -> pd.DataFrame:
             for f in frames:
                 f[f.columns[i]] = f.iloc[:, i].astype(nullable) if f.iloc[:, i].notna().any() \
                     else pd.array([None] * len(f), dtype=nullable)
+        elif len(typed) < len(frames) and kinds == {"M"}:      # times: NaT (review 39, F2)
+            for f in frames:
+                if not f.iloc[:, i].notna().any():
+                    f[f.columns[i]] = pd.Series([pd.NaT] * len(f), index=f.index,
+                                                dtype=typed[0].dtype)
     return pd.concat(frames, ignore_index=True)

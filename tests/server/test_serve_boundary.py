@@ -523,6 +523,18 @@ def test_a_result_columns_type_does_not_depend_on_a_released_null(pums_reader, v
                           "FROM PUMS.PUMS GROUP BY sex")[1:]
     assert [x for _, x in rows] == [None, None]
 
+
+def test_a_time_column_null_in_a_whole_part_keeps_its_type(pums_reader):
+    """Review 39, F2: a DATE column NULL in a whole UNION ALL part was an object column (text
+    on the wire, 25) where the other parts made it a timestamp (1114)."""
+    from dpsql.server.queries import _frame_type
+    reader = pums_reader(data=str(DATA / "PUMS_pid.csv"), metadata=DATA / "PUMS_pid.yaml",
+                         privacy=dpsql.Privacy(epsilon=1e4))
+    for first, second in (("DATE '2020-01-01'", "NULL"), ("NULL", "DATE '2020-01-01'")):
+        frame = reader.execute_df(f"SELECT {first} AS d, COUNT(*) AS n FROM PUMS.PUMS UNION ALL "
+                                  f"SELECT {second}, COUNT(*) FROM PUMS.PUMS WHERE age > 40")
+        assert _frame_type(frame["d"]) == "TIMESTAMP", frame.dtypes
+
 FLOOD = """
 import socket, struct, sys, threading, time
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
