@@ -426,11 +426,12 @@ class Reader(SmartNoiseMethods):
         return concat(frames)
 
     def _present_part(self, plan: Plan, noisy: dict) -> pd.DataFrame:
-        short = self._scalars.get(id(plan)) if plan.passthrough is None else None
-        columns = None if short is None else short(noisy)
         if plan.passthrough is not None:
             columns = {f"_o{i}": noisy[name].copy() for i, name in enumerate(plan.passthrough)}
-        elif columns is None:
+        else:
+            short = self._scalars.get(id(plan))        # None: DuckDB answers the row
+            columns = None if short is None else self._run_released(short, noisy)
+        if columns is None:
             try:
                 columns = self._run_released(self.post.run, self._sql(plan)[1], noisy)
             except QueryError as err:
