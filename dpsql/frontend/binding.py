@@ -131,11 +131,27 @@ def statement_work():
     if _ROW_WORK.get() is not None:
         yield
         return
-    token = _ROW_WORK.set([0])
+    token, counts = _ROW_WORK.set([0]), _COUNTS.set({})
     try:
         yield
     finally:
         _ROW_WORK.reset(token)
+        _COUNTS.reset(counts)
+
+
+_COUNTS: contextvars.ContextVar = contextvars.ContextVar("dpsql_statement_counts", default=None)
+
+
+def statement_count(kind: str, part: object, count: int) -> int:
+    """The statement's total of ``kind`` (e.g. an engine's guards) with ``count`` in its
+    ``part``: a part counted again (lowered twice) keeps the larger count. ``count`` alone
+    outside ``statement_work``."""
+    counts = _COUNTS.get()
+    if counts is None:
+        return count
+    old, _ = counts.get((kind, id(part)), (0, None))
+    counts[(kind, id(part))] = (max(old, count), part)      # (holding ``part``: ids stay unique)
+    return sum(n for (each, _), (n, _) in counts.items() if each == kind)
 
 
 def statement_work_total() -> int | None:

@@ -23,6 +23,7 @@ from ..errors import QueryError
 from ..frontend.literal_lists import cast_of, listed_in, rows_in
 from ..frontend.literals import int_literal
 from ..frontend.typecheck import _annotated
+from .guard_limits import MAX_GUARDS, check_guards, lowering
 from .nodes import Truncated, TruncatedGroups
 from ..frontend.params import literal
 from .rewrite import data_type, with_source
@@ -80,17 +81,19 @@ class Dialect:
 
         The plan is copied, lowered and rendered once (``check`` sees it lowered): the two
         texts differ only in those first CTEs, rendered on their own. Rendering a large plan
-        twice doubled the time it took to compile."""
-        lowered = self.lowered(with_source(tree, typed))
-        check(lowered)
-        count = len(typed)
-        real = [cte.sql(self.name) for cte in lowered.args["with_"].expressions[:count]]
-        dry = self.stand_in(nulls) if heads is None else heads
-        text = self.sql(lowered)
-        head = "WITH " + ", ".join(real)
-        if count and len(dry) == count and text.startswith(head):
-            return text, "WITH " + ", ".join(dry) + text[len(head):]
-        return text, self.sql(self.lowered(with_source(tree, _copies(nulls))))
+        twice doubled the time it took to compile. The plan counts once towards its
+        statement's limits (``dpsql.plan.guard_limits``) however often it is lowered."""
+        with lowering(tree):
+            lowered = self.lowered(with_source(tree, typed))
+            check(lowered)
+            count = len(typed)
+            real = [cte.sql(self.name) for cte in lowered.args["with_"].expressions[:count]]
+            dry = self.stand_in(nulls) if heads is None else heads
+            text = self.sql(lowered)
+            head = "WITH " + ", ".join(real)
+            if count and len(dry) == count and text.startswith(head):
+                return text, "WITH " + ", ".join(dry) + text[len(head):]
+            return text, self.sql(self.lowered(with_source(tree, _copies(nulls))))
 
     def stand_in(self, nulls: dict) -> list:
         """The texts of the dry run's first CTEs, over ``nulls`` (name -> SELECT, not
@@ -419,26 +422,6 @@ def _shape(value: exp.Expression) -> str:
         else:
             parts.append(repr(item))
     return "".join(parts)
-
-
-MAX_GUARDS = 256
-"""Most guarded operations (the typecheck's ``exp.Try``, and NULLIFs other than a divisor's,
-which the divided operation's guard counts) one query may have: each is a CASE or a lambda
-the engine binds (review 26: 1,100 OR-ed NULLIFs planned for 25-43 s on Spark; DuckDB:
-1,000 OR-ed guarded products took 1.7-2.0 s to prepare against 0.25 s as TRY, on a loaded
-machine, and a query is prepared for its dry run and its run, up to 28 s in all; review 25's 48 kB statement of 2,046 guards took 17 s, which a
-statement timeout ends only between steps)."""
-
-
-def check_guards(tree: exp.Expression, limit: int = MAX_GUARDS) -> None:
-    """Refuse ``tree`` (for free, before anything runs) if it has more than ``limit`` guards."""
-    guards = sum(1 for node in tree.find_all(exp.Try, exp.Nullif)
-                 if not isinstance(node.parent, (exp.Div, exp.IntDiv, exp.Mod)))
-    if guards > limit:
-        raise QueryError(f"the query has {guards:,} operations that need a guard (arithmetic "
-                         "that could overflow, divisions, rounding, date parts, substrings), "
-                         f"more than dpsql's limit of {limit:,} a query on this engine, which "
-                         "bounds the time the engine takes to prepare it; compute fewer of them")
 
 
 INLINE_NODES = 8

@@ -1,0 +1,60 @@
+"""How many guards one statement may make an engine prepare, all its parts together.
+
+Owns: ``MAX_GUARDS`` and ``check_guards`` (every engine), and the count of one statement's
+guards over its parts (a UNION ALL's parts, a query's grouping sets: each part is compiled on
+its own, and each is prepared by the engine, so a limit per part let a UNION of four parts or
+a CUBE of three prepare four or eight times as much: review 39, F1). A part is counted once
+however often it is lowered (``lowering``), and outside a statement's scope
+(``dpsql.frontend.binding.statement_work``) each tree is its own statement.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+
+from sqlglot import exp
+
+from ..errors import QueryError
+from ..frontend.binding import statement_count
+
+MAX_GUARDS = 256
+"""Most guarded operations (the typecheck's ``exp.Try``, and NULLIFs other than a divisor's,
+which the divided operation's guard counts) one statement may have: each is a CASE or a lambda
+the engine binds (review 26: 1,100 OR-ed NULLIFs planned for 25-43 s on Spark; DuckDB:
+1,000 OR-ed guarded products took 1.7-2.0 s to prepare against 0.25 s as TRY, on a loaded
+machine, and a query is prepared for its dry run and its run, up to 28 s in all; review 25's
+48 kB statement of 2,046 guards took 17 s, which a statement timeout ends only between
+steps)."""
+
+_PART: contextvars.ContextVar = contextvars.ContextVar("dpsql_lowered_part", default=None)
+
+
+@contextlib.contextmanager
+def lowering(part: object):
+    """The scope in which ``part`` (one part of a statement's plan) is lowered: its trees
+    count once towards the statement's limits, as the largest of them."""
+    token = _PART.set(part)
+    try:
+        yield
+    finally:
+        _PART.reset(token)
+
+
+def statement_total(kind: str, count: int) -> int:
+    """The statement's total of ``kind`` with ``count`` in the part being lowered."""
+    part = _PART.get()
+    return statement_count(kind, object() if part is None else part, count)
+
+
+def check_guards(tree: exp.Expression, limit: int = MAX_GUARDS) -> None:
+    """Refuse ``tree`` (for free, before anything runs) if the statement it is part of has
+    more than ``limit`` guards with it."""
+    guards = sum(1 for node in tree.find_all(exp.Try, exp.Nullif)
+                 if not isinstance(node.parent, (exp.Div, exp.IntDiv, exp.Mod)))
+    total = statement_total("guards", guards)
+    if total > limit:
+        raise QueryError(f"the query has {total:,} operations that need a guard (arithmetic "
+                         "that could overflow, divisions, rounding, date parts, substrings), "
+                         f"more than dpsql's limit of {limit:,} a query on this engine (all "
+                         "its UNION ALL parts and grouping sets together), which bounds the "
+                         "time the engine takes to prepare it; compute fewer of them")
