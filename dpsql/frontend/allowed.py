@@ -272,14 +272,46 @@ _SPELLED.update({getattr(exp, k): v for k, v in {   # twentieth review: as the a
 """Nodes whose sqlglot name is not what the analyst wrote (thirteenth review)."""
 
 
+_TYPE_NAMES = {"INT128": "HUGEINT", "UINT128": "UHUGEINT"}
+
+
+def type_written(to: exp.DataType) -> str:
+    """A type as DuckDB's SQL names it (review 39, F3: sqlglot's DuckDB SQL says INT128)."""
+    text = to.sql(ANALYST_DIALECT)
+    return _TYPE_NAMES.get(text.upper(), text)
+
+
 def as_written(node: exp.Expression) -> str:
     """``node`` as SQL the analyst would recognise: a function the analyst's dialect spells
     as another expression (DuckDB's INITCAP is a CASE over REGEXP_MATCHES: the twenty-first
-    review) is shown under its own name."""
+    review) is shown under its own name; one it spells under another name of its own
+    (MAKE_DATE, not sqlglot's DATE_FROM_PARTS: review 39, F3) as the dialect writes it."""
     text = node.sql(ANALYST_DIALECT)
     if isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous) and \
-            not text.upper().startswith(node.sql_name().upper()):
+            not text.upper().startswith(node.sql_name().upper()) and \
+            _function_name(node) == node.sql_name():
         generic = node.sql()
         if generic.upper().startswith(node.sql_name().upper()):
             return generic
     return text
+
+
+GUARD = "dpsql_guard"
+"""The meta key of a node dpsql added to make an expression total (a divisor's NULLIF)."""
+
+
+def written(node: exp.Expression, width: int = 80) -> str:
+    """A typed expression as the analyst wrote it, at most ``width`` characters: without
+    the guards the typecheck added (``TRY(...)``, a divisor's ``NULLIF(y, 0)``; review 39,
+    F3: messages showed ``LENGTH(TRY(SUBSTRING(...)))`` and ``"income" / NULLIF("age", 0)``
+    on every engine). An analyst's own ``TRY`` is brackets (``dpsql.frontend.parse``)."""
+    if not any(isinstance(n, exp.Try) or n.meta.get(GUARD) for n in node.walk()):
+        return node.sql(ANALYST_DIALECT)[:width]
+
+    def bare(each):
+        if isinstance(each, exp.Try) or each.meta.get(GUARD):
+            inner = each.this
+            return inner if isinstance(inner, (exp.Func, exp.Column, exp.Literal, exp.Paren)) \
+                else exp.Paren(this=inner)
+        return each
+    return node.copy().transform(bare, copy=False).sql(ANALYST_DIALECT)[:width]

@@ -15,8 +15,10 @@ The kinds of a constant follow DuckDB's literals:
 - ``decimal``: digits with a point and at most 38 of them (DuckDB's DECIMAL(38)), exact;
 - ``double``: a number with an exponent (``1e-3``), or a decimal of more than 38 digits.
 
-``int`` with ``int`` stays ``int`` when the result fits 64 bits; otherwise the expression is
-not folded, so that it overflows to NULL when it runs, as before. Exact with exact stays
+``int`` with ``int`` stays ``int`` when the result fits 64 bits; otherwise it is NULL (of
+type ``int``), as every engine's guarded arithmetic computes it, and so is every constant
+computed from it (review 39, F3: left to the engine, ``-(-9223372036854775808)`` was NULL on
+DuckDB but refused by PostgreSQL, which folds constants itself when it plans). Exact with exact stays
 exact while the result has at most ``MAX_DIGITS`` digits (``+ - *`` of two decimals always
 terminate; ``/`` is exact when the quotient terminates: ``0.3 / 0.1`` is 3, where DuckDB's
 DOUBLE division gives 2.9999999999999996); beyond, or with a ``double``, the value is the
@@ -32,6 +34,7 @@ from fractions import Fraction
 
 from sqlglot import exp
 
+from .allowed import GUARD
 from .literals import INT64, float_literal, int_literal
 
 MAX_DIGITS = 38
@@ -53,6 +56,10 @@ class Constant:
 
     def as_float(self) -> float:
         return float(self.value)
+
+
+OVERFLOW = Constant(None, "int")
+"""An ``int`` constant beyond 64 bits: NULL."""
 
 
 def _digits(value: Fraction) -> int | None:
@@ -117,15 +124,17 @@ def constant(node: exp.Expression) -> Constant | None:
         if isinstance(inner, exp.Literal) and not inner.is_string:
             return literal_constant(inner.this, negative=True)
         found = constant(inner)
-        if found is None:
-            return None
+        if found is None or found is OVERFLOW:
+            return found
         if found.kind == "int" and -found.value > INT64[1]:
-            return None
+            return OVERFLOW
         return Constant(-found.value, found.kind)
     if isinstance(node, _OPERATIONS):
         a = constant(node.this)
         b = constant(node.expression) if a is not None else None
-        return None if b is None else _operate(type(node), a, b)
+        if b is None:
+            return None
+        return OVERFLOW if OVERFLOW in (a, b) else _operate(type(node), a, b)
     return None
 
 
@@ -141,7 +150,7 @@ def _operate(op, a: Constant, b: Constant) -> Constant | None:
     result = {exp.Add: lambda: x + y, exp.Sub: lambda: x - y, exp.Mul: lambda: x * y,
               exp.Div: lambda: x / y}[op]()
     if op is not exp.Div and a.kind == b.kind == "int":
-        return Constant(result, "int") if INT64[0] <= result <= INT64[1] else None
+        return Constant(result, "int") if INT64[0] <= result <= INT64[1] else OVERFLOW
     return _exact(result)
 
 
@@ -156,6 +165,8 @@ def folded(node: exp.Expression) -> tuple | None:
     found = constant(node)
     if found is None:
         return None
+    if found is OVERFLOW:
+        return exp.Cast(this=exp.Null(), to=exp.DataType.build("BIGINT")), "int"
     if found.kind == "int" and not isinstance(bare, exp.Div):
         return int_literal(int(found.value)), "int"
     return float_literal(found.as_float()), "float"
@@ -179,8 +190,8 @@ def compared(node: exp.Expression) -> exp.Expression | None:
     values = []
     for operand in operands:
         found = constant(operand) if operand is not None else None
-        if found is None:
-            return None
+        if found is None or found is OVERFLOW:
+            return None          # a NULL operand: typed as usual (``folded``)
         values.append(found)
     if any(v.kind == "double" for v in values):
         values = [v.as_float() for v in values]
@@ -201,4 +212,6 @@ def nonzero(divisor: exp.Expression) -> exp.Expression:
     that TRY makes NULL; PostgreSQL raises; Spark's / is NULL; thirteenth review)."""
     if isinstance(divisor, exp.Literal) and divisor.is_number and float(divisor.this) != 0:
         return divisor
-    return exp.Nullif(this=divisor, expression=exp.Literal.number(0))
+    guarded = exp.Nullif(this=divisor, expression=exp.Literal.number(0))
+    guarded.meta[GUARD] = True          # shown as the divisor in messages (allowed.written)
+    return guarded

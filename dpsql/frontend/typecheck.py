@@ -20,7 +20,7 @@ from sqlglot import exp
 from . import decimals, temporal
 from .ranges import cannot_fail
 from .allowed import (CAST_REFUSED, CAST_TARGETS, ENGINE_TYPES, NUMERIC, TEMPORAL, as_written,
-                      entry_for, name_of, spelled)
+                      entry_for, name_of, spelled, type_written)
 from .dialect import ANALYST_DIALECT
 from .literal_lists import expanded, listed, listed_in
 from .literals import (INT64, _convert_literal, _literal_value, _refuse,  # noqa: F401 - re-exported
@@ -333,7 +333,7 @@ class Checker:
         to = node.args["to"]
         target = CAST_TARGETS.get(to.this)
         if target is None or to.args.get("kind"):
-            _refuse(f"CAST to {to.sql(ANALYST_DIALECT)} is not allowed (in {self.clause}); cast to "
+            _refuse(f"CAST to {type_written(to)} is not allowed (in {self.clause}); cast to "
                     "BIGINT, DOUBLE, VARCHAR, BOOLEAN, DATE or TIMESTAMP")
         literal = _literal_value(node.this)
         if literal is not None:
@@ -353,7 +353,7 @@ class Checker:
         inner, kind = self.check(node.this)
         if (kind, target) in CAST_REFUSED:
             _refuse(f"CAST of {'an' if kind[:1] in 'aeiou' else 'a'} {kind} to "
-                    f"{to.sql(ANALYST_DIALECT)} is not supported (in {self.clause})")
+                    f"{type_written(to)} is not supported (in {self.clause})")
         if kind == target:
             return inner, kind
         if to.this in (exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT):

@@ -25,8 +25,8 @@ import math
 
 from sqlglot import exp
 
+from ..frontend.allowed import written
 from ..frontend.ranges import int_range
-from ..frontend.dialect import ANALYST_DIALECT
 
 INF = math.inf
 MAX_DOMAIN = 1000
@@ -126,7 +126,7 @@ class Deriver:
         return lo, hi
 
     def _lost(self, node, why: str) -> tuple:
-        self.unbounded.append(f"{node.sql(ANALYST_DIALECT)[:80]} ({why})")
+        self.unbounded.append(f"{written(node)} ({why})")
         return -INF, INF
 
     def _interval(self, node) -> tuple:

@@ -173,3 +173,7 @@ SELECT MODE(sex) AS m FROM PUMS.PUMS -- ok
 # A public key grid whose values leave 64 bits (eighteenth review of issue 33: PostgreSQL refused it, Spark wrapped the keys): each such value is NULL, not a key
 SELECT v.k * 4611686018427387904 AS z, COUNT(*) AS n FROM PUMS.PUMS p JOIN (VALUES (30), (40), (50)) v(k) ON p.age = v.k GROUP BY v.k * 4611686018427387904 -- ok
 SELECT v.k * 2305843009213693952 AS z, COUNT(*) AS n FROM PUMS.PUMS p JOIN (VALUES (1), (2), (3), (4), (30), (40)) v(k) ON p.age = v.k GROUP BY v.k * 2305843009213693952 -- ok
+# ---- review 39, F3: integer literal arithmetic beyond 64 bits is NULL at plan time (PostgreSQL refused it)
+SELECT COUNT(-(-9223372036854775808)) AS n FROM PUMS.PUMS -- ok
+SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE -(-9223372036854775807 - 1) IS NULL -- ok
+SELECT COUNT(age + 9223372036854775807 * 2) AS n FROM PUMS.PUMS WHERE 9223372036854775807 + 1 IS NULL -- ok

@@ -196,3 +196,8 @@ SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE educ = N'ab' -- QueryError: a national
 SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY ROLLUP(sex) ORDER BY n DESC -- QueryError: ORDER with GROUP BY ROLLUP, CUBE or GROUPING SETS is not supported
 SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY ALL -- QueryError: GROUP BY ALL
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE INITCAP(educ) = 'A' -- QueryError: function INITCAP() is not allowed in WHERE (INITCAP("educ"))
+# ---- review 39, F3: messages show what was written, not dpsql's guards or sqlglot's names
+SELECT SUM(LENGTH(SUBSTRING(educ, age, 1))) AS s FROM PUMS.PUMS -- QueryError: is unbounded: LENGTH(SUBSTRING("educ", "age", 1)) (no bounds
+SELECT SUM(income / age) AS s FROM PUMS.PUMS -- QueryError: is unbounded: "income" / "age" (the divisor
+SELECT COUNT(MAKE_DATE(age, 13, 1)) AS n FROM PUMS.PUMS -- QueryError: not allowed in COUNT (MAKE_DATE("age", 13, 1))
+SELECT COUNT(CAST(age AS HUGEINT)) AS n FROM PUMS.PUMS -- QueryError: CAST to HUGEINT is not allowed
