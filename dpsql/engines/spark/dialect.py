@@ -26,7 +26,7 @@ from . import text as t
 
 NAME = "spark"
 MAX_GUARDS = 64
-"""Most guarded operations a query may have on Spark (256 elsewhere: plan.dialect.MAX_GUARDS):
+"""Most guarded operations a query may have on Spark (256 elsewhere: plan.guard_limits.MAX_GUARDS; both a statement):
 Spark's analysis and code generation of each took 55 ms in a warm session at load 3, and
 60 guarded SUMs 3.4 s to explain, 10-14 s at load 7 (issue 33's thirty-first review, F4)."""
 
