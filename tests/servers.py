@@ -8,6 +8,7 @@ missing server fails the run.
 """
 from __future__ import annotations
 
+import atexit
 import csv
 import os
 import pwd
@@ -179,11 +180,13 @@ def spark_session(master: str = "local[2]"):
     # tier only and a serial collector (nothing a query's result depends on) took the JVM's
     # CPU from 95 s to 42 s and the wall time from 147 s to 66 s on 40 fixture queries (at
     # load 9-10 on 2 cores).
+    warehouse = tempfile.mkdtemp(prefix="dpsql-spark-warehouse-")
+    atexit.register(shutil.rmtree, warehouse, True)     # every caller's (a fixture removes it sooner)
     spark = (SparkSession.builder.master(master).appName("dpsql-tests")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "2g")
              .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-             .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="dpsql-spark-warehouse-"))
+             .config("spark.sql.warehouse.dir", warehouse)
              .getOrCreate())
     spark.sparkContext.setLogLevel("FATAL")
     return spark
