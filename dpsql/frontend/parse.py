@@ -64,6 +64,8 @@ from .dialect import ANALYST_DIALECT, analyst_parser
 from .literal_lists import parsed, weight
 from .params import bind_params, literal, typed_params  # noqa: F401 - re-exported
 from .parse_errors import parse_error
+from .reads import (MAX_READS, MAX_RELATION_DEPTH, _children, check_relation_depth,  # noqa: F401
+                    relation_depth, relation_sizes)
 from .spellings import date_spellings
 
 
@@ -73,9 +75,6 @@ MAX_DEPTH = 64
 MAX_NODES = 20_000
 MAX_CONNECTIVES = 512
 """Most ANDs, ORs and CASE WHENs in a statement (engines plan them in squared time)."""
-MAX_READS = 32
-"""Most reads of tables and VALUES lists in one plan, each CTE once per place that reads it."""
-MAX_RELATION_DEPTH = 24
 
 
 # ----------------------------------------------------------------- parsing
@@ -218,16 +217,6 @@ def _parse_all(sql: str) -> tuple:
 
 # ----------------------------------------------------------------- tree limits
 
-def _children(node: exp.Expression):
-    for value in node.args.values():
-        if isinstance(value, exp.Expression):
-            yield value
-        elif isinstance(value, list):
-            for item in value:
-                if isinstance(item, exp.Expression):
-                    yield item
-
-
 def _balance_connectors(tree: exp.Expression) -> exp.Expression:
     """Rebuild each chain of AND (or of OR) as a balanced tree; iterative.
 
@@ -308,132 +297,6 @@ def check_size(tree: exp.Expression) -> None:
                 f"the query has more than {MAX_NODES} syntax nodes; this is dpsql's limit on "
                 "query size: write long lists of alternatives as IN (...), or split the query")
         stack.extend((child, depth + 1) for child in _children(node))
-
-
-_RELATIONS = (exp.Select, exp.SetOperation)
-
-
-def _cte_lookup(with_: exp.With, name: str, before, scopes: dict):
-    if id(with_) not in scopes:
-        names: dict = {}
-        for i, cte in enumerate(with_.expressions):
-            names.setdefault(cte.alias_or_name.lower(), []).append((i, cte))
-        scopes[id(with_)] = names
-    visible = [cte for i, cte in scopes[id(with_)].get(name, ()) if before is None or i < before]
-    return visible[-1] if visible else None
-
-
-def _cte_named(table: exp.Table, scopes: dict):
-    """The CTE an unqualified table name refers to, or None (a stored table): the
-    nearest WITH above that defines it; in a CTE's body only earlier CTEs count."""
-    if table.args.get("db") or table.args.get("catalog"):
-        return None
-    name = table.name.lower()
-    child, node = table, table.parent
-    while node is not None:
-        if isinstance(node, exp.With):     # ``child`` is one of its CTEs
-            before = next((i for i, cte in enumerate(node.expressions) if cte is child),
-                          len(node.expressions))
-            hit = _cte_lookup(node, name, before, scopes)
-            if hit is not None:
-                return hit
-            owner = node.parent            # its WITH is searched: go on above it
-            child, node = owner, owner.parent if owner is not None else None
-            continue
-        with_ = node.args.get("with_")
-        if isinstance(with_, exp.With):
-            hit = _cte_lookup(with_, name, None, scopes)
-            if hit is not None:
-                return hit
-        child, node = node, node.parent
-    return None
-
-
-def _reads(query: exp.Expression, scopes: dict, tables: dict | None = None) -> list:
-    """The relations (SELECTs, set operations) one relation reads directly: its
-    subqueries and the bodies of the CTEs it names (not its own WITH list). A CTE named
-    twice is in the list twice. ``tables``, if given, gets ``tables[id(query)]``: how many
-    stored tables and VALUES lists it reads itself."""
-    found, stack, direct = [], [v for k, v in query.args.items() if k != "with_"], 0
-    while stack:
-        value = stack.pop()
-        if isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, _RELATIONS):
-            found.append(value)
-        elif isinstance(value, exp.Table):
-            cte = _cte_named(value, scopes)
-            if cte is not None and isinstance(cte.this, _RELATIONS):
-                found.append(cte.this)
-            elif cte is None:
-                direct += 1
-        elif isinstance(value, exp.Expression):
-            direct += isinstance(value, exp.Values)
-            stack.extend(_children(value))
-    if tables is not None:
-        tables[id(query)] = direct
-    return found
-
-
-def relation_depth(tree: exp.Expression) -> int:
-    """How many relations the query nests in one another (iteratively): a SELECT is
-    one level above the deepest subquery or CTE it reads; a set operation is as
-    deep as its deepest part."""
-    return relation_sizes(tree)[0]
-
-
-def relation_sizes(tree: exp.Expression) -> tuple:
-    """(nesting depth, table reads): the depth as ``relation_depth``; the reads count
-    every stored table and VALUES list once per place the plan reads it, each CTE
-    expanded where it is named (so a chain of CTEs that each read the previous one twice
-    doubles at every step)."""
-    relations, stack = [], [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, _RELATIONS):
-            relations.append(node)
-        stack.extend(_children(node))
-    scopes: dict = {}
-    depth: dict = {}
-    direct: dict = {}
-    total: dict = {}
-    for root in relations:
-        todo, open_ = [(root, None)], set()
-        while todo:
-            node, reads = todo.pop()
-            if id(node) in depth:
-                continue
-            if reads is None:
-                if id(node) in open_:          # a cycle (impossible in valid SQL): ignore it
-                    continue
-                open_.add(id(node))
-                reads = _reads(node, scopes, direct)
-                todo.append((node, reads))
-                todo.extend((r, None) for r in reads if id(r) not in depth)
-            else:
-                below = max((depth.get(id(r), 0) for r in reads), default=0)
-                depth[id(node)] = below + (1 if isinstance(node, exp.Select) else 0)
-                total[id(node)] = direct.get(id(node), 0) + sum(total.get(id(r), 0) for r in reads)
-    return max(depth.values(), default=0), total.get(id(tree), 0)
-
-
-def check_relation_depth(tree: exp.Expression) -> None:
-    """Refuse a query nesting more than MAX_RELATION_DEPTH relations (CTE chains too), or
-    reading tables more than MAX_READS times, before anything is planned. BigQuery's
-    clause may add a level (a per-person aggregation: dpsql.plan.contributions)."""
-    depth, reads = relation_sizes(tree)
-    depth += 1 if bigquery.clause_of(tree) is not None else 0
-    if reads > MAX_READS:
-        raise QueryError(
-            f"the query reads tables {reads:,} times (each CTE counted once per place that "
-            f"reads it), more than dpsql's limit of {MAX_READS} per query, which keeps plans "
-            "small; read each CTE fewer times, or split the query")
-    if depth > MAX_RELATION_DEPTH:
-        raise QueryError(
-            f"the query nests {depth} relations deep; dpsql allows at most "
-            f"{MAX_RELATION_DEPTH} (each subquery, and each CTE read by another, is one level "
-            "above what it reads; the limit keeps planning within Python's stack). Merge "
-            "steps that only filter, rename or compute columns into one SELECT")
 
 
 def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:

@@ -1,6 +1,8 @@
-"""How many guards one statement may make an engine prepare, all its parts together.
+"""How many guards and conditions one statement may make an engine prepare, all its parts
+together.
 
-Owns: ``MAX_GUARDS`` and ``check_guards`` (every engine), and the count of one statement's
+Owns: ``MAX_GUARDS`` and ``check_guards`` (every engine), ``MAX_PLANNED_CONDITIONS`` and
+``check_conditions``, and the count of one statement's
 guards over its parts (a UNION ALL's parts, a query's grouping sets: each part is compiled on
 its own, and each is prepared by the engine, so a limit per part let a UNION of four parts or
 a CUBE of three prepare four or eight times as much: review 39, F1). A part is counted once
@@ -16,6 +18,7 @@ from sqlglot import exp
 
 from ..errors import QueryError
 from ..frontend.binding import statement_count
+from ..frontend.reads import expanded_conditions
 
 MAX_GUARDS = 256
 """Most guarded operations (the typecheck's ``exp.Try``, and NULLIFs other than a divisor's,
@@ -58,3 +61,25 @@ def check_guards(tree: exp.Expression, limit: int = MAX_GUARDS) -> None:
                          f"more than dpsql's limit of {limit:,} a query on this engine (all "
                          "its UNION ALL parts and grouping sets together), which bounds the "
                          "time the engine takes to prepare it; compute fewer of them")
+
+
+MAX_PLANNED_CONDITIONS = 1024
+"""Most ANDs, ORs and CASE WHENs one statement's plan may hold: each CTE's once per place that
+reads it, each UNION ALL part and grouping set on its own (the text may hold 512:
+``dpsql.frontend.parse.MAX_CONNECTIVES``). Engines plan conditions in more than linear time:
+a CTE of 339 read by 4, 8 and 16 arms of a UNION ALL took DuckDB 2.2, 7.9 and over 20 s to
+plan, PostgreSQL 2.1 and 5.9 s, Spark 5.0 s at 4 (review 40, F1; a CUBE, F3, likewise)."""
+
+
+def check_conditions(part: exp.Expression) -> None:
+    """Refuse ``part`` of a statement (for free, before it is planned) if the statement's
+    conditions, with it, are more than MAX_PLANNED_CONDITIONS."""
+    with lowering(part):
+        total = statement_total("conditions", expanded_conditions(part))
+    if total > MAX_PLANNED_CONDITIONS:
+        raise QueryError(f"the query has {total:,} conditions joined by AND, OR and CASE WHEN "
+                         "once each CTE is counted where it is read and each UNION ALL part "
+                         f"and grouping set on its own, more than dpsql's limit of "
+                         f"{MAX_PLANNED_CONDITIONS:,} a query, which bounds the time engines "
+                         "take to plan them; read such CTEs fewer times, write alternatives "
+                         "as x IN (...), or split the query")

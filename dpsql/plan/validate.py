@@ -17,6 +17,7 @@ from sqlglot import exp
 from ..metadata.model import Metadata
 from .outer import compose, split_outer
 from .query import Query
+from .guard_limits import check_conditions
 from .contributions import apply_options, output_name as _output_name, rewrite
 from .resolve import resolve
 from .qualify import qualify_subqueries
@@ -226,6 +227,7 @@ def validate(tree: exp.Select, metadata: Metadata, public=None) -> Query:
     ``public``: a function that reads public tables (``Engine.public_rows``), so that
     their values can be public key sets; without it they are joined but not read."""
     with statement_work(), statement_expansion():
+        check_conditions(tree)
         return _validate(tree, metadata, public)
 
 
