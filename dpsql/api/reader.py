@@ -30,6 +30,7 @@ from ..plan import NOISY_TABLE, Plan, build_plan, grouping_sets
 from ..privacy.params import Budget, Privacy, large_privacy_warning
 from ..release.noise import add_noise, drowned_counts, empty_noisy
 from ..plan.aggregates import check_statistics
+from ..plan.guard_limits import check_releases
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
 from ..frontend.binding import statement_work
@@ -120,8 +121,9 @@ class Reader(SmartNoiseMethods):
         privacy = asked
         plans, statistics = [], 0
         with statement_work():      # the work per private row of all the parts together
-            for part in union_parts(tree):
-                sets = grouping_sets.expand(part) or [part]    # each set: a share of the privacy
+            parts = [grouping_sets.expand(part) or [part] for part in union_parts(tree)]
+            check_releases(sum(len(sets) for sets in parts), self.engine.max_releases)
+            for sets in parts:          # each set: a share of the privacy
                 for each in sets:
                     query = validate(each, self.metadata, self.engine.public_rows)
                     statistics = check_statistics(statistics, query.aggregates,

@@ -21,6 +21,7 @@ from ..frontend.allowed import ENGINE_TYPES
 from ..metadata.model import Metadata, Table
 from ..plan.aggregate import check_rows_independent
 from ..plan.aggregates import MAX_STATISTICS
+from ..plan.guard_limits import MAX_RELEASES
 from ..plan.precut import PRE_CUT_WORK
 from ..plan.rewrite import capped_text, converted, null_relation, with_source
 from .intake import NEUTRAL, is_cast, warn_cast
@@ -39,6 +40,7 @@ class ServerEngine:
     pre_cut_work = PRE_CUT_WORK  # most work per stored row before the cut (dpsql.plan.precut)
     # (a statement with a guarded expression is cut first on every engine: plan.precut)
     max_statistics = MAX_STATISTICS  # units of statistics a statement may release here
+    max_releases = MAX_RELEASES  # release queries (parts x grouping sets) a statement may compile
     FAMILY: dict = {}           # the server's type -> its family (dpsql.engines.intake)
     TARGET: dict = {}           # metadata type -> the engine type it is read as
     WHERE = ""                  # "on the PostgreSQL server", for messages

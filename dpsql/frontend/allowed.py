@@ -201,10 +201,20 @@ def entry_for(node: exp.Expression) -> Entry | None:
     return found
 
 
+WRITTEN_NAME = "dpsql_name"
+"""The meta key of a function's name as the analyst wrote it (``dpsql.frontend.parse``)."""
+
+
+def _written_name(node: exp.Expression) -> str | None:
+    return (node._meta or {}).get(WRITTEN_NAME) if isinstance(node, exp.Func) else None
+
+
 def name_of(node: exp.Expression) -> str:
     """How a refused node is named in messages."""
     if isinstance(node, exp.Anonymous):
         return f"function {str(node.this).upper()}()"
+    if _written_name(node):
+        return f"function {_written_name(node)}()"
     if type(node) in _SPELLED:
         return _SPELLED[type(node)]
     if isinstance(node, exp.Func) and _operator(type(node)) is None:
@@ -278,7 +288,8 @@ _TYPE_NAMES = {"INT128": "HUGEINT", "UINT128": "UHUGEINT"}
 def type_written(to: exp.DataType) -> str:
     """A type as DuckDB's SQL names it (review 39, F3: sqlglot's DuckDB SQL says INT128)."""
     text = to.sql(ANALYST_DIALECT)
-    return _TYPE_NAMES.get(text.upper(), text)
+    text = text.upper() if text.replace("_", "").isalnum() else text     # ::varint as VARINT
+    return _TYPE_NAMES.get(text, text)
 
 
 def as_written(node: exp.Expression) -> str:
@@ -287,6 +298,14 @@ def as_written(node: exp.Expression) -> str:
     review) is shown under its own name; one it spells under another name of its own
     (MAKE_DATE, not sqlglot's DATE_FROM_PARTS: review 39, F3) as the dialect writes it."""
     text = node.sql(ANALYST_DIALECT)
+    head = text.split("(", 1)[0]
+    if _written_name(node) and head.replace("_", "").isalnum():
+        again = _written_name(node) + text[len(head):]
+        try:            # the written name for the same node (not a rewrite: LOG10 is LOG(10, x))
+            if type(sqlglot.parse_one(again, read=ANALYST_DIALECT)) is type(node):
+                return again
+        except sqlglot.errors.SqlglotError:
+            pass
     if isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous) and \
             not text.upper().startswith(node.sql_name().upper()) and \
             _function_name(node) == node.sql_name():

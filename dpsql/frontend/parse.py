@@ -60,6 +60,7 @@ from sqlglot.tokens import TokenType
 
 from ..errors import QueryError
 from . import bigquery
+from .allowed import WRITTEN_NAME
 from .dialect import ANALYST_DIALECT, analyst_parser
 from .literal_lists import parsed, weight
 from .params import bind_params, literal, typed_params  # noqa: F401 - re-exported
@@ -326,6 +327,7 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
         check_size(tree)
         check_relation_depth(tree)
         check_reserved_names(tree)
+        _keep_written_names(tree, sql)
         return date_spellings(bind_params(tree, params))
     if not isinstance(tree, exp.Select):
         raise QueryError(f"only SELECT queries are answered, this statement is "
@@ -335,7 +337,24 @@ def parse_query(sql: str, params: Sequence | None = None) -> exp.Select:
     check_size(tree)
     check_relation_depth(tree)
     check_reserved_names(tree)
+    _keep_written_names(tree, sql)
     return date_spellings(bind_params(tree, params))
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _keep_written_names(tree: exp.Expression, sql: str) -> None:
+    """Each function's name as written (LIST_CONTAINS, where sqlglot's node is
+    ARRAY_CONTAINS), in its meta for messages (``dpsql.frontend.allowed.name_of``; review
+    40, F2). Only a name at the node's recorded place, followed by its bracket, is kept."""
+    for node in tree.find_all(exp.Func):
+        meta = node._meta
+        if not meta or "start" not in meta:
+            continue
+        name = sql[meta["start"]:meta["end"] + 1]
+        if _NAME.fullmatch(name) and sql[meta["end"] + 1:].lstrip().startswith("("):
+            meta[WRITTEN_NAME] = name.upper()
 
 
 def _union_of_queries(tree: exp.Union) -> None:

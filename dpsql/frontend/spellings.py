@@ -53,8 +53,7 @@ def _rule(node: exp.Expression) -> exp.Expression:
     if shift is not None and isinstance(_bare(node.expression), exp.Interval):
         return exp.Paren(this=shift(this=node.this, expression=node.expression))
     if isinstance(node, exp.TimestampDiff):
-        _refuse(f"{node.sql(ANALYST_DIALECT)[:80]}: TIMESTAMP_DIFF (BigQuery's whole units "
-                "elapsed) is not supported; DATE_DIFF('part', b, a) counts the part's "
+        _refuse("TIMESTAMP_DIFF (BigQuery's whole units elapsed) is not supported; DATE_DIFF('part', b, a) counts the part's "
                 "boundaries from b to a (DATE_DIFF('second', b, a) // 3600 for whole hours)")
     if isinstance(node, exp.DateDiff) and _bigquery_order(node):
         return _bigquery_diff(node)

@@ -33,6 +33,7 @@ from ..frontend.typecheck import Checker, check, float_literal, predicate
 from .aggregates import aggregate_type, plan_aggregates
 from .statistics import Statistic, StatisticSet
 from .nodes import epoch_us, every_node, truncated, truncated_groups
+from .guard_limits import check_released_rows
 from .lift import MAX_GRID, lift
 from .precut import PRE_CUT_WORK, needs_precut, note as precut_note, precut
 from .query import Query
@@ -232,6 +233,8 @@ def build_plan(query: Query, privacy: Privacy, pre_cut_work: int = PRE_CUT_WORK)
     k = _contribution_bound(query.relation)
     pid = query.relation.pid
     domains = _public_key_columns(query) if query.keys else None
+    if domains:
+        check_released_rows(query, math.prod(max(len(col.values), 1) for col in domains))
     # A key is released without a threshold only if every column it reads comes from
     # tables whose owner says censor_dims: false (carried per column through joins,
     # UNION ALL, subqueries and per-person aggregation: Field.censored).

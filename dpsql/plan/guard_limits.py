@@ -2,7 +2,8 @@
 together.
 
 Owns: ``MAX_GUARDS`` and ``check_guards`` (every engine), ``MAX_PLANNED_CONDITIONS`` and
-``check_conditions``, and the count of one statement's
+``check_conditions``, ``MAX_RELEASES`` and ``check_releases``, ``MAX_RELEASED_ROWS`` and
+``check_released_rows``, and the count of one statement's
 guards over its parts (a UNION ALL's parts, a query's grouping sets: each part is compiled on
 its own, and each is prepared by the engine, so a limit per part let a UNION of four parts or
 a CUBE of three prepare four or eight times as much: review 39, F1). A part is counted once
@@ -83,3 +84,42 @@ def check_conditions(part: exp.Expression) -> None:
                          f"{MAX_PLANNED_CONDITIONS:,} a query, which bounds the time engines "
                          "take to plan them; read such CTEs fewer times, write alternatives "
                          "as x IN (...), or split the query")
+
+
+MAX_RELEASES = 32
+"""Most release queries one statement compiles: its UNION ALL parts times their grouping sets
+(each is planned, compiled, dry-run and run on its own; the statistics limit counts units, not
+queries). Review 40, F4: 256 queries of one COUNT each (16 parts of a CUBE of 4) took DuckDB
+11.8 s and PostgreSQL 10.7 s to explain, for free; 16, 32 and 64 took Spark 2.1 s, 4.3 s and
+past a 20 s timeout (Spark's own limit: 16, ``SparkEngine.max_releases``)."""
+
+
+def check_releases(count: int, limit: int = MAX_RELEASES) -> None:
+    """Refuse a statement (for free, before any part is planned) of more than ``limit``
+    release queries."""
+    if count > limit:
+        raise QueryError(f"the query is {count:,} separate releases (its UNION ALL parts times "
+                         "their grouping sets: each is planned and run on its own), more than "
+                         f"dpsql's limit of {limit:,} a query on this engine, which bounds the "
+                         "time it takes to plan them; ask for fewer grouping sets or parts, or "
+                         "split the query")
+
+
+MAX_RELEASED_ROWS = 20_000
+"""Most rows of public key combinations one statement may release, all its UNION ALL parts
+and grouping sets together (one query's grid may hold 10,000: ``dpsql.plan.lift.MAX_GRID``).
+Review 40, F5: 16 parts of 4 grouping sets released 355,520 noisy counts in 14-18 s, and the
+noise and the answer for that many rows took the last 1-2.6 s, past a timeout or a cancel."""
+
+
+def check_released_rows(part: object, rows: int) -> None:
+    """Refuse a statement (for free, while it is planned) whose parts' public key grids,
+    with ``rows`` for ``part``, hold more than MAX_RELEASED_ROWS rows."""
+    with lowering(part):
+        total = statement_total("released rows", rows)
+    if total > MAX_RELEASED_ROWS:
+        raise QueryError(f"the query releases {total:,} rows of public key combinations (all "
+                         "its UNION ALL parts and grouping sets together), more than dpsql's "
+                         f"limit of {MAX_RELEASED_ROWS:,} a query, which bounds the time an "
+                         "answer takes to release; group by fewer keys or parts, or filter "
+                         "the key values in WHERE")

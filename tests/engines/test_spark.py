@@ -388,6 +388,18 @@ def test_more_statistics_than_sparks_limit_are_refused_for_free(spark, spark_tab
     assert reader.spent == (0.0, 0.0)
 
 
+def test_more_releases_than_sparks_limit_are_refused_for_free(spark, spark_tables):
+    """Review 40, F4: Spark explained 16, 32 and 64 release queries (UNION ALL parts times
+    grouping sets) of one COUNT in 2.1 s, 4.3 s and past a 20 s timeout: here a statement
+    may compile 16 (SparkEngine.max_releases; 32 elsewhere)."""
+    reader = _spark_reader(spark, spark_tables, "pums")
+    part = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > {} GROUP BY CUBE (sex, married)"
+    with pytest.raises(dpsql.QueryError, match="the query is 20 separate releases .* more than "
+                                               "dpsql's limit of 16"):
+        reader.execute_df(" UNION ALL ".join(part.format(j) for j in range(5)))
+    assert reader.spent == (0.0, 0.0)
+
+
 def _nested(levels: int, op: str) -> str:
     sql = "SELECT age AS a0 FROM PUMS.PUMS"
     for i in range(levels):

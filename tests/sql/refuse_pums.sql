@@ -201,3 +201,9 @@ SELECT SUM(LENGTH(SUBSTRING(educ, age, 1))) AS s FROM PUMS.PUMS -- QueryError: i
 SELECT SUM(income / age) AS s FROM PUMS.PUMS -- QueryError: is unbounded: "income" / "age" (the divisor
 SELECT COUNT(MAKE_DATE(age, 13, 1)) AS n FROM PUMS.PUMS -- QueryError: not allowed in COUNT (MAKE_DATE("age", 13, 1))
 SELECT COUNT(CAST(age AS HUGEINT)) AS n FROM PUMS.PUMS -- QueryError: CAST to HUGEINT is not allowed
+# ---- review 40, F2: a function by the name written, DuckDB's other aggregates as aggregates
+SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE list_contains([1, 2], age) -- QueryError: function LIST_CONTAINS() is not allowed in WHERE (LIST_CONTAINS([1, 2], "age"))
+SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE json_extract(sex, '$.a') = 'x' -- QueryError: function JSON_EXTRACT() is not allowed
+SELECT PRODUCT(age) AS p FROM PUMS.PUMS -- QueryError: aggregate PRODUCT() is not supported
+SELECT sex, MAD(age) AS m FROM PUMS.PUMS GROUP BY sex -- QueryError: aggregate MAD() is not supported
+SELECT COUNT(age::varint) AS n FROM PUMS.PUMS -- QueryError: CAST to VARINT is not allowed

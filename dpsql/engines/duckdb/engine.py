@@ -30,6 +30,7 @@ from ...metadata.model import Metadata, Table
 from .dialect import DuckDB
 from ...plan.aggregate import check_rows_independent
 from ...plan.aggregates import MAX_STATISTICS
+from ...plan.guard_limits import MAX_RELEASES
 from ...plan.precut import PRE_CUT_WORK
 from ..intake import duckdb_family, is_cast, warn_cast
 from ..relations import Relations
@@ -59,6 +60,7 @@ class Engine:
     pre_cut_work = PRE_CUT_WORK  # most work per stored row before the cut (dpsql.plan.precut)
     # (a statement with a guarded expression is cut first on every engine: plan.precut)
     max_statistics = MAX_STATISTICS  # units of statistics a statement may release here
+    max_releases = MAX_RELEASES  # release queries (parts x grouping sets) a statement may compile
 
     def __init__(self, con: duckdb.DuckDBPyConnection, physical: dict, metadata: Metadata) -> None:
         self.con = con
