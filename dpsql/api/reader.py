@@ -30,7 +30,7 @@ from ..plan import NOISY_TABLE, Plan, build_plan, grouping_sets
 from ..privacy.params import Budget, Privacy, large_privacy_warning
 from ..release.noise import add_noise, drowned_counts, empty_noisy
 from ..plan.aggregates import check_statistics
-from ..plan.guard_limits import check_releases
+from ..plan.guard_limits import check_conditions, check_releases
 from ..plan.validate import validate
 from ..frontend.dialect import ANALYST_DIALECT
 from ..frontend.binding import statement_work
@@ -123,6 +123,8 @@ class Reader(SmartNoiseMethods):
         with statement_work():      # the work per private row of all the parts together
             parts = [grouping_sets.expand(part) or [part] for part in union_parts(tree)]
             check_releases(sum(len(sets) for sets in parts), self.engine.max_releases)
+            for each in (each for sets in parts for each in sets):
+                check_conditions(each)  # before any part is planned (review 41, F2)
             for sets in parts:          # each set: a share of the privacy
                 for each in sets:
                     query = validate(each, self.metadata, self.engine.public_rows)

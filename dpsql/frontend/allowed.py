@@ -225,7 +225,8 @@ def name_of(node: exp.Expression) -> str:
 _CLAUSES = {"windows": "WINDOW", "sample": "TABLESAMPLE", "pivots": "PIVOT/UNPIVOT",
             "laterals": "LATERAL", "connect": "CONNECT BY", "locks": "FOR UPDATE/SHARE",
             "cluster": "CLUSTER BY", "distribute": "DISTRIBUTE BY", "sort": "SORT BY",
-            "match": "MATCH_RECOGNIZE", "hint": "a hint", "into": "INTO"}
+            "match": "MATCH_RECOGNIZE", "hint": "a hint", "into": "INTO",
+            "when": "AT (...) (time travel)", "method": "a join method"}
 
 
 def clause_name(key: str) -> str:
@@ -272,7 +273,9 @@ def _function_name(node: exp.Func) -> str:
     return head.upper() if same else node.sql_name()
 
 
-_SPELLED = {exp.RawString: "a dollar-quoted string ($$...$$; write 'text')",
+_SPELLED = {exp.Bracket: "a subscript (x[i])", exp.Dot: "a struct (x.field, {'a': 1})",
+            exp.Lambda: "a lambda (x -> ...)",
+            exp.RawString: "a dollar-quoted string ($$...$$; write 'text')",
             exp.ByteString: "an escape string (E'...'; write 'text')",
             exp.National: "a national string (N'...'; write 'text')"}
 _SPELLED.update({getattr(exp, k): v for k, v in {   # twentieth review: as the analyst wrote them

@@ -66,7 +66,7 @@ from .literal_lists import parsed, weight
 from .params import bind_params, literal, typed_params  # noqa: F401 - re-exported
 from .parse_errors import parse_error
 from .reads import (MAX_READS, MAX_RELATION_DEPTH, _children, check_relation_depth,  # noqa: F401
-                    relation_depth, relation_sizes)
+                    condition_count, relation_depth, relation_sizes)
 from .spellings import date_spellings
 
 
@@ -75,7 +75,9 @@ MAX_NESTING = 20
 MAX_DEPTH = 64
 MAX_NODES = 20_000
 MAX_CONNECTIVES = 512
-"""Most ANDs, ORs and CASE WHENs in a statement (engines plan them in squared time)."""
+"""Most ANDs, ORs and CASE WHENs in a statement (engines plan them in squared time), and what
+plans like them (``dpsql.frontend.reads.condition_count``: GREATEST, LEAST and COALESCE
+operands, an equality of conditions)."""
 
 
 # ----------------------------------------------------------------- parsing
@@ -279,12 +281,14 @@ def check_size(tree: exp.Expression) -> None:
     while stack:
         node, depth = stack.pop()
         nodes += weight(node)
-        if isinstance(node, (exp.Connector, exp.If)):     # AND, OR, a WHEN or IF()
-            connectives += 1
+        count = condition_count(node)       # AND, OR, a WHEN, GREATEST's operands, ...
+        if count:
+            connectives += count
             if connectives > MAX_CONNECTIVES:
                 raise QueryError(
                     f"the query has more than {MAX_CONNECTIVES} conditions joined by AND, OR "
-                    "and CASE WHEN (dpsql's limit): write alternatives as x IN (...), bins as "
+                    "and CASE WHEN, or operands of GREATEST, LEAST and COALESCE (dpsql's "
+                    "limit): write alternatives as x IN (...), bins as "
                     "arithmetic (FLOOR(x / 10) * 10), or split the query")
         deepest = max(deepest, depth)
         if depth > MAX_DEPTH:

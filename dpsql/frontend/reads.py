@@ -17,7 +17,30 @@ from . import bigquery
 MAX_READS = 32
 """Most reads of tables and VALUES lists in one plan, each CTE once per place that reads it."""
 MAX_RELATION_DEPTH = 24
-_CONDITIONS = (exp.Connector, exp.If)          # AND, OR, a WHEN or IF()
+_CONDITIONS = (exp.Connector, exp.If)          # AND, OR, XOR, a WHEN or IF()
+_CHOICES = (exp.Greatest, exp.Least, exp.Coalesce)
+_EQUALITIES = (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ)
+_BOOLEAN = (exp.Predicate, exp.Connector, exp.Not, exp.Boolean)
+
+
+def condition_count(node: exp.Expression) -> int:
+    """How many conditions ``node`` itself joins, as an engine plans them: 1 for an AND, OR,
+    XOR, WHEN or IF(), or an equality of two conditions; an operand after the first of
+    GREATEST, LEAST or COALESCE (review 41, F1: a GREATEST of 256 LEASTs of comparisons is
+    an OR of ANDs, and planned like one)."""
+    if isinstance(node, _CONDITIONS):
+        return 1
+    if isinstance(node, _CHOICES):
+        return len(node.expressions)
+    if isinstance(node, _EQUALITIES) and _is_condition(node.this) and _is_condition(node.expression):
+        return 1
+    return 0
+
+
+def _is_condition(node) -> bool:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, _BOOLEAN)
 
 
 def _children(node: exp.Expression):
@@ -89,7 +112,7 @@ def _reads(query: exp.Expression, scopes: dict, own: dict | None = None) -> list
                 direct += 1
         elif isinstance(value, exp.Expression):
             direct += isinstance(value, exp.Values)
-            conditions += isinstance(value, _CONDITIONS)
+            conditions += condition_count(value)
             stack.extend(_children(value))
     if own is not None:
         own[id(query)] = (direct, conditions)

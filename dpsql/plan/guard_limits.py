@@ -79,7 +79,8 @@ def check_conditions(part: exp.Expression) -> None:
         total = statement_total("conditions", expanded_conditions(part))
     if total > MAX_PLANNED_CONDITIONS:
         raise QueryError(f"the query has {total:,} conditions joined by AND, OR and CASE WHEN "
-                         "once each CTE is counted where it is read and each UNION ALL part "
+                         "(or operands of GREATEST, LEAST and COALESCE) once each CTE is "
+                         "counted where it is read and each UNION ALL part "
                          f"and grouping set on its own, more than dpsql's limit of "
                          f"{MAX_PLANNED_CONDITIONS:,} a query, which bounds the time engines "
                          "take to plan them; read such CTEs fewer times, write alternatives "

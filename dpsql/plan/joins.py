@@ -32,6 +32,7 @@ from sqlglot import exp
 
 from ..metadata.model import Column, Table
 from .rewrite import column
+from ..frontend.allowed import clause_name
 from ..frontend.binding import UNDEFINED_COLUMN, Binder, charge_work, fail
 from ..frontend.typecheck import Checker
 from .nodes import truncated
@@ -85,8 +86,8 @@ class Join:
         unsupported = sorted(k for k, v in node.args.items()
                              if v and k not in ("this", "on", "side", "kind", "using"))
         if unsupported:
-            fail(f"{', '.join(k.upper() for k in unsupported)} in a join is not supported; "
-                 "write JOIN ... ON or USING")
+            fail(f"{', '.join(_join_word(node, k) for k in unsupported)} in a join is not "
+                 "supported; write JOIN ... ON or USING")
         side = (node.side or "").upper()
         kind = (node.args.get("kind") or "").upper()
         if kind in ("SEMI", "ANTI", "ASOF", "POSITIONAL"):
@@ -460,3 +461,9 @@ def _row_numbered(relation: Relation) -> Relation:
     rel = relation.derived(fields, HIDDEN_PID, 1, False, sql, list(relation.steps))
     rel.unit, rel.local_ids = "person", True
     return rel
+
+
+def _join_word(node: exp.Join, key: str) -> str:
+    """A join's clause as written: ASOF, POSITIONAL or NATURAL (sqlglot's ``method``)."""
+    value = node.args.get(key)
+    return value.upper() if key == "method" and isinstance(value, str) else clause_name(key)

@@ -207,3 +207,7 @@ SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE json_extract(sex, '$.a') = 'x' -- Quer
 SELECT PRODUCT(age) AS p FROM PUMS.PUMS -- QueryError: aggregate PRODUCT() is not supported
 SELECT sex, MAD(age) AS m FROM PUMS.PUMS GROUP BY sex -- QueryError: aggregate MAD() is not supported
 SELECT COUNT(age::varint) AS n FROM PUMS.PUMS -- QueryError: CAST to VARINT is not allowed
+# ---- review 41, F3: joins, time travel, subscripts and structs named as written
+SELECT COUNT(*) AS n FROM PUMS.PUMS a ASOF JOIN PUMS.PUMS b ON a.pid = b.pid -- QueryError: ASOF in a join is not supported
+SELECT COUNT(*) AS n FROM PUMS.PUMS a NATURAL JOIN PUMS.PUMS b -- QueryError: NATURAL in a join is not supported
+SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE sex[1] = 'a' -- QueryError: a subscript (x[i]) is not allowed in WHERE
