@@ -222,7 +222,7 @@ def name_of(node: exp.Expression) -> str:
     return spelled(node)
 
 
-_CLAUSES = {"windows": "WINDOW", "sample": "TABLESAMPLE", "pivots": "PIVOT/UNPIVOT",
+_CLAUSES = {"windows": "WINDOW", "sample": "TABLESAMPLE (USING SAMPLE)", "pivots": "PIVOT/UNPIVOT",
             "laterals": "LATERAL", "connect": "CONNECT BY", "locks": "FOR UPDATE/SHARE",
             "cluster": "CLUSTER BY", "distribute": "DISTRIBUTE BY", "sort": "SORT BY",
             "match": "MATCH_RECOGNIZE", "hint": "a hint", "into": "INTO",
@@ -274,7 +274,7 @@ def _function_name(node: exp.Func) -> str:
 
 
 _SPELLED = {exp.Bracket: "a subscript (x[i])", exp.Dot: "a struct (x.field, {'a': 1})",
-            exp.Lambda: "a lambda (x -> ...)",
+            exp.Lambda: "a lambda (x -> ...)", exp.PositionalColumn: "a column by position (#1)",
             exp.RawString: "a dollar-quoted string ($$...$$; write 'text')",
             exp.ByteString: "an escape string (E'...'; write 'text')",
             exp.National: "a national string (N'...'; write 'text')"}

@@ -19,22 +19,24 @@ MAX_READS = 32
 MAX_RELATION_DEPTH = 24
 _CONDITIONS = (exp.Connector, exp.If)          # AND, OR, XOR, a WHEN or IF()
 _CHOICES = (exp.Greatest, exp.Least, exp.Coalesce)
-_EQUALITIES = (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ)
+_OPERATIONS = (exp.Binary, exp.In, exp.Between, exp.Func, exp.Tuple)
 _BOOLEAN = (exp.Predicate, exp.Connector, exp.Not, exp.Boolean)
 
 
 def condition_count(node: exp.Expression) -> int:
     """How many conditions ``node`` itself joins, as an engine plans them: 1 for an AND, OR,
-    XOR, WHEN or IF(), or an equality of two conditions; an operand after the first of
-    GREATEST, LEAST or COALESCE (review 41, F1: a GREATEST of 256 LEASTs of comparisons is
-    an OR of ANDs, and planned like one)."""
+    XOR, WHEN or IF(); an operand after the first of GREATEST, LEAST or COALESCE (review 41,
+    F1: a GREATEST of 256 LEASTs of comparisons is an OR of ANDs, and planned like one); and
+    of any other operator or function, each operand after the first that is a condition
+    (review 42, F1: ``(a > 1) IN (b < 1, b < 2, ...)``, ``<`` and BETWEEN of conditions)."""
     if isinstance(node, _CONDITIONS):
         return 1
     if isinstance(node, _CHOICES):
         return len(node.expressions)
-    if isinstance(node, _EQUALITIES) and _is_condition(node.this) and _is_condition(node.expression):
-        return 1
-    return 0
+    if not isinstance(node, _OPERATIONS):
+        return 0
+    conditions = sum(1 for child in _children(node) if _is_condition(child))
+    return conditions - 1 if conditions > 1 else 0
 
 
 def _is_condition(node) -> bool:

@@ -170,7 +170,7 @@ class Resolver:
                  "(FROM a JOIN b ON ... JOIN c ON ...)")
         if extra:
             fail(f"{', '.join(clause_name(k) for k in extra)} on the table is not supported "
-                 "(sampling or pivoting would change whose rows are counted)")
+                 "(it would change which rows are counted; read the table as it is)")
         columns = column_names(node.args.get("alias"))
         parts = [p for p in (node.catalog, node.db, node.name) if p]
         if len(parts) == 1 and parts[0].lower() in env:

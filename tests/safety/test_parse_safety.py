@@ -122,7 +122,10 @@ def test_more_than_512_case_branches_are_refused_for_free_before_planning(reader
 
 
 def test_a_case_of_512_branches_is_answered(reader):
-    assert reader.execute_df(f"SELECT {CASE_512} AS s FROM PUMS.PUMS").s[0] != 0
+    """Every age in PUMS is above 0, so the first WHEN gives every row 0: the sum is noise
+    alone (Laplace of scale 511 / 10; |noise| > 1,000 has probability 3e-9). It asserted
+    ``!= 0`` before, which failed about once in a hundred runs (once in a session's runs)."""
+    assert abs(reader.execute_df(f"SELECT {CASE_512} AS s FROM PUMS.PUMS").s[0]) < 1000
 
 
 def test_rebalanced_chains_keep_their_order_and_precedence():

@@ -74,8 +74,8 @@ SELECT COUNT(*) OVER () FROM PUMS.PUMS -- QueryError: window functions (OVER) ar
 SELECT COUNT(*) FROM (SELECT pid, ROW_NUMBER() OVER () AS r FROM PUMS.PUMS) -- QueryError: window functions are not supported
 SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex WINDOW w AS (PARTITION BY sex) -- QueryError: WINDOW is not supported in a dpsql query
 SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex QUALIFY n > 1 -- QueryError: QUALIFY is not supported
-SELECT COUNT(*) FROM PUMS.PUMS USING SAMPLE 10% -- QueryError: SAMPLE is not supported
-SELECT COUNT(*) FROM PUMS.PUMS TABLESAMPLE (10 PERCENT) -- QueryError: TABLESAMPLE on the table is not supported
+SELECT COUNT(*) FROM PUMS.PUMS USING SAMPLE 10% -- QueryError: TABLESAMPLE (USING SAMPLE) is not supported
+SELECT COUNT(*) FROM PUMS.PUMS TABLESAMPLE (10 PERCENT) -- QueryError: TABLESAMPLE (USING SAMPLE) on the table is not supported
 SELECT PERCENTILE_CONT(1.5) WITHIN GROUP (ORDER BY age) AS m FROM PUMS.PUMS -- QueryError: the quantile p = 1.5 (line 1, column
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE ISNAN(CAST('NaN' AS DOUBLE)) -- QueryError: is not a finite number
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE CAST(age AS DATE) IS NULL -- QueryError: CAST of an int to DATE is not supported
@@ -211,3 +211,6 @@ SELECT COUNT(age::varint) AS n FROM PUMS.PUMS -- QueryError: CAST to VARINT is n
 SELECT COUNT(*) AS n FROM PUMS.PUMS a ASOF JOIN PUMS.PUMS b ON a.pid = b.pid -- QueryError: ASOF in a join is not supported
 SELECT COUNT(*) AS n FROM PUMS.PUMS a NATURAL JOIN PUMS.PUMS b -- QueryError: NATURAL in a join is not supported
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE sex[1] = 'a' -- QueryError: a subscript (x[i]) is not allowed in WHERE
+# ---- review 42, F2
+SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE #1 > 1 -- QueryError: a column by position (#1) is not allowed
+SELECT COUNT(*) AS n FROM PUMS.PUMS AT (VERSION => 1) -- QueryError: AT (...) (time travel) on the table is not supported (it would change which rows are counted
