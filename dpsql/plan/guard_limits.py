@@ -75,8 +75,7 @@ plan, PostgreSQL 2.1 and 5.9 s, Spark 5.0 s at 4 (review 40, F1; a CUBE, F3, lik
 def check_conditions(part: exp.Expression) -> None:
     """Refuse ``part`` of a statement (for free, before it is planned) if the statement's
     conditions, with it, are more than MAX_PLANNED_CONDITIONS."""
-    with lowering(part):
-        total = statement_total("conditions", expanded_conditions(part))
+    total = statement_count("conditions", part, expanded_conditions(part))
     if total > MAX_PLANNED_CONDITIONS:
         raise QueryError(f"the query has {total:,} conditions joined by AND, OR and CASE WHEN "
                          "(or operands of GREATEST, LEAST and COALESCE) once each CTE is "
@@ -116,8 +115,7 @@ noise and the answer for that many rows took the last 1-2.6 s, past a timeout or
 def check_released_rows(part: object, rows: int) -> None:
     """Refuse a statement (for free, while it is planned) whose parts' public key grids,
     with ``rows`` for ``part``, hold more than MAX_RELEASED_ROWS rows."""
-    with lowering(part):
-        total = statement_total("released rows", rows)
+    total = statement_count("released rows", part, rows)
     if total > MAX_RELEASED_ROWS:
         raise QueryError(f"the query releases {total:,} rows of public key combinations (all "
                          "its UNION ALL parts and grouping sets together), more than dpsql's "
