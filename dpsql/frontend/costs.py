@@ -53,6 +53,11 @@ CAP = 10 ** 15
 IN_SCANNED = 16
 """Values of an IN list a value is compared with, at most (longer lists are hashed)."""
 
+NUMBER_CHARS = 48
+"""The most characters a number, date, time or boolean has as text, for a LENGTH's bounds
+(a DECIMAL(38, s) or HUGEINT has up to 40; the bound is a clamp, so a wider one only costs
+accuracy)."""
+
 _OTHER_STRINGS = (exp.RawString, exp.ByteString, exp.National)   # $$..$$, E'..', N'..'
 _CASE_FOLDS = (exp.Upper, exp.Lower)
 _KEEPS_VALUE = tuple(getattr(exp, n) for n in ("Max", "Min", "AnyValue", "First", "Last", "Mode")
@@ -67,41 +72,48 @@ _COMPARES = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ,
              exp.NullSafeNEQ, exp.Between)
 
 
-def text_length(node: exp.Expression, column_text) -> int | None:
+def text_length(node: exp.Expression, column_text, unit=None) -> int | None:
     """The most bytes ``node``'s value has as text, or None if it is not text
-    (``column_text(column)``: a column's most bytes, None if it is not a string)."""
+    (``column_text(column)``: a column's most bytes, None if it is not a string).
+    ``unit=CHARS`` counts characters instead (``column_text`` then gives characters)."""
+    count, number = unit or BYTES
     if isinstance(node, exp.Column):
         return column_text(node)
     if isinstance(node, exp.Literal):
-        return _bytes(str(node.this)) if node.is_string else None
+        return count(str(node.this)) if node.is_string else None
     if isinstance(node, _OTHER_STRINGS):    # refused later, but counted all the same
-        return _bytes(str(node.this))
+        return count(str(node.this))
     named = str(node.this).lower() if isinstance(node, exp.Anonymous) else None
     if isinstance(node, (exp.Concat, exp.DPipe)) or named == "concat":   # typed: Anonymous
-        return sum(_as_text(a, column_text) for a in _operands(node))
-    if isinstance(node, _CASE_FOLDS):
-        inner = text_length(node.this, column_text)
+        return sum(_as_text(a, column_text, unit) for a in _operands(node))
+    if isinstance(node, _CASE_FOLDS):       # a character may fold to 3 (Java: 'ΐ')
+        inner = text_length(node.this, column_text, unit)
         return None if inner is None else 3 * inner
     if isinstance(node, _SAME_LENGTH) or isinstance(node, _KEEPS_VALUE):
-        return text_length(node.this, column_text)
+        return text_length(node.this, column_text, unit)
     if isinstance(node, (exp.Cast, exp.TryCast)):
         if node.to.this in exp.DataType.TEXT_TYPES:
-            return _as_text(node.this, column_text)
+            return _as_text(node.this, column_text, unit)
         return None
     if isinstance(node, _BRANCHES) or named in ("greatest", "least"):
-        lengths = [text_length(a, column_text) for a in _results(node)]
+        lengths = [text_length(a, column_text, unit) for a in _results(node)]
         lengths = [n for n in lengths if n is not None]
         return max(lengths) if lengths else None
     return None
 
 
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+BYTES = (_bytes, NUMBER_TEXT)
+CHARS = (len, NUMBER_CHARS)
+"""``text_length``'s units: bytes (work), or characters (the value of LENGTH)."""
+
+
 def chars_as_bytes(chars: int) -> int:
     """The most bytes ``chars`` characters take (a column's ``max_length``)."""
     return BYTES_PER_CHAR * chars
-
-
-def _bytes(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def row_cost(expr: exp.Expression, column_text, column_cost) -> int:
@@ -199,11 +211,11 @@ def _listed_constant(node: exp.Expression) -> bool:
     return isinstance(parent, exp.In) and node.arg_key == "expressions" and _constant(node)
 
 
-def _as_text(node: exp.Expression | None, column_text) -> int:
+def _as_text(node: exp.Expression | None, column_text, unit=None) -> int:
     if node is None:
         return 0
-    n = text_length(node, column_text)
-    return NUMBER_TEXT if n is None else n
+    n = text_length(node, column_text, unit)
+    return (unit or BYTES)[1] if n is None else n
 
 
 def _operands(node: exp.Expression) -> list:

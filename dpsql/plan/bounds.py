@@ -26,6 +26,7 @@ import math
 from sqlglot import exp
 
 from ..frontend.allowed import written
+from ..frontend.costs import CHARS, text_length
 from ..frontend.ranges import int_range
 
 INF = math.inf
@@ -108,6 +109,17 @@ def _bigint(values: set) -> set:
     return {v for v in values if -(1 << 63) <= v < (1 << 63)}
 
 
+def field_chars(fields: dict):
+    """The most characters of a text column of ``fields`` (``text_length`` in ``CHARS``;
+    a field's bytes where its characters are not known, never fewer)."""
+    def chars(c):
+        f = fields.get(c.name.lower())
+        if f is None or f.kind != "string":
+            return None
+        return f.chars if f.chars is not None else f.text_bytes()
+    return chars
+
+
 class Deriver:
     """Bounds and domains over the fields of one relation.
 
@@ -174,6 +186,8 @@ class Deriver:
         for cls, part in _DATE_FUNCTIONS.items():
             if isinstance(node, cls):
                 return DATE_PART_RANGES[part]
+        if isinstance(node, exp.Length):
+            return self._length(node)
         if isinstance(node, exp.DateDiff):    # two literals were folded into a literal
             return self._lost(node, "a difference of dates: datetime columns have no bounds")
         return self._lost(node, "no bounds rule for this expression")
@@ -187,6 +201,14 @@ class Deriver:
         if f.lower is None or f.upper is None:
             return self._lost(node, "the column has no lower and upper bound in the metadata")
         return f.lower, f.upper
+
+    def _length(self, node) -> tuple:
+        """LENGTH of text: a stored column's cells are at most its max_length characters
+        (longer ones read as NULL, with the same LENGTH on every engine)."""
+        most = text_length(node.this, field_chars(self.fields), CHARS)
+        if most is None:
+            return self._lost(node, "no bounds rule for the length of this text")
+        return 0, most
 
     def _abs(self, node) -> tuple:
         lo, hi = self.interval(node.this)

@@ -26,10 +26,10 @@ from sqlglot import exp
 from ..metadata.model import Column, Table
 from .rewrite import column, typed_name
 from ..frontend.allowed import TEXT_UNIT
-from ..frontend.costs import chars_as_bytes, row_cost, text_length
+from ..frontend.costs import CHARS, chars_as_bytes, row_cost, text_length
 from ..frontend.binding import Binder, expression_weight, fail
 from ..frontend.typecheck import Checker
-from .bounds import INF, Deriver
+from .bounds import INF, Deriver, field_chars
 from ..frontend.dialect import ANALYST_DIALECT
 
 HIDDEN_PID = "_dpsql_pid"
@@ -69,6 +69,7 @@ class Field:
     weight: int = 1                    # base-column references it stands for (MAX_WEIGHT)
     cost: int = 0                      # work computing it takes a row (frontend.costs)
     text: int | None = None            # most bytes of its text (None: weight units)
+    chars: int | None = None           # most characters of its text (None: text_bytes())
     censored: bool = True              # as a group key, needs a threshold unless its values
                                        # are public: False only if every table it comes from
                                        # says censor_dims: false
@@ -190,6 +191,7 @@ def scan(table: Table, metadata=None) -> Relation:
             domain=col.values, nullable=col.nullable, is_id=is_id, of_id=is_id or col.private_id,
             origin="metadata", source=f"{table.full_name}.{col.name}".lower(), weight=col.work,
             text=chars_as_bytes(col.text_length) if col.type == "string" else None,
+            chars=col.text_length if col.type == "string" else None,
             censored=table.public or table.censor_dims,
             ref=(f"{ref[1].full_name}.{ref[2]}".lower() if ref and col.name == ref[0] else None))
     if table.public:
@@ -284,6 +286,8 @@ def _derive(expr: exp.Expression, kind: str, child: Relation, name: str, id_colu
                      c.name.lower(), Field("", "")).weight),
                  cost=field_cost(expr, child.fields),
                  text=text_length(expr, field_text(child.fields)) if kind == "string" else None,
+                 chars=(text_length(expr, field_chars(child.fields), CHARS)
+                        if kind == "string" else None),
                  nullable=plain.nullable if plain is not None else True,
                  source=plain.source if plain is not None else None,
                  ref=plain.ref if plain is not None else None,
