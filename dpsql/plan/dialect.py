@@ -25,6 +25,7 @@ from ..frontend.literals import int_literal
 from ..frontend.typecheck import _annotated
 from .guard_limits import MAX_GUARDS, check_guards, lowering
 from .nodes import Truncated, TruncatedGroups
+from .parens import bracketed
 from ..frontend.params import literal
 from .rewrite import data_type, with_source
 
@@ -69,7 +70,7 @@ class Dialect:
     def sql(self, lowered: exp.Expression, pretty: bool = False) -> str:
         """The text of a tree already ``lower``ed, which it consumes (sqlglot's generator
         may rewrite it in place instead of copying it first)."""
-        return lowered.sql(self.name, pretty=pretty, copy=False)
+        return bracketed(lowered).sql(self.name, pretty=pretty, copy=False)
 
     def sql_over(self, tree: exp.Select, typed: dict, nulls: dict, check,
                  heads: list | None = None) -> tuple:
@@ -86,10 +87,11 @@ class Dialect:
         with lowering(tree):
             lowered = self.lowered(with_source(tree, typed))
             check(lowered)
+            bracketed(lowered)
             count = len(typed)
             real = [cte.sql(self.name) for cte in lowered.args["with_"].expressions[:count]]
             dry = self.stand_in(nulls) if heads is None else heads
-            text = self.sql(lowered)
+            text = lowered.sql(self.name, copy=False)       # bracketed above
             head = "WITH " + ", ".join(real)
             if count and len(dry) == count and text.startswith(head):
                 return text, "WITH " + ", ".join(dry) + text[len(head):]
@@ -98,7 +100,8 @@ class Dialect:
     def stand_in(self, nulls: dict) -> list:
         """The texts of the dry run's first CTEs, over ``nulls`` (name -> SELECT, not
         changed), each lowered and rendered on its own."""
-        stand_in = self.lowered(with_source(exp.select(exp.Literal.number(1)), _copies(nulls)))
+        stand_in = bracketed(self.lowered(with_source(exp.select(exp.Literal.number(1)),
+                                                      _copies(nulls))))
         return [cte.sql(self.name) for cte in stand_in.args["with_"].expressions[:len(nulls)]]
 
 

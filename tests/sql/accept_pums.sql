@@ -46,6 +46,11 @@ SELECT SIGN(age - 50) AS s, COUNT(*) AS n FROM PUMS.PUMS GROUP BY s -- ok
 SELECT CASE WHEN income > 100000 THEN 'high' WHEN income > 30000 THEN 'mid' ELSE 'low' END AS band, COUNT(*) AS n FROM PUMS.PUMS GROUP BY band -- ok
 SELECT IF(married = '1', 'married', 'single') AS m, AVG(income) AS a FROM PUMS.PUMS GROUP BY m -- ok
 SELECT COALESCE(CASE WHEN age < 18 THEN 'minor' END, 'adult') AS grp, COUNT(*) AS n FROM PUMS.PUMS GROUP BY grp -- ok
+# a condition copied into a guard's comparison is bracketed on every engine (review 43, F1)
+SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE NULLIF(age > 50, TRUE) IS NULL -- ok
+SELECT COUNT(NULLIF(age > 50, income > 3)) AS a, COUNT(*) FILTER (WHERE NULLIF(sex = '1', age > 50) IS NULL) AS b FROM PUMS.PUMS -- ok
+SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE COALESCE(NULLIF(age BETWEEN 3 AND 50, age IN (1, 2)), FALSE) -- ok
+SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE NULLIF(NOT age > 50, age > 50 = TRUE) -- ok
 # ---- WHERE: BETWEEN, IN, LIKE, CASE, arithmetic, functions, literal conversion
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age BETWEEN 30 AND 40 -- ok
 SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age NOT BETWEEN 30 AND 40 -- ok
