@@ -4,6 +4,8 @@ real clients on its socket (issue 35: analysts reach a cluster through the wire)
 from __future__ import annotations
 
 import os
+import socket
+import struct
 import time
 import shutil
 
@@ -49,9 +51,9 @@ def served(tmp_path_factory):
         server.stop()
 
 
-def _java_processes(pid: int) -> int:
-    """How many java processes run under ``pid`` (its children and theirs)."""
-    children, found = {pid}, 0
+def _java_pids(pid: int) -> list:
+    """The java processes under ``pid`` (its children and theirs)."""
+    children, found = {pid}, []
     stats = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -68,9 +70,81 @@ def _java_processes(pid: int) -> int:
         for child, parent, name in stats:
             if parent in children and child not in children:
                 children.add(child)
-                found += name == "java"
+                if name == "java":
+                    found.append(child)
                 grew = True
     return found
+
+
+def _java_processes(pid: int) -> int:
+    return len(_java_pids(pid))
+
+
+def _listening(pid: int) -> list:
+    """(local address as /proc/net shows it, port) of every TCP socket ``pid`` listens on."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    found = []
+    for table in ("tcp", "tcp6"):
+        with open(f"/proc/{pid}/net/{table}") as f:
+            for line in f.read().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes:      # LISTEN
+                    address, port = fields[1].split(":")
+                    found.append((address, int(port, 16)))
+    return found
+
+
+_LOOPBACK = {"0100007F", "00000000000000000000000001000000",
+             "0000000000000000FFFF00000100007F"}       # 127.0.0.1, ::1, ::ffff:127.0.0.1
+
+
+def _unauthenticated_block_request(port: int) -> bytes:
+    """Spark's network protocol as a peer without the secret speaks it: a frame holding an
+    RpcRequest (type 3) whose body is OpenBlocks (0) of app, executor and block ids. The
+    answer's first bytes (empty if the peer closed or did not answer)."""
+    def text(value: str) -> bytes:
+        return struct.pack(">i", len(value)) + value.encode()
+    body = bytes([0]) + text("app") + text("driver") + struct.pack(">i", 1) + \
+        text("broadcast_0_piece0")
+    message = bytes([3]) + struct.pack(">qi", 1, len(body)) + body
+    answer = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as peer:
+        peer.sendall(struct.pack(">q", len(message) + 8) + message)
+        try:
+            while len(answer) < 512:
+                chunk = peer.recv(512)
+                if not chunk:
+                    break
+                answer += chunk
+        except (socket.timeout, ConnectionError):
+            pass
+    return answer
+
+
+def test_the_drivers_ports_are_on_loopback_and_ask_for_the_secret(served):
+    """Review 43, F2 (High): the driver's RPC and block manager listened on the machine's
+    address without authentication; a peer with no credentials fetched broadcast and
+    shuffle blocks holding the private rows' ids and values. Now every port of the server's
+    driver is on loopback, and a peer without the session's secret is asked for it
+    (SASL) instead of being served."""
+    server, _ = served
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as con:
+        con.execute("SELECT sex, COUNT(*) AS n FROM PUMS.PUMS GROUP BY sex").fetchall()
+    (java,) = _java_pids(server.proc.pid)
+    ports = _listening(java)
+    assert len(ports) >= 2 and all(address in _LOOPBACK for address, _ in ports), ports
+    answers = [_unauthenticated_block_request(port) for _, port in ports]
+    asked = [a for a in answers if b"SASL" in a]
+    assert len(asked) >= 2, answers                      # the RPC and the block manager
+    for answer in answers:
+        assert b"SASL" in answer or len(answer) < 22 or answer[8] != 4, answer  # no RpcResponse
 
 
 def test_every_analyst_is_answered_from_one_spark_session(served):

@@ -25,10 +25,13 @@ SHORT_DRIVER = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+U
 start faster (a server's driver is long-lived and keeps the JVM's defaults)."""
 
 
+LOOPBACK = "127.0.0.1"
+
+
 def command_session(master: str | None):
     """A Spark session for one command (local[*] unless a master is given), quiet."""
     master = master or "local[*]"
-    return _start(master, _defaults(master, {}, short=True))
+    return _start(master, {**_defaults(master, {}, short=True), **_fence(master, {})})
 
 
 def server_session(master: str, conf: dict) -> tuple:
@@ -40,7 +43,53 @@ def server_session(master: str, conf: dict) -> tuple:
     except ImportError:
         raise SparkMissing("pyspark") from None
     running = SparkContext._active_spark_context is not None
-    return _start(master, {**_defaults(master, conf, short=False), **conf}), not running
+    fenced = {**_defaults(master, conf, short=False), **_fence(master, conf), **conf}
+    if not running:
+        check_fenced(master, {**_user_defaults(), **fenced})
+    return _start(master, fenced), not running
+
+
+def _local(master: str) -> bool:
+    """All of Spark in this process (not ``local-cluster``, whose executors are JVMs of
+    their own)."""
+    return master == "local" or master.startswith("local[")
+
+
+def _fence(master: str, given: dict) -> dict:
+    """On a local master, unless the user set them: the driver's ports on loopback only,
+    every connection to them authenticated with a secret drawn now and encrypted, and
+    Spark's scratch files (shuffles, spilled blocks) in a directory of this user's only.
+    Review 43, F2: the driver's RPC and block manager listened on the machine's external
+    address without authentication and served the blocks of broadcast joins and shuffles
+    (the private rows' ids and values, exact) to anyone who reached the port; the shuffle
+    files sat in a /tmp directory every local user could read."""
+    if not _local(master):
+        return {}
+    import secrets
+    user = {**_user_defaults(), **given}
+    mine = {"spark.driver.bindAddress": LOOPBACK, "spark.driver.host": LOOPBACK,
+            "spark.authenticate": "true", "spark.authenticate.secret": secrets.token_hex(32),
+            "spark.network.crypto.enabled": "true", "spark.local.dir": _private_directory()}
+    if "spark.authenticate" in user:
+        mine.pop("spark.authenticate.secret")
+    return {k: v for k, v in mine.items() if k not in user}
+
+
+def check_fenced(master: str, conf: dict) -> None:
+    """A server's Spark must authenticate whoever connects to its driver and executors:
+    they serve the data's blocks (broadcast joins, shuffles) to anyone who reaches their
+    ports otherwise. A local master is fenced by ``_fence``; a cluster needs the owner's
+    ``spark.authenticate`` with the cluster's secret."""
+    if str(conf.get("spark.authenticate", "")).strip().lower() == "true":
+        return
+    where = "turns spark.authenticate off" if _local(master) else \
+        "runs on a cluster without spark.authenticate"
+    raise OperationalError(
+        f"spark: this deployment {where}, so Spark's driver and "
+        "block managers would serve the data's rows (broadcast and shuffle blocks) to anyone "
+        "who can reach their ports; set spark.authenticate: true and the cluster's secret "
+        "(spark.authenticate.secret), spark.network.crypto.enabled: true, and keep the "
+        "cluster's ports out of analysts' reach (docs/deployment.md)")
 
 
 RETAINED = {"spark.sql.ui.retainedExecutions": "20", "spark.ui.retainedJobs": "100",
@@ -128,6 +177,16 @@ class SharedSpark:
         if self._started and self.spark is not None:
             self.spark.stop()
         self.spark = None
+
+
+def _private_directory() -> str:
+    """A directory only this user may read (mode 0700), removed at exit."""
+    import atexit
+    import shutil
+    import tempfile
+    path = tempfile.mkdtemp(prefix="dpsql-spark-local-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def _temporary_warehouse() -> str:
