@@ -47,6 +47,11 @@ PARAMETERS = {
     "default_table_access_method": "heap", "max_index_keys": "32",
 }
 """What a PostgreSQL server reports on startup and through SHOW (a fixed list)."""
+SETTINGS = {"statement_timeout": "0", "lock_timeout": "0",
+            "idle_in_transaction_session_timeout": "0"}
+"""Settings SHOW, pg_settings and current_setting() show, not reported on startup: a
+session's own timeouts (0: none of its own; the owner's ``statement_timeout_s`` always
+applies, and a shorter one the session SETs applies too: review 43, F3)."""
 
 _SHOW_ALIASES = {"transaction isolation level": "transaction_isolation",
                  "time zone": "TimeZone", "session authorization": "session_authorization"}
@@ -70,7 +75,7 @@ class Catalog:
             s if re.fullmatch(r"[a-z_][a-z0-9_]*", s) else _quote(s) for s in self.schemas)
         self._con = catalog_build.connect()
         self.relations, self._widths = catalog_build.build(self._con, metadata, self.schemas,
-                                                           PARAMETERS)
+                                                           {**PARAMETERS, **SETTINGS})
         catalog_build.lock(self._con)
         self._checked: dict = {}
         self._checked_lock = threading.Lock()

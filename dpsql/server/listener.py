@@ -25,7 +25,7 @@ from .catalog import PARAMETERS, Catalog
 from .config import Deployment
 from .connection import Connection
 from .queries import Runner
-from .statements import ServerError
+from .statements import ServerError, statement_timeout
 
 log = logging.getLogger("dpsql.server")
 # Logged for the operator, never shown to the analyst: nothing reaches stderr unless
@@ -248,7 +248,7 @@ class Server:
         limits = self.deployment.limits
         self._turn(account)
         loop = asyncio.get_running_loop()
-        timeout = limits["statement_timeout_s"]
+        timeout = statement_timeout(state, limits["statement_timeout_s"])
         # The timeout counts from the message's arrival: reading a long message waits for
         # the analyst's turn too (``off_loop``), and a fresh timeout per wait answered a
         # statement 15 s after its deadline (twenty-ninth review of issue 33). The next
@@ -285,7 +285,8 @@ class Server:
         up to 4 s and a cancel by 1.16 s)."""
         account = connection.state.account
         self._turn(account)
-        timeout, loop = self.deployment.limits["statement_timeout_s"], asyncio.get_running_loop()
+        timeout = statement_timeout(connection.state, self.deployment.limits["statement_timeout_s"])
+        loop = asyncio.get_running_loop()
         left = timeout if connection.arrived is None else connection.arrived + timeout - loop.time()
         await _take_turn(connection, account.turn, max(0.0, left))
         try:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from .. import errors
 from ..privacy.params import Privacy
-from .catalog import PARAMETERS
+from .catalog import PARAMETERS, SETTINGS
 from .catalog_build import DPSQL_SETTINGS
 from .lexing import split_statements, strip, unquoted, without_comments  # noqa: F401 - split_statements: its users import it here
 
@@ -303,9 +303,41 @@ def _value(state: SessionState, name: str, value: str, default: Privacy):
     value = unquoted(value)
     if name in FIXED and value.lower() not in FIXED[name]:
         raise ServerError(f"{name} can only be {sorted(FIXED[name])[0]} on dpsql", "22023")
+    if name in SETTINGS:
+        return _duration(name, value)
     if name == "application_name":     # as PostgreSQL: printable ASCII, a '?' a byte else
         value = "".join(c if " " <= c <= "~" else "?" * len(c.encode()) for c in value)
     return value
+
+
+_UNITS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION = re.compile(r"([0-9]{1,12}(?:\.[0-9]{0,12})?)\s*(us|ms|s|min|h|d)?")
+
+
+def _duration(name: str, value: str) -> str:
+    """A timeout as PostgreSQL reads it (milliseconds unless a unit is given) and shows it
+    (``100ms``, ``2s``, ``1min``, ``0``)."""
+    found = _DURATION.fullmatch(value.strip().lower())
+    if found is None:
+        raise ServerError(f'invalid value for parameter "{name}": "{value[:40]}"; give '
+                          "milliseconds or a number with a unit (ms, s, min, h, d)", "22023")
+    ms = float(found.group(1)) * _UNITS[found.group(2) or "ms"]
+    ms = 0 if ms == 0 else max(1, round(ms))
+    if ms >= 2 ** 31:
+        raise ServerError(f'{value[:40]} is outside the range of "{name}" (0 .. 2147483647 '
+                          "milliseconds)", "22023")
+    for unit in ("d", "h", "min", "s"):
+        if ms and ms % _UNITS[unit] == 0:
+            return f"{ms // _UNITS[unit]}{unit}"
+    return f"{ms}ms" if ms else "0"
+
+
+def statement_timeout(state: SessionState, owner: float) -> float:
+    """Seconds this session's next statement may take: the owner's limit, or the session's
+    own ``statement_timeout`` where it SET a shorter one (0 is none of its own)."""
+    found = _DURATION.fullmatch(str(state.settings.get("statement_timeout") or "0"))
+    ms = float(found.group(1)) * _UNITS[found.group(2) or "ms"] if found else 0
+    return min(owner, ms / 1000) if ms > 0 else owner
 
 
 _NUMERIC = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -355,7 +387,7 @@ def _show(state: SessionState, text: str, default: Privacy) -> Result:
     return Result("SHOW", [(name, "VARCHAR")], [(_text(setting(state, name)),)])
 
 
-_KNOWN = {k.lower(): v for k, v in PARAMETERS.items()}
+_KNOWN = {k.lower(): v for k, v in {**PARAMETERS, **SETTINGS}.items()}
 """PostgreSQL's reported parameters by lower-case name (SHOW, pg_settings)."""
 
 

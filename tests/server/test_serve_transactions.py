@@ -88,6 +88,25 @@ SCRIPT = [
     "SET application_name TO DEFAULT",
     "SHOW application_name",
     "SELECT 1 /* a /* b */",                    # 42601
+    # review 43, F3: a session's timeouts were echoed by SHOW and nothing else
+    "SHOW statement_timeout",
+    "SET statement_timeout = 100",
+    "SHOW statement_timeout",
+    "SELECT current_setting('statement_timeout')",
+    "SET statement_timeout = '2s'",
+    "SHOW statement_timeout",
+    "SET statement_timeout TO '60000'",
+    "SHOW statement_timeout",
+    "SET statement_timeout = '1.5s'",
+    "SHOW statement_timeout",
+    "SET statement_timeout = 'banana'",         # 22023
+    "SET statement_timeout = '-1'",             # 22023
+    "SET lock_timeout = '3s'",
+    "SHOW lock_timeout",
+    "RESET statement_timeout",
+    "SHOW statement_timeout",
+    "SET idle_in_transaction_session_timeout = '1min'",
+    "SHOW idle_in_transaction_session_timeout",
 ]
 
 
@@ -121,6 +140,24 @@ def test_a_transaction_script_runs_as_on_postgresql(served, postgres):
     assert got == want
     assert any(state == "25P02" for _, state, _, _ in got)      # the script reaches each case
     assert any(status == "INERROR" for *_, status in got)
+
+
+def test_a_sessions_shorter_statement_timeout_applies(served):
+    """Review 43, F3: SET statement_timeout was accepted and had no effect. A session's own
+    timeout shorter than the owner's stops its statements (57014); 0 or RESET leaves the
+    owner's."""
+    sql = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > 3"
+    with psycopg.connect(served.dsn(), autocommit=True) as con:
+        con.execute("SET statement_timeout = 1")
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            con.execute(sql)
+        con.execute("SET statement_timeout = 0")
+        assert con.execute(sql).fetchone()[0] > 0
+        con.execute("SET statement_timeout = '1ms'")
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            con.execute(sql)
+        con.execute("RESET statement_timeout")
+        assert con.execute(sql).fetchone()[0] > 0
 
 
 def test_read_write_is_refused_as_by_a_read_only_server(served):
