@@ -12,6 +12,7 @@ from sqlglot import exp
 from ..metadata.model import Column
 from ..frontend.parse import literal
 from ..frontend.allowed import ENGINE_TYPES
+from ..frontend.costs import BYTES_PER_CHAR
 from ..frontend.typecheck import float_literal, int_literal
 
 TYPED_SOURCE = "_dpsql_typed"
@@ -33,7 +34,7 @@ def _base(stored_type: str) -> str:
     return (stored_type or "").upper().split("(")[0]
 
 
-def typed_column(col: Column, stored_type: str) -> exp.Expression:
+def typed_column(col: Column, stored_type: str, byte_length: str = "OCTET_LENGTH") -> exp.Expression:
     """The column as its metadata type, whatever type the storage gave it.
 
     Types come from the metadata, never from the data: a CSV column of whole numbers
@@ -42,7 +43,7 @@ def typed_column(col: Column, stored_type: str) -> exp.Expression:
     target = ENGINE_TYPES[col.type]
     node = converted(col, stored_type, exp.column(col.name, quoted=True))
     if col.type == "string":
-        node = capped_text(node, col.text_length)
+        node = capped_text(node, col.text_length, byte_length)
     if col.missing_value is not None:
         node = exp.Coalesce(this=node, expressions=[exp.TryCast(
             this=literal(col.missing_value), to=exp.DataType.build(target))])
@@ -75,17 +76,31 @@ def converted(col: Column, stored_type: str, node: exp.Expression) -> exp.Expres
     return exp.TryCast(this=node, to=exp.DataType.build(target))
 
 
-def capped_text(node: exp.Expression, length: int) -> exp.Expression:
+def capped_text(node: exp.Expression, length: int, byte_length: str = "OCTET_LENGTH") -> exp.Expression:
     """A text column's value, NULL if longer than ``length`` characters, its metadata's
-    max_length (read on every engine so: see ``dpsql.metadata.model.TEXT_UNIT``)."""
-    return exp.Case(ifs=[exp.If(this=exp.LTE(this=exp.Length(this=node.copy()),
-                                             expression=exp.Literal.number(length)),
-                                true=node)])
+    max_length (read on every engine so: see ``dpsql.metadata.model.TEXT_UNIT``).
+
+    Its bytes are tested first (``byte_length``: the engine's function that reads a text's
+    size without reading the text; DuckDB's is STRLEN): a cell of more than 4 bytes a
+    character is too long whatever it holds, and is never read. Review 44, F2: LENGTH alone
+    read a 200 MB cell in full (PostgreSQL de-TOASTed it), only on the rows a cheap
+    predicate let through, and the time of ``WHERE age BETWEEN ... AND educ = 'x'`` read
+    that person's age and income bit by bit."""
+    return exp.Case(ifs=[
+        exp.If(this=exp.GT(this=exp.Anonymous(this=byte_length, expressions=[node.copy()]),
+                           expression=exp.Literal.number(BYTES_PER_CHAR * length)),
+               true=exp.Null()),
+        exp.If(this=exp.LTE(this=exp.Length(this=node.copy()),
+                            expression=exp.Literal.number(length)),
+               true=node)])
 
 
-def typed_relation(table, physical: exp.Expression, stored_types: dict) -> exp.Select:
-    """Every metadata column of ``table``, typed by its metadata, read from ``physical``."""
-    return exp.select(*[exp.alias_(typed_column(col, stored_types.get(col.name.lower(), "")),
+def typed_relation(table, physical: exp.Expression, stored_types: dict,
+                   byte_length: str = "OCTET_LENGTH") -> exp.Select:
+    """Every metadata column of ``table``, typed by its metadata, read from ``physical``
+    (``byte_length``: the engine's size of a text, ``capped_text``)."""
+    return exp.select(*[exp.alias_(typed_column(col, stored_types.get(col.name.lower(), ""),
+                                                byte_length),
                                    col.name, quoted=True) for col in table.columns.values()]
                       ).from_(physical.copy())
 

@@ -4,7 +4,7 @@ import dataclasses
 
 import dpsql
 from dpsql.plan.aggregate import check_rows_independent
-from dpsql.plan.rewrite import null_relation, typed_name, typed_relation
+from dpsql.plan.rewrite import null_relation, typed_name
 
 from tests.paths import DATA
 
@@ -21,7 +21,7 @@ def _reader():
 def _built_each_time(engine, plan) -> tuple:
     """(engine SQL, dry run) with the relations built for this plan alone, as before."""
     tables = plan.query.relation.tables
-    typed = {typed_name(t): typed_relation(t, engine.table_node(t), engine.column_types(t))
+    typed = {typed_name(t): engine._typed(t)
              for t in tables}
     nulls = {typed_name(t): null_relation(t) for t in tables}
     return engine.dialect.sql_over(plan.exact, typed, nulls, check_rows_independent)
