@@ -93,13 +93,19 @@ def wide(postgres):
     text = "".join(chr(rng.randrange(0x1000, 0x9000)) for _ in range(256))
     heavy = pd.DataFrame({"pid": [X] * 20_000, "x": [100] * 20_000,
                           **{c: [text] * 20_000 for c in "abcd"}})
+    yield from _neighbours(postgres, WIDE_META, "w.r", "wide_", base, heavy)
+
+
+def _neighbours(postgres, meta, table, prefix, base, heavy):
+    """Readers of two databases, ``base`` ("without") and ``base`` with ``heavy``."""
+    import pandas as pd
     out, cons = {}, []
     for name, frame in (("without", base), ("with X", pd.concat([base, heavy]))):
-        con = create_database(postgres, "wide_" + name.replace(" ", "_"))
-        load_frame(con, WIDE_META, "w.r", frame)
+        con = create_database(postgres, prefix + name.replace(" ", "_"))
+        load_frame(con, meta, table, frame)
         con.commit()
         cons.append(con)
-        out[name] = dpsql.from_connection(con, WIDE_META, privacy=dpsql.Privacy(epsilon=1.0))
+        out[name] = dpsql.from_connection(con, meta, privacy=dpsql.Privacy(epsilon=1.0))
     yield out
     for con in cons:
         con.close()
@@ -142,16 +148,7 @@ def long_cell(postgres):
     base = pd.DataFrame({"pid": range(1, 1001), "x": [i % 51 for i in range(1000)],
                          "a": ["v"] * 1000})
     heavy = pd.DataFrame({"pid": [X], "x": [100], "a": [os.urandom(24 << 20).hex()]})
-    out, cons = {}, []
-    for name, frame in (("without", base), ("with X", pd.concat([base, heavy]))):
-        con = create_database(postgres, "long_" + name.replace(" ", "_"))
-        load_frame(con, LONG_META, "w.l", frame)
-        con.commit()
-        cons.append(con)
-        out[name] = dpsql.from_connection(con, LONG_META, privacy=dpsql.Privacy(epsilon=1.0))
-    yield out
-    for con in cons:
-        con.close()
+    yield from _neighbours(postgres, LONG_META, "w.l", "long_", base, heavy)
 
 
 def test_an_over_long_cell_is_never_read(long_cell):
