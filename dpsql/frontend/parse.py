@@ -114,6 +114,12 @@ def _pyformat_message(tokens: list, i: int) -> str:
             "(tuple or list), e.g. execute('... WHERE age > ?', (30,))")
 
 
+_TEXT_TYPES = {TokenType.TEXT, TokenType.VARCHAR, TokenType.NVARCHAR, TokenType.CHAR,
+               TokenType.NCHAR, TokenType.BPCHAR}
+"""A text type a CAST may name: its length, which DuckDB's reading drops, is refused (review
+44, F3: ``CAST(educ AS VARCHAR(1)) = '1'`` answered as ``educ = '1'``)."""
+
+
 def _check_tokens(tokens: list) -> None:
     """Refuse pyformat placeholders and too deep nesting, on tokens (no recursion)."""
     depth = 0
@@ -132,6 +138,14 @@ def _check_tokens(tokens: list) -> None:
                     "parentheses or split the expression")
         elif kind in _CLOSE:
             depth = max(depth - 1, 0)
+        elif kind in _TEXT_TYPES and 0 < i < len(tokens) - 1 and tokens[i + 1].token_type \
+                == TokenType.L_PAREN and tokens[i - 1].token_type in (TokenType.ALIAS,
+                                                                      TokenType.DCOLON):
+            raise QueryError(
+                f"a text type with a length ({tok.text.upper()}(...), line {tok.line}, column "
+                f"{tok.col}) is not supported: dpsql's text has no length, where PostgreSQL "
+                "would cut or pad it to that many characters; cast to VARCHAR, and cut with "
+                "LEFT(x, n)")
 
 
 def _token_error(err: TokenError, sql: str) -> QueryError:
