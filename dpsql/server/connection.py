@@ -1,12 +1,10 @@
 """One client connection: the PostgreSQL protocol's state machine over asyncio streams.
 
-Owns: the order of messages on one connection: TLS negotiation, SCRAM-SHA-256
-authentication (an unknown user is indistinguishable from a wrong password), the
-simple and the extended query protocol (statements, portals, error recovery at
-Sync), and cancel keys. Statements run on the server's worker pool
-(``dpsql.server.queries``); this module only moves bytes. A client that breaks the
-protocol loses its own connection, never anything else.
-"""
+Owns: the order of messages on one connection: TLS negotiation, SCRAM-SHA-256 authentication
+(an unknown user is indistinguishable from a wrong password), the simple and the extended
+query protocol (statements, portals, error recovery at Sync), and cancel keys. Statements
+run on the server's worker pool (``dpsql.server.queries``); this module only moves bytes. A
+client that breaks the protocol loses its own connection, never anything else."""
 from __future__ import annotations
 
 import asyncio
@@ -18,7 +16,7 @@ from .. import errors
 from . import protocol as p
 from .queries import duck_oid, required_params
 from .scram import MECHANISM, AuthenticationFailed, ScramExchange
-from .statements import Result, SessionState, split_statements, sqlstate
+from .statements import Result, ServerError, SessionState, opened, split_statements, sqlstate
 from .values import TEXT, UNKNOWN, decode_bind, text_field
 
 AUTH_TIMEOUT_S = 10.0
@@ -217,9 +215,11 @@ class Connection:
             await self._fatal("53300", refused)
         self.pid, self.secret = self.server.new_key(self)
         self.server.authenticated(self, account.analyst.name)
-        self.state = SessionState(account, self.server.catalog, client=self.client,
-                                  database=startup.params.get("database") or user)
-        self.state.interrupt = None
+        try:        # the startup's options (-c statement_timeout=5s) are SETs, refused as FATAL
+            self.state = opened(account, self.server.catalog, self.client, startup.params,
+                                self.server.deployment.privacy)
+        except ServerError as err:
+            await self._fatal(err.sqlstate, str(err))
         status = [p.parameter_status(k, v) for k, v in self.server.parameters(user).items()]
         await self._send(p.authentication_sasl_final(final), p.authentication_ok(), *status,
                          p.backend_key_data(self.pid, self.secret), p.ready_for_query("I"))

@@ -25,7 +25,8 @@ from .catalog import PARAMETERS, Catalog
 from .config import Deployment
 from .connection import Connection
 from .queries import Runner
-from .statements import ServerError, statement_timeout
+from .statements import ServerError
+from .timeouts import statement_timeout
 
 log = logging.getLogger("dpsql.server")
 # Logged for the operator, never shown to the analyst: nothing reaches stderr unless

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from .. import errors
 from ..privacy.params import Privacy
 from .catalog import PARAMETERS, SETTINGS
+from .timeouts import duration
 from .catalog_build import DPSQL_SETTINGS
 from .lexing import split_statements, strip, unquoted, without_comments  # noqa: F401 - split_statements: its users import it here
 
@@ -261,6 +262,32 @@ def _modes(modes: str, what: str) -> str | None:
     return level
 
 
+def opened(account, catalog, client: str, params: dict, default: Privacy) -> SessionState:
+    """A new connection's session: its startup ``options`` (``-c name=value``,
+    ``--name=value``, as libpq's PGOPTIONS) applied as SETs, and a timeout given as a
+    startup parameter, both checked as SET checks them; ServerError if one is refused
+    (review 44, F1: ``options=-c statement_timeout=1`` was ignored, even an invalid one)."""
+    state = SessionState(account, catalog, client=client,
+                         database=params.get("database") or params.get("user"))
+    state.interrupt = None
+    pairs = [(k, v) for k, v in params.items() if k.lower() in SETTINGS]
+    words = re.findall(r"(?:\\.|[^\s\\])+", params.get("options") or "")
+    words = [re.sub(r"\\(.)", r"\1", w) for w in words]
+    at = 0
+    while at < len(words):
+        word, at = words[at], at + 1
+        if word == "-c" and at < len(words):
+            word, at = "-c" + words[at], at + 1
+        if not (word.startswith("-c") or word.startswith("--")) or "=" not in word:
+            raise ServerError(f"invalid command-line argument for server process: "
+                              f"{word[:40]}; give options as -c name=value", "42601")
+        name, value = word[2:].split("=", 1)
+        pairs.append((name.replace("-", "_"), value))
+    for name, value in pairs:
+        state.settings[name.lower()] = _value(state, name.lower(), value, default)
+    return state
+
+
 def _set(state: SessionState, text: str, default: Privacy) -> Result:
     tz = _SET_TZ.match(text)
     found = _SET.match(text) if tz is None else None
@@ -304,40 +331,13 @@ def _value(state: SessionState, name: str, value: str, default: Privacy):
     if name in FIXED and value.lower() not in FIXED[name]:
         raise ServerError(f"{name} can only be {sorted(FIXED[name])[0]} on dpsql", "22023")
     if name in SETTINGS:
-        return _duration(name, value)
+        try:
+            return duration(name, value)
+        except ValueError as err:
+            raise ServerError(str(err), "22023") from None
     if name == "application_name":     # as PostgreSQL: printable ASCII, a '?' a byte else
         value = "".join(c if " " <= c <= "~" else "?" * len(c.encode()) for c in value)
     return value
-
-
-_UNITS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
-_DURATION = re.compile(r"([0-9]{1,12}(?:\.[0-9]{0,12})?)\s*(us|ms|s|min|h|d)?")
-
-
-def _duration(name: str, value: str) -> str:
-    """A timeout as PostgreSQL reads it (milliseconds unless a unit is given) and shows it
-    (``100ms``, ``2s``, ``1min``, ``0``)."""
-    found = _DURATION.fullmatch(value.strip().lower())
-    if found is None:
-        raise ServerError(f'invalid value for parameter "{name}": "{value[:40]}"; give '
-                          "milliseconds or a number with a unit (ms, s, min, h, d)", "22023")
-    ms = float(found.group(1)) * _UNITS[found.group(2) or "ms"]
-    ms = 0 if ms == 0 else max(1, round(ms))
-    if ms >= 2 ** 31:
-        raise ServerError(f'{value[:40]} is outside the range of "{name}" (0 .. 2147483647 '
-                          "milliseconds)", "22023")
-    for unit in ("d", "h", "min", "s"):
-        if ms and ms % _UNITS[unit] == 0:
-            return f"{ms // _UNITS[unit]}{unit}"
-    return f"{ms}ms" if ms else "0"
-
-
-def statement_timeout(state: SessionState, owner: float) -> float:
-    """Seconds this session's next statement may take: the owner's limit, or the session's
-    own ``statement_timeout`` where it SET a shorter one (0 is none of its own)."""
-    found = _DURATION.fullmatch(str(state.settings.get("statement_timeout") or "0"))
-    ms = float(found.group(1)) * _UNITS[found.group(2) or "ms"] if found else 0
-    return min(owner, ms / 1000) if ms > 0 else owner
 
 
 _NUMERIC = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")

@@ -142,22 +142,63 @@ def test_a_transaction_script_runs_as_on_postgresql(served, postgres):
     assert any(status == "INERROR" for *_, status in got)
 
 
+SLOW = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > {} AND (" + " OR ".join(
+    f"age + {i} = {i + 40}" for i in range(100)) + ")"
+"""A statement that plans for about 0.15 s (a timer of 1 ms may fire up to Python's thread
+switch interval, 5 ms, late: a statement of a few ms could finish first)."""
+
+
 def test_a_sessions_shorter_statement_timeout_applies(served):
     """Review 43, F3: SET statement_timeout was accepted and had no effect. A session's own
     timeout shorter than the owner's stops its statements (57014); 0 or RESET leaves the
     owner's."""
-    sql = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > 3"
+    sql = "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE age > {}"    # fresh: never a replay
+    slow = SLOW                     # plans for about 0.15 s: a 1 ms timer fires in it
     with psycopg.connect(served.dsn(), autocommit=True) as con:
+        con.execute("SET dpsql.epsilon = 0.01")        # the module's statements share a budget
         con.execute("SET statement_timeout = 1")
         with pytest.raises(psycopg.errors.QueryCanceled):
-            con.execute(sql)
+            con.execute(slow.format(-31))
         con.execute("SET statement_timeout = 0")
-        assert con.execute(sql).fetchone()[0] > 0
+        assert con.execute(sql.format(-32)).fetchone()[0] > 0
         con.execute("SET statement_timeout = '1ms'")
         with pytest.raises(psycopg.errors.QueryCanceled):
-            con.execute(sql)
+            con.execute(slow.format(-33))
         con.execute("RESET statement_timeout")
-        assert con.execute(sql).fetchone()[0] > 0
+        assert con.execute(sql.format(-34)).fetchone()[0] > 0
+
+
+@pytest.mark.parametrize("options, name, shown", [
+    ("-c statement_timeout=2s", "statement_timeout", "2s"),
+    ("-cstatement_timeout=250", "statement_timeout", "250ms"),
+    ("--statement-timeout=1min", "statement_timeout", "1min"),
+    ("-c application_name=two\\ words -c lock_timeout=3s", "application_name", "two words"),
+    ("-c dpsql.epsilon=0.25", "dpsql.epsilon", "0.25"),
+])
+def test_startup_options_are_applied_as_sets(served, options, name, shown):
+    """Review 44, F1: the startup packet's options (libpq's PGOPTIONS, a DSN's options=)
+    were ignored, so a client's own statement_timeout given there never applied."""
+    with psycopg.connect(served.dsn(), options=options, autocommit=True) as con:
+        assert con.execute(f"SHOW {name}").fetchone()[0] == shown
+
+
+@pytest.mark.parametrize("options, said", [
+    ("-c statement_timeout=abc", "invalid value for parameter"),
+    ("-c statement_timeout=-1", "invalid value for parameter"),
+    ("-c no_such_setting=1", "unrecognized configuration parameter"),
+    ("-c dpsql.epsilon=-1", "must be a positive number"),
+    ("-x", "invalid command-line argument"),
+])
+def test_startup_options_that_set_cannot_take_are_refused(served, options, said):
+    with pytest.raises(psycopg.OperationalError, match=said):
+        psycopg.connect(served.dsn(), options=options)
+
+
+def test_a_startup_statement_timeout_applies(served):
+    with psycopg.connect(served.dsn(), options="-c statement_timeout=1 -c dpsql.epsilon=0.01",
+                         autocommit=True) as con:
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            con.execute(SLOW.format(-35))
 
 
 def test_read_write_is_refused_as_by_a_read_only_server(served):
