@@ -103,3 +103,16 @@ def test_line_counting_across_chunk_boundaries(tmp_path):
     path.write_bytes(text)
     for chunk in (1, 2, 3, 5, 1 << 20):
         assert _count_lines(path, chunk) == 6      # h,a 1,2 3,4 5,6 (spaces) 7,8
+
+
+def test_one_persons_cell_of_40_mb_reads_as_null_and_the_file_loads(tmp_path):
+    """Review 44, F4: a line longer than DuckDB's default line size (a few MB) was dropped,
+    and the line count then refused the whole file as an 'unbalanced quote': one person's
+    value decided whether every statement failed. Now the cell reads, and as it is longer
+    than max_length it is NULL."""
+    long_row = "45,1," + "9" * (40 << 20) + ",1,100,1"
+    path = write(tmp_path, GOOD + [long_row])
+    large = dpsql.Privacy(epsilon=500.0)       # within the reader's budget: noise of 0.01
+    got = reader(path).execute_df("SELECT COUNT(*) AS n, COUNT(educ) AS e FROM PUMS.PUMS",
+                                  privacy=large)
+    assert round(got["n"].iloc[0]) == len(GOOD) + 1 and round(got["e"].iloc[0]) == len(GOOD)

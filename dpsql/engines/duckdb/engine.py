@@ -308,6 +308,12 @@ def _csv_header(path: Path) -> list:
     return names
 
 
+MAX_LINE = 1 << 30
+"""The longest CSV line read (bytes). DuckDB's default (a few MB) dropped one person's 30 MB
+cell's line, and with it the whole file (review 44, F4); a cell that long reads as NULL
+(``max_length``) like any other too long."""
+
+
 def _load_csv(con, view: str, path: Path, table: Table) -> None:
     """Load a CSV as a typed table: read as text (no type sniffing, so one odd value
     cannot change a column's type or fail a query), converted by the metadata.
@@ -324,7 +330,7 @@ def _load_csv(con, view: str, path: Path, table: Table) -> None:
     _check_columns(table, header)
     rejects, scans = view + "_rejects", view + "_scans"
     rel = con.read_csv(str(path), header=True, auto_detect=False, delimiter=",", quotechar='"',
-                       escapechar='"', ignore_errors=True, strict_mode=False,
+                       escapechar='"', ignore_errors=True, strict_mode=False, max_line_size=MAX_LINE,
                        store_rejects=True, rejects_table=rejects, rejects_scan=scans,
                        columns={name: "VARCHAR" for name in header})
     rel.create_view(view + "_text")
@@ -395,7 +401,8 @@ def _check_records(con, path: Path, table: Table, target: exp.Table, rejects: ex
     if first is None and not broken and kept + dropped == _count_lines(path) - 1:
         return
     where = f", likely in the record that starts on line {first}" if first is not None else ""
-    raise DataError(f"{path}: a quoted field spans lines (an unbalanced quote{where}); "
-                    "fix the quoting in the file: close every quote on the line where it "
-                    "opens, as a field may not hold a line break. The file is refused as a "
-                    "whole so that one record cannot change others.")
+    raise DataError(f"{path}: a quoted field spans lines (an unbalanced quote{where}), or a "
+                    f"line is longer than {MAX_LINE >> 20:,} MB; fix the quoting in the file: "
+                    "close every quote on the line where it opens, as a field may not hold a "
+                    "line break. The file is refused as a whole so that one record cannot "
+                    "change others.")
