@@ -116,8 +116,37 @@ def _pyformat_message(tokens: list, i: int) -> str:
 
 _TEXT_TYPES = {TokenType.TEXT, TokenType.VARCHAR, TokenType.NVARCHAR, TokenType.CHAR,
                TokenType.NCHAR, TokenType.BPCHAR}
-"""A text type a CAST may name: its length, which DuckDB's reading drops, is refused (review
-44, F3: ``CAST(educ AS VARCHAR(1)) = '1'`` answered as ``educ = '1'``)."""
+_TEXT_NAMES = {"text", "varchar", "char", "character", "nchar", "nvarchar", "bpchar", "string",
+               "character varying", "national character"}
+_FIXED_NAMES = {"char", "character", "nchar", "bpchar", "national character"}
+_CASTS = {"cast", "try_cast", "safe_cast"}
+
+
+def _check_text_types(tokens: list) -> None:
+    """Refuse a cast to a text type with a length (``VARCHAR(1)``, ``"varchar"(1)``) or to
+    a fixed-length one (``CHAR``, which is ``CHAR(1)`` in PostgreSQL): DuckDB's reading
+    drops both, and dpsql's text has no length (review 44, F3: ``CAST(educ AS VARCHAR(1)) =
+    '1'`` answered as ``educ = '1'``). A type stands after ``::`` or after the AS of a
+    CAST's own brackets (not a column's alias)."""
+    casts: list = []
+    for i, tok in enumerate(tokens[1:], 1):
+        kind, before = tok.token_type, tokens[i - 1]
+        if kind in _OPEN:
+            casts.append(kind == TokenType.L_PAREN and before.text.lower() in _CASTS)
+        elif kind in _CLOSE and casts:
+            casts.pop()
+        name = tok.text.lower()
+        if not (kind in _TEXT_TYPES or name in _TEXT_NAMES) or not (
+                before.token_type == TokenType.DCOLON or (
+                    before.token_type == TokenType.ALIAS and casts and casts[-1])):
+            continue
+        sized = i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN
+        if sized or " ".join(name.split()) in _FIXED_NAMES:
+            raise QueryError(
+                f"a cast to {tok.text.upper()}{'(...)' if sized else ''} (line {tok.line}, "
+                f"column {tok.col}) is not supported: dpsql's text has no length, where "
+                "PostgreSQL would cut or pad it to a number of characters (CHAR alone is "
+                "one); cast to VARCHAR, and cut with LEFT(x, n)")
 
 
 def _check_tokens(tokens: list) -> None:
@@ -138,14 +167,6 @@ def _check_tokens(tokens: list) -> None:
                     "parentheses or split the expression")
         elif kind in _CLOSE:
             depth = max(depth - 1, 0)
-        elif kind in _TEXT_TYPES and 0 < i < len(tokens) - 1 and tokens[i + 1].token_type \
-                == TokenType.L_PAREN and tokens[i - 1].token_type in (TokenType.ALIAS,
-                                                                      TokenType.DCOLON):
-            raise QueryError(
-                f"a text type with a length ({tok.text.upper()}(...), line {tok.line}, column "
-                f"{tok.col}) is not supported: dpsql's text has no length, where PostgreSQL "
-                "would cut or pad it to that many characters; cast to VARCHAR, and cut with "
-                "LEFT(x, n)")
 
 
 def _token_error(err: TokenError, sql: str) -> QueryError:
@@ -207,6 +228,7 @@ def _parse_all(sql: str) -> tuple:
         raise QueryError("cannot read the query: it is not SQL this server can read; "
                          "write one SELECT statement in standard SQL") from None
     _check_tokens(tokens)
+    _check_text_types(tokens)
     tokens, clause = bigquery.extract(tokens)
     try:
         return _parse_tokens(tokens, sql, ANALYST_DIALECT), clause
