@@ -34,7 +34,7 @@ def _base(stored_type: str) -> str:
     return (stored_type or "").upper().split("(")[0]
 
 
-def typed_column(col: Column, stored_type: str, byte_length: str = "OCTET_LENGTH") -> exp.Expression:
+def typed_column(col: Column, stored_type: str, byte_length: str = "STRLEN") -> exp.Expression:
     """The column as its metadata type, whatever type the storage gave it.
 
     Types come from the metadata, never from the data: a CSV column of whole numbers
@@ -96,9 +96,9 @@ def capped_text(node: exp.Expression, length: int, byte_length: str = "OCTET_LEN
 
 
 def typed_relation(table, physical: exp.Expression, stored_types: dict,
-                   byte_length: str = "OCTET_LENGTH") -> exp.Select:
-    """Every metadata column of ``table``, typed by its metadata, read from ``physical``
-    (``byte_length``: the engine's size of a text, ``capped_text``)."""
+                   byte_length: str = "STRLEN") -> exp.Select:
+    """Every metadata column of ``table``, typed by its metadata, read from ``physical``, in
+    DuckDB's SQL, the plan's own (``byte_length``: the size of a text, ``capped_text``)."""
     return exp.select(*[exp.alias_(typed_column(col, stored_types.get(col.name.lower(), ""),
                                                 byte_length),
                                    col.name, quoted=True) for col in table.columns.values()]

@@ -15,7 +15,7 @@ from dpsql.engines.duckdb.engine import Engine
 from dpsql.engines.postgres.engine import PostgresEngine
 from dpsql.engines.spark.engine import SparkEngine
 from dpsql.metadata import Metadata
-from dpsql.plan.rewrite import typed_name, typed_relation
+from dpsql.plan.rewrite import typed_name
 
 CELLS = ["abc", "", "1e400", "9223372036854775808", "9223372036854775807", " 12 ", "12.5",
          "13.5", "-12.5", "1e3", "+5", ".5", "5.", "inf", "-Infinity", "nan", "-0", "3.0",
@@ -64,7 +64,7 @@ def duckdb_rows(source, metadata) -> list:
         warnings.simplefilter("ignore")
         engine = Engine.from_data(source, metadata)
     table = next(iter(metadata.tables.values()))
-    sql = typed_relation(table, engine.table_node(table), engine.column_types(table)).sql("duckdb")
+    sql = engine._typed(table).sql("duckdb")
     return sorted_rows(engine.con.execute(sql).fetchall())
 
 

@@ -124,7 +124,7 @@ def test_grid_size_is_a_session_setting(pums):
     "SELECT QUANTILE_CONT(income, age) FROM PUMS.PUMS",
     "SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY income, age) FROM PUMS.PUMS",
     "SELECT QUANTILE_CONT(income, []) FROM PUMS.PUMS",
-    "SELECT MEDIAN(LENGTH(sex)) FROM PUMS.PUMS",
+    "SELECT MEDIAN(STRPOS(sex, '1')) FROM PUMS.PUMS",       # unbounded (LENGTH has bounds)
     "SELECT MEDIAN(MEDIAN(income)) FROM PUMS.PUMS",
 ])
 def test_refusals_cost_nothing(pums, sql):
