@@ -165,7 +165,7 @@ class ServerEngine:
             else:
                 value = self._read(col, exp.column(name, quoted=True), kind, target)
             if col.type == "string":
-                value = capped_text(value, col.text_length)
+                value = capped_text(value, col.text_length, "OCTET_LENGTH")
             if col.missing_value is not None:
                 value = exp.Coalesce(this=value, expressions=[exp.Cast(
                     this=exp.Literal.string(str(col.missing_value)), to=target.copy())])

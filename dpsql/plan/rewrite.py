@@ -76,7 +76,7 @@ def converted(col: Column, stored_type: str, node: exp.Expression) -> exp.Expres
     return exp.TryCast(this=node, to=exp.DataType.build(target))
 
 
-def capped_text(node: exp.Expression, length: int, byte_length: str = "OCTET_LENGTH") -> exp.Expression:
+def capped_text(node: exp.Expression, length: int, byte_length: str) -> exp.Expression:
     """A text column's value, NULL if longer than ``length`` characters, its metadata's
     max_length (read on every engine so: see ``dpsql.metadata.model.TEXT_UNIT``).
 

@@ -212,3 +212,30 @@ def test_guaranteed_intervals_contain_engine_values(sql, a, b):
     value = _CON.execute(f"SELECT {expr.sql('duckdb')} FROM (SELECT ({a})::BIGINT AS a, "
                          f"({b})::BIGINT AS b)").fetchall()[0][0]
     assert value is None or exact[0] <= value <= exact[1], (sql, a, b, value, exact)
+
+
+def test_a_length_is_always_clamped_never_guaranteed():
+    """LENGTH's interval rests on the metadata's max_length and on each engine reading a
+    longer cell as NULL: it is never an interval that holds for any data, so a SUM of it is
+    always clamped to the interval it is charged for (dpsql.plan.statistics)."""
+    for sql in ("LENGTH(n)", "LENGTH(s)", "LENGTH(n) * 2", "CASE WHEN b THEN LENGTH(n) ELSE 0 END"):
+        expr, kind = _expr(sql)
+        assert Deriver(FIELDS).guaranteed(expr, kind) is None, sql
+
+
+def test_one_persons_length_moves_a_sum_by_at_most_its_bound():
+    """Neighbouring tables (with and without a person whose text is exactly max_length
+    characters), released at a huge epsilon: the person adds their length, 10, to the
+    SUM, and the plan charges a bound of 10 a row (no less: the interval is tight)."""
+    import pandas as pd
+    meta = {"": {"s": {"t": {"max_ids": 1, "pid": {"type": "int", "private_id": True},
+                             "v": {"type": "string", "max_length": 10}}}}}
+    base = pd.DataFrame({"pid": range(200), "v": ["ab"] * 200})
+    person = pd.DataFrame({"pid": [10 ** 6], "v": ["ß" * 10]})
+    sql = "SELECT SUM(LENGTH(v)) AS s FROM s.t"
+    privacy = dpsql.Privacy(epsilon=1e6)
+    sums = [dpsql.from_df(df, meta, privacy=privacy).execute_df(sql)["s"].iloc[0]
+            for df in (pd.concat([base, person], ignore_index=True), base)]
+    assert abs(sums[0] - sums[1] - 10) < 0.5, sums
+    text = dpsql.from_df(base, meta, privacy=privacy).explain(sql)
+    assert "[0, 10]" in text, text

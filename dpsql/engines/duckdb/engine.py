@@ -160,7 +160,7 @@ class Engine:
         return self._types[key]
 
     def _typed(self, table: Table) -> exp.Select:
-        return typed_relation(table, self.table_node(table), self.column_types(table), "STRLEN")
+        return typed_relation(table, self.table_node(table), self.column_types(table))
 
     def compile(self, plan) -> str:
         """The engine SQL of ``plan`` over the typed relation, after a dry run.
@@ -335,8 +335,7 @@ def _load_csv(con, view: str, path: Path, table: Table) -> None:
                        columns={name: "VARCHAR" for name in header})
     rel.create_view(view + "_text")
     source = exp.Table(this=exp.to_identifier(view + "_text", quoted=True))
-    typed = typed_relation(table, source, {c.name.lower(): "VARCHAR" for c in table.columns.values()},
-                           "STRLEN")
+    typed = typed_relation(table, source, {c.name.lower(): "VARCHAR" for c in table.columns.values()})
     target = exp.Table(this=exp.to_identifier(view, quoted=True))
     con.execute(exp.Create(this=target, kind="TABLE", expression=typed).sql(DIALECT))
     con.execute(exp.Drop(tables=[exp.Table(this=exp.to_identifier(view + "_text", quoted=True))],

@@ -68,11 +68,11 @@ def _fence(master: str, given: dict) -> dict:
     import secrets
     user = {**_user_defaults(), **given}
     mine = {"spark.driver.bindAddress": LOOPBACK, "spark.driver.host": LOOPBACK,
-            "spark.authenticate": "true", "spark.authenticate.secret": secrets.token_hex(32),
-            "spark.network.crypto.enabled": "true", "spark.local.dir": _private_directory()}
+            "spark.authenticate": "true", "spark.authenticate.secret": secrets.token_hex,
+            "spark.network.crypto.enabled": "true", "spark.local.dir": _private_directory}
     if "spark.authenticate" in user:
         mine.pop("spark.authenticate.secret")
-    return {k: v for k, v in mine.items() if k not in user}
+    return {k: v() if callable(v) else v for k, v in mine.items() if k not in user}
 
 
 def check_fenced(master: str, conf: dict) -> None:
