@@ -28,6 +28,7 @@ from ...errors import (DataError, EngineRefusal, InternalError, MetadataError, O
                      ProgrammingError, QueryError)
 from ...metadata.model import Metadata, Table
 from .dialect import DuckDB
+from .statistics import hidden_statistics
 from ...plan.aggregate import check_rows_independent
 from ...plan.aggregates import MAX_STATISTICS
 from ...plan.guard_limits import MAX_RELEASES
@@ -62,9 +63,14 @@ class Engine:
     max_statistics = MAX_STATISTICS  # units of statistics a statement may release here
     max_releases = MAX_RELEASES  # release queries (parts x grouping sets) a statement may compile
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, physical: dict, metadata: Metadata) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, physical: dict, metadata: Metadata,
+                 frames: frozenset = frozenset()) -> None:
         self.con = con
         self.physical = physical          # Table.full_name.lower() -> exp.Table
+        # Tables bound to DataFrames: DuckDB's scans of them carry no statistics, so they
+        # are read without the fence (``statistics.hidden_statistics``); every other
+        # source may (Parquet files, tables, the caller's connection).
+        self.frames = frames
         self._types: dict = {}
         self._lock = threading.Lock()
         self.relations = Relations(metadata, self._typed, null_relation, self.dialect)
@@ -93,7 +99,7 @@ class Engine:
         if not isinstance(data, dict):
             raise ProgrammingError("data must be a DataFrame or a dict {'schema.table': "
                                    "DataFrame or .csv/.parquet path}")
-        physical = {}
+        physical, frames = {}, set()
         for i, (name, source) in enumerate(data.items()):
             table = metadata.find_table(str(name))
             if table is None:
@@ -102,7 +108,9 @@ class Engine:
             view = f"_dpsql_t{i}"
             _bind(con, view, source, table)
             physical[table.full_name.lower()] = exp.Table(this=exp.to_identifier(view, quoted=True))
-        return cls(con, physical, metadata)
+            if isinstance(source, pd.DataFrame):
+                frames.add(table.full_name.lower())
+        return cls(con, physical, metadata, frozenset(frames))
 
     @classmethod
     def from_connection(cls, con, metadata: Metadata) -> "Engine":
@@ -160,7 +168,10 @@ class Engine:
         return self._types[key]
 
     def _typed(self, table: Table) -> exp.Select:
-        return typed_relation(table, self.table_node(table), self.column_types(table))
+        relation = typed_relation(table, self.table_node(table), self.column_types(table))
+        if table.public or table.full_name.lower() in self.frames:
+            return relation
+        return hidden_statistics(relation)
 
     def compile(self, plan) -> str:
         """The engine SQL of ``plan`` over the typed relation, after a dry run.
