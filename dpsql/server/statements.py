@@ -316,8 +316,12 @@ def _value(state: SessionState, name: str, value: str, default: Privacy):
     if name in DPSQL_SETTINGS:
         number = _number(name, value)
         trial = dict(state.settings, **{name: number})
+        # Checked as it is used now and as it would be without rho (which takes precedence):
+        # an epsilon is checked whether or not rho is set (review 45, F2).
+        without_rho = {k: v for k, v in trial.items() if k != "dpsql.rho"}
         try:
-            SessionState(state.account, state.catalog, settings=trial).privacy(default)
+            for settings in (trial, without_rho):
+                SessionState(state.account, state.catalog, settings=settings).privacy(default)
         except errors.Error as err:
             raise ServerError(str(err), "22023") from None
         return number

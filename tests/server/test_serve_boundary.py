@@ -68,6 +68,19 @@ def test_the_per_query_cap_applies_to_what_is_charged_under_zcdp(served):
     assert spent(served.deployment, "alice") == pytest.approx(before + 0.2)
 
 
+def test_an_epsilon_is_checked_when_set_whether_or_not_rho_is_set(served):
+    """Review 45, F2: after SET dpsql.rho, SET dpsql.epsilon = 1e-300 was stored and shown
+    (refused alone), and only refused at the next statement after RESET dpsql.rho."""
+    with psycopg.connect(served.dsn("bob"), autocommit=True) as con:
+        assert code(con, "SET dpsql.epsilon = 1e-300")[0] == "22023"
+        con.execute("SET dpsql.rho = 0.01")
+        state, text = code(con, "SET dpsql.epsilon = 1e-300")
+        assert state == "22023" and "smallest per-query epsilon" in text, text
+        assert con.execute("SHOW dpsql.epsilon").fetchone()[0] != "1e-300"
+        con.execute("SET dpsql.epsilon = 0.5")
+        assert con.execute("SHOW dpsql.epsilon").fetchone()[0] == "0.5"
+
+
 def test_a_statement_over_the_size_limit_is_refused_before_it_is_parsed(served):
     """Finding 5: a 1 MB statement took 12-29 s to parse, outside every limit."""
     huge = "SELECT COUNT(*) FROM PUMS.PUMS WHERE " + " OR ".join(["age = 1"] * 80_000)

@@ -84,7 +84,7 @@ class Spark(Dialect):
         optimizer still grew with a join on two fenced nested columns: ``plan.fences``)."""
         lowered = self._truncations(_apply_rules(tree))
         check_expansion(lowered)
-        return fence_inlining(lowered, _partition_fence)
+        return fence_inlining(lowered, partition_fence)
 
     def _truncations(self, tree: exp.Expression) -> exp.Expression:
         return self.compile_nodes(tree)
@@ -96,10 +96,11 @@ def _apply_rules(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-def _partition_fence(select: exp.Select) -> bool:
+def partition_fence(select: exp.Select) -> bool:
     """Spark's fence: each column behind ``SPARK_PARTITION_ID() >= 0``, always true but not
     deterministic, so that Spark neither pushes a filter down through the projection nor
-    collapses it into the next (it folds ``rand() >= 0``)."""
+    collapses it into the next (it folds ``rand() >= 0``). Also what hides a private
+    table's stored statistics from its scan (``engine.SparkEngine._typed``)."""
     return fence_columns(select, lambda: exp.GTE(this=exp.Anonymous(this="SPARK_PARTITION_ID"),
                                                  expression=exp.Literal.number(0)))
 

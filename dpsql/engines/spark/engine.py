@@ -24,7 +24,7 @@ from sqlglot import exp
 from ...errors import DataError, MetadataError
 from ...metadata.model import Metadata, Table
 from ..server import ServerEngine, first_line, log
-from .dialect import Spark
+from .dialect import Spark, partition_fence
 
 STATEMENT_TIMEOUT_S = 600
 """Longest a statement may run (10 minutes); its Spark jobs are interrupted after that."""
@@ -104,6 +104,18 @@ class SparkEngine(ServerEngine):
         self._group = None              # the job group of the statement in progress
         self._last = self._cancelled = None     # the last statement's group, the cancelled one
         super().__init__(physical, metadata)
+
+    def _typed(self, table: Table) -> exp.Select:
+        """The typed relation, behind Spark's fence for a private table: no filter reaches
+        the scan, so no Parquet row group, page or dictionary (nor a partition, nor another
+        format's file statistics) is skipped by what its stored values are. Review 45, F1:
+        over one 2,000,001-row group, ``WHERE income > x`` took 80-100 ms longer when one
+        person's income passed, and 24 timed statements read it exactly through ``dpsql
+        serve``; ``income = v`` and ``IN`` lists tested values against the dictionary."""
+        relation = super()._typed(table)
+        if not table.public:
+            partition_fence(relation)
+        return relation
 
     def sibling(self) -> "SparkEngine":
         """Another engine over the same session and views (a server's analysts share one
