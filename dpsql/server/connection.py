@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from .. import errors
 from . import protocol as p
-from .queries import duck_oid, required_params
+from .queries import analyst_text, duck_oid, required_params
 from .scram import MECHANISM, AuthenticationFailed, ScramExchange
 from .statements import Result, ServerError, SessionState, opened, split_statements, sqlstate
 from .values import TEXT, UNKNOWN, decode_bind, text_field
@@ -279,7 +279,7 @@ class Connection:
         if self.state is not None and self.state.in_transaction:
             self.state.aborted = True      # as PostgreSQL: until ROLLBACK (or ROLLBACK TO)
         if isinstance(err, errors.Error):
-            text = " ".join(str(err).split()) or type(err).__name__
+            text = analyst_text(err)
         else:
             text = "internal error in dpsql serve (reported in the server's log)"
             self.server.log_internal(err)

@@ -9,6 +9,7 @@ have finished in time could depend on the data). Every statement is audited.
 """
 from __future__ import annotations
 
+import re
 import time
 
 from .. import errors
@@ -25,6 +26,26 @@ _DUCK_OIDS = {"BIGINT": 20, "HUGEINT": 1700, "INTEGER": 23, "SMALLINT": 21, "TIN
               "DOUBLE": 701, "FLOAT": 700, "BOOLEAN": 16, "DATE": 1082,
               "TIMESTAMP": 1114, "TIMESTAMP WITH TIME ZONE": 1184, "VARCHAR": 25}
 """PostgreSQL type OIDs of the DuckDB types a catalog or dpsql result can have."""
+
+
+_ENGINE_WORDS = [
+    (re.compile(r"[;,] (?:or )?use the DuckDB engine"), ""),
+    (re.compile(r"\bon (?:PostgreSQL|Spark|DuckDB)(?: here)?\b"), "on this server"),
+    (re.compile(r"\bwhich Spark can\b"), "which this server can"),
+    (re.compile(r"\botherwise than DuckDB\b"), "otherwise than dpsql defines them"),
+]
+"""An engine's refusal as a served analyst reads it: they cannot choose the engine, and the
+deployment's engine is the owner's business (review 46, F1)."""
+
+
+def analyst_text(err: BaseException) -> str:
+    """The message of a dpsql error, on one line, with the engine behind the server unnamed."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    if isinstance(err, ServerError):
+        return text
+    for pattern, words in _ENGINE_WORDS:
+        text = pattern.sub(words, text)
+    return text
 
 
 def duck_oid(type_name: str) -> int:

@@ -35,6 +35,16 @@ def test_a_postgresql_database_is_served(pg, tmp_path):
             assert abs(n - len(pd.read_csv(DATA / "PUMS.csv"))) < 60
             plan = "\n".join(r[0] for r in con.execute("EXPLAIN SELECT AVG(age) FROM PUMS.PUMS"))
             assert "bounded plan" in plan
+            # Review 46, F1: a refusal neither names the engine behind the server nor tells
+            # the analyst to choose another one.
+            for sql in ("SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE CAST(educ AS DATE) > "
+                        "DATE '2000-01-01'",
+                        "SELECT COUNT(*) AS n FROM PUMS.PUMS WHERE SUBSTR(educ, income) = 'x'"):
+                with pytest.raises(psycopg.Error) as refused:
+                    con.execute(sql)
+                text = str(refused.value)
+                assert "not supported on this server" in text, text
+                assert not any(name in text for name in ("PostgreSQL", "DuckDB", "engine")), text
     finally:
         served.stop()
 
