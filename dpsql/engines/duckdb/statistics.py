@@ -15,7 +15,7 @@ DuckDB propagates no statistics through: its filters are still pushed into the s
 expression filters, so a scan still reads only the columns it needs and decodes the
 others only for the rows that pass) but no block is skipped and no filter folded, whatever
 the data holds. The inner expressions never raise (TRY_CAST, CASE), so TRY never falls
-back to its row-by-row path. ``tests/engines/test_duckdb_statistics.py`` checks, from
+back to its row-by-row path. ``tests/safety/test_duckdb_statistics.py`` checks, from
 DuckDB's own profile, that every block is read and that neighbouring files are read alike.
 
 Measured cost (docs/performance.md, "Storage statistics hidden"): the work the statistics saved.
