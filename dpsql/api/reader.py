@@ -21,6 +21,7 @@ from ..privacy.spend import ZERO, remaining
 from ..release.intervals import check_alpha, with_intervals
 from ..errors import OperationalError, ProgrammingError, QueryError, warn
 from ..engines.postprocess import PostProcessor, render
+from ..engines.post_rows import grouped
 from ..engines.post_scalar import scalar
 from ..release.explain import describe
 from ..metadata.model import Metadata
@@ -70,7 +71,7 @@ class Reader(SmartNoiseMethods):
         # keeps them all)
         self._releases = Bounded(_RELEASE_CACHE_SIZE)
         self._compiled: dict = {}    # id(plan part) -> (engine SQL, post-processing SQL)
-        self._scalars: dict = {}     # id(plan part) -> its post-processing in Python (one row)
+        self._scalars: dict = {}     # id(plan part) -> its post-processing in Python
         self._marks: dict = {}       # (canonical SQL, privacy key) -> ledger fingerprint
         self.post = PostProcessor()
         self._lock = threading.Lock()
@@ -142,11 +143,14 @@ class Reader(SmartNoiseMethods):
         exact_sql = self.engine.compile(plan)
         post_sql = render(plan.post)
         empty = empty_noisy(plan)
-        # Post-processing evaluated in Python has no dry run: its rules cannot fail to bind.
-        short = None if plan.query.keys else scalar(
-            plan.post, NOISY_TABLE, {name: values.dtype for name, values in empty.items()})
-        if short is None:
+        dtypes = {name: values.dtype for name, values in empty.items()}
+        if plan.query.keys:
+            short = grouped(plan.post, NOISY_TABLE, dtypes, plan.key_names)
             self.post.run(post_sql, empty)
+        else:   # one row's arithmetic in Python has no dry run: its rules cannot fail to bind
+            short = scalar(plan.post, NOISY_TABLE, dtypes)
+            if short is None:
+                self.post.run(post_sql, empty)
         with self._lock:
             self._compiled[id(plan)] = (exact_sql, post_sql)
             if short is not None:
@@ -433,7 +437,7 @@ class Reader(SmartNoiseMethods):
         if plan.passthrough is not None:
             columns = {f"_o{i}": noisy[name].copy() for i, name in enumerate(plan.passthrough)}
         else:
-            short = self._scalars.get(id(plan))        # None: DuckDB answers the row
+            short = self._scalars.get(id(plan))        # None: DuckDB answers the rows
             columns = None if short is None else self._run_released(short, noisy)
         if columns is None:
             try:

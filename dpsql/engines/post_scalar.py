@@ -24,16 +24,16 @@ from sqlglot import exp
 INT64 = (-2 ** 63, 2 ** 63 - 1)
 
 
-class _Outside(Exception):
+class Outside(Exception):
     """A value outside the region where this evaluation is DuckDB's, exactly."""
 
 
 def _checked(value):
     if type(value) is int:
         if not INT64[0] <= value <= INT64[1]:
-            raise _Outside
+            raise Outside
     elif not math.isfinite(value):
-        raise _Outside
+        raise Outside
     return value
 
 
@@ -52,7 +52,7 @@ def _divide(a, b):
     def run(row):
         x, y = float(a(row)), float(b(row))              # DuckDB's / is DOUBLE division
         if y == 0.0:
-            raise _Outside
+            raise Outside
         return _checked(x / y)
     return run
 
@@ -74,7 +74,7 @@ def _math(fn):
             try:
                 return _checked(fn(*(float(f(row)) for f in args)))
             except (ValueError, OverflowError):
-                raise _Outside from None
+                raise Outside from None
         return run
     return rule
 
@@ -85,32 +85,32 @@ _BINARY = {exp.Add: _arith(lambda x, y: x + y), exp.Sub: _arith(lambda x, y: x -
 _NAMED = {"GREATEST": _extreme(max), "LEAST": _extreme(min)}
 
 
-def _compile(node: exp.Expression, columns: set):
+def compile_node(node: exp.Expression, columns: set):
     """A function of the row (name -> Python value) computing ``node``, or None."""
     if isinstance(node, (exp.Paren, exp.Try)):
         # TRY: NULL where its operand raises, which is outside the region evaluated here
         # (an integer out of BIGINT): DuckDB answers those rows.
-        return _compile(node.this, columns)
+        return compile_node(node.this, columns)
     if isinstance(node, exp.Column) and not node.table and node.name in columns:
         name = node.name
         return lambda row: row[name]
     if isinstance(node, exp.Literal) and not node.is_string:
         return _number(node.this)
     if isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.DOUBLE:
-        inner = _compile(node.this, columns)
+        inner = compile_node(node.this, columns)
         return None if inner is None else (lambda row: float(inner(row)))
     if isinstance(node, exp.Neg):
-        inner = _compile(node.this, columns)
+        inner = compile_node(node.this, columns)
         return None if inner is None else (lambda row: _checked(-inner(row)))
     if isinstance(node, exp.Sqrt):
-        inner = _compile(node.this, columns)
+        inner = compile_node(node.this, columns)
         return None if inner is None else _math(math.sqrt)(inner)
     rule = _BINARY.get(type(node))
     if rule is not None and not (node.args.get("typed") or node.args.get("safe")):
-        a, b = _compile(node.this, columns), _compile(node.expression, columns)
+        a, b = compile_node(node.this, columns), compile_node(node.expression, columns)
         return None if a is None or b is None else rule(a, b)
     if isinstance(node, exp.Anonymous) and node.name.upper() in _NAMED and node.expressions:
-        args = [_compile(e, columns) for e in node.expressions]
+        args = [compile_node(e, columns) for e in node.expressions]
         return None if any(a is None for a in args) else _NAMED[node.name.upper()](*args)
     return None
 
@@ -130,18 +130,18 @@ def _number(text: str):
     return None if not math.isfinite(value) else (lambda row: value)
 
 
-def _kind(node: exp.Expression, kinds: dict):
+def kind_of(node: exp.Expression, kinds: dict):
     """("i" BIGINT or "f" DOUBLE, whether a column is read) of a node ``_compile`` took, as
     DuckDB types it; None for integer arithmetic on literals alone (INTEGER there)."""
     if isinstance(node, (exp.Paren, exp.Try, exp.Neg)):
-        return _kind(node.this, kinds)
+        return kind_of(node.this, kinds)
     if isinstance(node, exp.Column):
         return kinds[node.name], True
     if isinstance(node, exp.Literal):
         return ("i" if node.this.isdigit() else "f"), False
     parts = ([node.this] if isinstance(node, (exp.Cast, exp.Sqrt)) else node.expressions
              if isinstance(node, exp.Anonymous) else [node.this, node.expression])
-    found = [_kind(p, kinds) for p in parts]
+    found = [kind_of(p, kinds) for p in parts]
     if any(f is None for f in found):
         return None
     read = any(r for _, r in found)
@@ -169,8 +169,8 @@ def scalar(post: exp.Select, noisy_table: str, columns: dict):
     for item in post.expressions:
         if not isinstance(item, exp.Alias):
             return None
-        fn = _compile(item.this, set(kinds))
-        kind = None if fn is None else _kind(item.this, kinds)
+        fn = compile_node(item.this, set(kinds))
+        kind = None if fn is None else kind_of(item.this, kinds)
         if kind is None or not kind[1]:
             return None
         outputs.append((item.alias, fn, np.dtype(np.int64 if kind[0] == "i" else np.float64)))
@@ -194,6 +194,6 @@ def _run(outputs, noisy: dict):
             if (dtype.kind == "i") != (type(value) is int):
                 return None
             out[name] = np.array([value], dtype=dtype)
-    except _Outside:
+    except Outside:
         return None
     return out

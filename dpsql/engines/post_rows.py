@@ -1,0 +1,178 @@
+"""Step 7, the short way for a few released groups: a grouped query's post-processing in
+Python.
+
+A grouped query releases one row per group, and its post-processing is most often the keys
+and arithmetic on each row's noisy statistics, ordered by the keys (``SELECT sex, COUNT(*),
+AVG(age) ... GROUP BY sex``). A round trip through the post-processing DuckDB costs about
+1.5-2 ms (parsing, binding and planning the post query each time), the larger part of a
+fresh release's fixed cost; the same work on a handful of rows costs tens of microseconds.
+
+``grouped(post, ...)`` takes exactly one shape: the SELECT list names keys (passed through)
+or arithmetic that ``post_scalar`` has a rule for, over the plan's noisy table under its
+NULL-restoring projection, ordered by every key ascending with NULLs last (DuckDB's
+default) and nothing else (no WHERE, HAVING, LIMIT, DISTINCT). Keys must be integers,
+booleans or text: their order in Python is DuckDB's (text: UTF-8 byte order, which is code
+point order). Any other shape, more than ``MAX_ROWS`` rows, or a value outside the region
+where the two agree (as ``post_scalar``: NaN, infinities, division by zero, BIGINT
+overflow) leaves the table to DuckDB, so the answer is always DuckDB's:
+tests/unit/test_post_rows.py compares both on every grouped fixture query with random
+released tables. Only released values are read: this is post-processing, free of privacy
+cost whichever path answers.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from sqlglot import exp
+
+from .post_scalar import Outside, compile_node, kind_of
+
+# Above this many released rows DuckDB's vectorised evaluation is the cheaper one
+# (measured: docs/performance.md, "Fixed cost per query").
+MAX_ROWS = 64
+_OUTER = ("where", "group", "having", "limit", "offset", "joins", "distinct", "with_",
+          "qualify", "windows")
+_KEY_KINDS = "ibO"        # BIGINT, BOOLEAN, VARCHAR (object arrays of str)
+
+
+def grouped(post: exp.Select, noisy_table: str, columns: dict, keys: list):
+    """A function ``noisy -> {output: array}`` evaluating ``post`` in Python (None where
+    DuckDB must answer), or None when ``post`` is not of the shape taken here.
+    ``columns``: the noisy table's columns and numpy dtypes; ``keys``: its key columns."""
+    if not keys or any(post.args.get(k) for k in _OUTER):
+        return None
+    dtypes = {name: np.dtype(t) for name, t in columns.items()}
+    if any(dtypes.get(k) is None or dtypes[k].kind not in _KEY_KINDS for k in keys):
+        return None
+    if _inner_columns(post, noisy_table, keys) is None or _key_order(post) != list(keys):
+        return None
+    stats = {name: t.kind for name, t in dtypes.items() if name not in keys
+             and t in (np.dtype(np.int64), np.dtype(np.float64))}
+    outputs = []
+    for item in post.expressions:
+        if not isinstance(item, exp.Alias):
+            return None
+        node = item.this
+        if isinstance(node, exp.Column) and not node.table and node.name in keys:
+            outputs.append((item.alias, node.name, None))
+            continue
+        fn = compile_node(node, set(stats))
+        kind = None if fn is None else kind_of(node, stats)
+        if kind is None or not kind[1]:
+            return None
+        outputs.append((item.alias, fn, np.dtype(np.int64 if kind[0] == "i" else np.float64)))
+    return lambda noisy: _run(outputs, list(keys), set(stats), noisy)
+
+
+def _inner_columns(post: exp.Select, noisy_table: str, keys: list):
+    """The inner projection's names if it is exactly ``SELECT CASE WHEN k_null THEN NULL
+    ELSE k END AS k, ..., s, ... FROM noisy`` (keys first), else None."""
+    source = post.args.get("from_")
+    inner = source.this if source is not None else None
+    if not isinstance(inner, exp.Subquery) or not isinstance(inner.this, exp.Select):
+        return None
+    select = inner.this
+    table = select.args.get("from_")
+    if (table is None or not isinstance(table.this, exp.Table)
+            or table.this.name != noisy_table or table.this.args.get("db")
+            or any(v for k, v in select.args.items() if k not in ("expressions", "from_"))):
+        return None
+    names = []
+    for i, item in enumerate(select.expressions):
+        if i < len(keys):
+            if not _restores_null(item, keys[i]):
+                return None
+        elif not isinstance(item, exp.Column) or item.table:
+            return None
+        names.append(item.alias_or_name)
+    return names
+
+
+def _restores_null(item, key: str) -> bool:
+    if not isinstance(item, exp.Alias) or item.alias != key:
+        return False
+    case = item.this
+    if not isinstance(case, exp.Case) or case.this is not None or len(case.args["ifs"]) != 1:
+        return False
+    branch, default = case.args["ifs"][0], case.args.get("default")
+    return (isinstance(branch.this, exp.Column) and branch.this.name == key + "_null"
+            and not branch.this.table and isinstance(branch.args.get("true"), exp.Null)
+            and isinstance(default, exp.Column) and default.name == key and not default.table)
+
+
+def _key_order(post: exp.Select):
+    """The columns of an ORDER BY of plain columns, each ascending with NULLs last."""
+    order = post.args.get("order")
+    if order is None:
+        return None
+    names = []
+    for term in order.expressions:
+        if (not isinstance(term, exp.Ordered) or term.args.get("desc")
+                or term.args.get("nulls_first") or not isinstance(term.this, exp.Column)
+                or term.this.table):
+            return None
+        names.append(term.this.name)
+    return names
+
+
+def _run(outputs, keys: list, stats: set, noisy: dict):
+    rows = _rows(noisy, keys, stats)
+    if rows is None:
+        return None
+    rows.sort(key=lambda row: tuple((row[k] is None, row[k] if row[k] is not None else 0)
+                                    for k in keys))
+    out = {}
+    try:
+        for name, fn, dtype in outputs:
+            if dtype is None:
+                out[name] = _key_array([row[fn] for row in rows], noisy[fn].dtype)
+                continue
+            values = [fn(row) for row in rows]
+            if any((dtype.kind == "i") != (type(v) is int) for v in values):
+                return None
+            out[name] = np.array(values, dtype=dtype)
+    except Outside:
+        return None
+    return out
+
+
+def _rows(noisy: dict, keys: list, stats: set):
+    """The released rows as dicts of Python values (keys None where NULL), or None where a
+    column is not a plain array of the kinds evaluated here."""
+    first = next(iter(noisy.values()), None)
+    n = len(first) if isinstance(first, np.ndarray) else -1
+    if not 0 < n <= MAX_ROWS:
+        return None
+    lists = {}
+    for name, values in noisy.items():
+        if (isinstance(values, np.ma.MaskedArray) or not isinstance(values, np.ndarray)
+                or values.shape != (n,)):
+            return None
+        if name in stats:
+            if values.dtype.kind == "f" and not np.isfinite(values).all():
+                return None
+        elif name in keys:
+            if values.dtype.kind == "O" and not all(type(v) is str for v in values):
+                return None
+        lists[name] = values.tolist()
+    for key in keys:
+        lists[key] = [None if null else value
+                      for value, null in zip(lists[key], lists[key + "_null"])]
+    names = [name for name in lists if name in stats or name in keys]
+    return [{name: lists[name][i] for name in names} for i in range(n)]
+
+
+def _key_array(values: list, dtype: np.dtype):
+    """A key column as DuckDB's result reaches the analyst (engines/postprocess._plain)."""
+    nulls = [v is None for v in values]
+    if dtype.kind == "O":
+        return np.array(values, dtype=object)
+    if not any(nulls):
+        return np.array(values, dtype=dtype)
+    data = np.array([0 if v is None else v for v in values], dtype=dtype)
+    mask = np.array(nulls, dtype=np.bool_)
+    if dtype.kind == "i":
+        return pd.arrays.IntegerArray(data.astype(np.int64), mask)
+    return pd.arrays.BooleanArray(data.astype(np.bool_), mask)
