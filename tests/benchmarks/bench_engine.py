@@ -226,6 +226,44 @@ def overhead(repeat: int) -> None:
               f"   (first run in a new session: {1e3 * (fresh - plain):6.2f} ms)")
 
 
+TEXT_QUERIES = [   # on examples/data/PUMS.csv, whose keys are text in its metadata
+    ("count", "SELECT COUNT(*) AS n FROM PUMS.PUMS"),
+    ("sex group", "SELECT sex, COUNT(*) AS n, AVG(age) AS a FROM PUMS.PUMS GROUP BY sex"),
+    ("educ group", "SELECT educ, COUNT(*) AS n FROM PUMS.PUMS GROUP BY educ"),
+    ("educ, married", "SELECT educ, married, SUM(income) AS s FROM PUMS.PUMS "
+                      "GROUP BY educ, married"),
+]
+
+
+def overhead_text(repeat: int) -> None:
+    """Fixed cost per query on the 1,000-row PUMS DataFrame with text columns (from_df)."""
+    import statistics
+
+    import pandas as pd
+    data = Path(__file__).resolve().parents[2] / "examples" / "data"
+    df = pd.read_csv(data / "PUMS.csv", dtype={c: str for c in ("sex", "educ", "race",
+                                                                  "married")})
+    reader = dpsql.from_df(df, str(data / "PUMS.yaml"), privacy=dpsql.Privacy(epsilon=1.0))
+    con = duckdb.connect()
+    con.register("pums_df", df)
+
+    def median(fn) -> float:
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+    print(f"\nfixed overhead, 1,000-row DataFrame with text keys (median of {repeat})")
+    for name, sql in TEXT_QUERIES:
+        fresh_release(reader, sql)
+        plain_sql = sql.replace("PUMS.PUMS", "pums_df")
+        plain = median(lambda: con.execute(plain_sql).df())
+        private = median(lambda: fresh_release(reader, sql))
+        print(f"{name:18} plain {1e3 * plain:5.2f} ms, dpsql {1e3 * private:5.2f} ms,"
+              f" overhead {1e3 * (private - plain):5.2f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
@@ -240,6 +278,7 @@ def main() -> None:
     warnings.simplefilter("ignore")
     if not args.joins:
         overhead(max(args.repeat, 20))
+        overhead_text(max(args.repeat * 20, 100))
     for rows in args.rows:
         if not args.joins:
             run(rows, args.repeat)
