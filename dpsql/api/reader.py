@@ -144,13 +144,11 @@ class Reader(SmartNoiseMethods):
         post_sql = render(plan.post)
         empty = empty_noisy(plan)
         dtypes = {name: values.dtype for name, values in empty.items()}
-        if plan.query.keys:
-            short = grouped(plan.post, NOISY_TABLE, dtypes, plan.key_names)
+        # Post-processing evaluated in Python has no dry run: its rules cannot fail to bind.
+        short = (grouped(plan.post, NOISY_TABLE, dtypes, plan.key_names) if plan.query.keys
+                 else scalar(plan.post, NOISY_TABLE, dtypes))
+        if short is None:
             self.post.run(post_sql, empty)
-        else:   # one row's arithmetic in Python has no dry run: its rules cannot fail to bind
-            short = scalar(plan.post, NOISY_TABLE, dtypes)
-            if short is None:
-                self.post.run(post_sql, empty)
         with self._lock:
             self._compiled[id(plan)] = (exact_sql, post_sql)
             if short is not None:
