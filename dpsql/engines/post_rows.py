@@ -150,12 +150,15 @@ def _rows(noisy: dict, keys: list, stats: set):
         if (isinstance(values, np.ma.MaskedArray) or not isinstance(values, np.ndarray)
                 or values.shape != (n,)):
             return None
+        kind = values.dtype.kind
         if name in stats:
-            if values.dtype.kind == "f" and not np.isfinite(values).all():
+            if kind not in "if" or kind == "f" and not np.isfinite(values).all():
                 return None
         elif name in keys:
-            if values.dtype.kind == "O" and not all(type(v) is str for v in values):
+            if kind not in _KEY_KINDS or kind == "O" and not all(type(v) is str for v in values):
                 return None
+        elif kind != "b":                  # the keys' NULL flags
+            return None
         lists[name] = values.tolist()
     for key in keys:
         lists[key] = [None if null else value
