@@ -21,12 +21,10 @@ cost whichever path answers.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
-import pandas as pd
 from sqlglot import exp
 
+from .postprocess import plain_column
 from .post_scalar import Outside, compile_node, kind_of
 
 # Past a few hundred released rows DuckDB's vectorised evaluation is the cheaper one: for
@@ -48,9 +46,11 @@ def grouped(post: exp.Select, noisy_table: str, columns: dict, keys: list):
     dtypes = {name: np.dtype(t) for name, t in columns.items()}
     if any(dtypes.get(k) is None or dtypes[k].kind not in _KEY_KINDS for k in keys):
         return None
-    if _inner_columns(post, noisy_table, keys) is None or _key_order(post) != list(keys):
+    inner = _inner_columns(post, noisy_table, keys)
+    if inner is None or _key_order(post) != list(keys):
         return None
-    stats = {name: t.kind for name, t in dtypes.items() if name not in keys
+    # the statistics the outer SELECT may read: those the inner projection passes on
+    stats = {name: t.kind for name, t in dtypes.items() if name not in keys and name in inner
              and t in (np.dtype(np.int64), np.dtype(np.float64))}
     outputs = []
     for item in post.expressions:
@@ -170,14 +170,9 @@ def _rows(noisy: dict, keys: list, stats: set):
 
 
 def _key_array(values: list, dtype: np.dtype):
-    """A key column as DuckDB's result reaches the analyst (engines/postprocess._plain)."""
-    nulls = [v is None for v in values]
-    if dtype.kind == "O":
-        return np.array(values, dtype=object)
-    if not any(nulls):
-        return np.array(values, dtype=dtype)
-    data = np.array([0 if v is None else v for v in values], dtype=dtype)
-    mask = np.array(nulls, dtype=np.bool_)
-    if dtype.kind == "i":
-        return pd.arrays.IntegerArray(data.astype(np.int64), mask)
-    return pd.arrays.BooleanArray(data.astype(np.bool_), mask)
+    """A key column as DuckDB's result reaches the analyst: its masked array (NULLs masked)
+    through the post-processor's own conversion (engines/postprocess.plain_column)."""
+    mask = np.array([v is None for v in values], dtype=np.bool_)
+    fill = "" if dtype.kind == "O" else 0
+    data = np.array([fill if v is None else v for v in values], dtype=dtype)
+    return plain_column(np.ma.MaskedArray(data, mask) if mask.any() else data)

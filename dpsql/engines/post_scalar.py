@@ -131,7 +131,7 @@ def _number(text: str):
 
 
 def kind_of(node: exp.Expression, kinds: dict):
-    """("i" BIGINT or "f" DOUBLE, whether a column is read) of a node ``_compile`` took, as
+    """("i" BIGINT or "f" DOUBLE, whether a column is read) of a node ``compile_node`` took, as
     DuckDB types it; None for integer arithmetic on literals alone (INTEGER there)."""
     if isinstance(node, (exp.Paren, exp.Try, exp.Neg)):
         return kind_of(node.this, kinds)

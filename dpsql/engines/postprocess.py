@@ -63,7 +63,7 @@ class PostProcessor:
         with self._lock:
             try:        # registered inside: a stop (dpsql serve) may land right after it
                 self._con.register(NOISY_TABLE, noisy)
-                return {name: _plain(values) for name, values in
+                return {name: plain_column(values) for name, values in
                         self._con.execute(sql).fetchnumpy().items()}
             except duckdb.Error as err:
                 raise refusal(_first_line(err), sql) from None
@@ -71,7 +71,7 @@ class PostProcessor:
                 self._con.unregister(NOISY_TABLE)
 
 
-def _plain(values):
+def plain_column(values):
     """A masked array (DuckDB's NULLs) as a plain one of the same type: for floats pandas'
     nullable ``Float64`` (NULL stays apart from a NaN the SQL computed, so that ``dpsql
     serve`` sends NULL, not NaN), ``Int64`` and ``boolean`` for integers and booleans, NaT
