@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..release import report
 from ..privacy.accounting import Accountant
@@ -39,9 +39,13 @@ from .display import HTMLPage, Progress, Text, progress_callback, session_html, 
 from .accuracy_target import budget_line, epsilon_for
 from .caches import Bounded
 from .union import UnionPlan, concat
+from .present import frame, frame_rows, python_values, whole
 from .collector import collector_paused
 from .options import session_budget, session_privacy
 from .smartnoise import SmartNoiseMethods
+
+if TYPE_CHECKING:        # pandas loads on the first DataFrame asked for, not with dpsql
+    import pandas as pd
 
 _PLAN_CACHE_SIZE = 32
 _PLAN_CACHE_CHARS = 200_000
@@ -300,7 +304,10 @@ class Reader(SmartNoiseMethods):
         plan, noisy = self._noisy(sql, params, privacy, replay)
         parts = plan.parts if isinstance(plan, UnionPlan) else [plan]
         frames = [self._with_intervals(part, columns, alpha) for part, columns in zip(parts, noisy)]
-        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        if len(frames) == 1:
+            return frames[0]
+        import pandas as pd
+        return pd.concat(frames, ignore_index=True)
 
     def _with_intervals(self, plan: Plan, noisy: dict, alpha: float) -> pd.DataFrame:
         post, read = with_intervals(plan, alpha)
@@ -314,9 +321,9 @@ class Reader(SmartNoiseMethods):
             if read[i]:
                 lo, hi = columns[f"_o{i}_lo"], columns[f"_o{i}_hi"]
                 if np.asarray(out[name]).dtype.kind in "iu":
-                    lo, hi = _whole(lo, np.floor), _whole(hi, np.ceil)
+                    lo, hi = whole(lo, np.floor), whole(hi, np.ceil)
                 out[f"{name}_lo"], out[f"{name}_hi"] = lo, hi
-        return pd.DataFrame(out)
+        return frame(list(out.values()), list(out))
 
     def _noisy(self, sql, params, privacy, replay: bool) -> tuple:
         """(plan, noisy statistics per part): the stored release, or a fresh one (paid).
@@ -432,30 +439,42 @@ class Reader(SmartNoiseMethods):
         return concat(frames)
 
     def _present_part(self, plan: Plan, noisy: dict) -> pd.DataFrame:
+        columns = self._columns_part(plan, noisy)
+        return frame([columns[f"_o{i}"] for i in range(len(plan.output_names))],
+                     plan.output_names)
+
+    def _columns_part(self, plan: Plan, noisy: dict) -> dict:
+        """The post-processed output columns of one part (``_o0``, ``_o1``, ...), as arrays."""
         if plan.passthrough is not None:
-            columns = {f"_o{i}": noisy[name].copy() for i, name in enumerate(plan.passthrough)}
-        else:
-            short = self._scalars.get(id(plan))        # None: DuckDB answers the rows
-            columns = None if short is None else self._run_released(short, noisy)
+            return {f"_o{i}": noisy[name].copy() for i, name in enumerate(plan.passthrough)}
+        short = self._scalars.get(id(plan))        # None: DuckDB answers the rows
+        columns = None if short is None else self._run_released(short, noisy)
         if columns is None:
             try:
                 columns = self._run_released(self.post.run, self._sql(plan)[1], noisy)
             except QueryError as err:
                 raise _after_charge(err) from None
-        result = pd.DataFrame({f"_o{i}": columns[f"_o{i}"] for i in range(len(plan.output_names))})
-        result.columns = plan.output_names
-        return result
+        return columns
 
     def execute(self, sql: str, params=None, privacy: Privacy | None = None,
                 replay: bool = True, **smartnoise) -> list:
-        """SmartNoise's shape: a header tuple, then one tuple per row. SmartNoise's options:
-        ``accuracy=True`` is ``execute_with_accuracy``; ``postprocess=False`` and
-        ``pre_aggregated=`` are refused (``dpsql.NotSupportedError``, docs/smartnoise.md)."""
+        """SmartNoise's shape: a header tuple, then one tuple per row, of Python values
+        (None for NULL). SmartNoise's options: ``accuracy=True`` is
+        ``execute_with_accuracy``; ``postprocess=False`` and ``pre_aggregated=`` are
+        refused (``dpsql.NotSupportedError``, docs/smartnoise.md).
+
+        The rows are ``execute_df``'s, read from the same columns without pandas (the
+        ``dpsql query`` command never loads it); a UNION ALL or grouping sets, whose parts
+        take one type per column, go through ``execute_df``."""
         if smartnoise:
             return self._smartnoise_execute(sql, params, privacy, replay, **smartnoise)
-        df = self.execute_df(sql, params, privacy, replay)
-        rows = [tuple(_native(v) for v in row) for row in df.itertuples(index=False, name=None)]
-        return [tuple(df.columns)] + rows
+        plan, noisy = self._noisy(sql, params, privacy, replay)
+        header = tuple(plan.output_names)
+        if isinstance(plan, UnionPlan):
+            return [header] + frame_rows(self._present(plan, noisy))
+        columns = self._columns_part(plan, noisy[0])
+        values = [python_values(columns[f"_o{i}"]) for i in range(len(header))]
+        return [header] + list(zip(*values))
 
 
 def _warn_drowned(plan) -> None:
@@ -466,26 +485,6 @@ def _warn_drowned(plan) -> None:
         warn(f"dpsql: the noise of {label} (95% error ±{error:.3g}) is wider than the "
              f"table's {rows:,} rows (metadata 'rows'): this release tells almost nothing; "
              "ask with a larger epsilon")
-
-
-def _whole(values, rounding):
-    """Interval ends of an integer output as integers, rounded outward. An end that is
-    infinite (nothing bounds it) or beyond 64 bits keeps the float column; NULL stays NULL."""
-    array = np.asarray(values, dtype=float)
-    finite = array[~np.isnan(array)]
-    if not (np.isfinite(finite).all() and (np.abs(finite) < 2.0 ** 62).all()):
-        return values
-    if np.isnan(array).any():
-        return pd.array([None if np.isnan(v) else int(rounding(v)) for v in array], dtype="Int64")
-    return rounding(array).astype(np.int64)
-
-
-def _native(value):
-    if hasattr(value, "item"):
-        value = value.item()
-    if value is pd.NA or value is pd.NaT or (isinstance(value, float) and value != value):
-        return None
-    return value
 
 
 def _after_charge(err: QueryError) -> OperationalError:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import pandas as pd
 
 from ..engines import registry
+from ..engines.intake import is_frame
 from ..errors import ProgrammingError
 from ..metadata.model import Metadata
 from ..privacy.params import Budget, Privacy
@@ -112,7 +112,7 @@ def _reversed_view(array) -> bool:
 
 def _scannable(frame):
     """``frame`` as DuckDB can scan it in place (see ``from_df``)."""
-    if not isinstance(frame, pd.DataFrame):
+    if not is_frame(frame):
         return frame
     names = [n for n in frame.index.names if n is not None]
     if names and not any(n in frame.columns for n in names):

@@ -10,12 +10,12 @@ as is ``parse_query_string``).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from sqlglot import exp
 
 from ..errors import NotSupportedError, ProgrammingError
 from ..privacy.params import Stat
 from ..release.intervals import check_alpha, reads
+from .present import native
 
 DEFAULT_ALPHAS = (0.05,)
 
@@ -39,7 +39,7 @@ class SmartNoiseMethods:
         header = [tuple(names), [tuple(f"{n}_{_level(a)}" for n in names) for a in alphas]]
         rows = [header]
         for i in range(len(frames[0])):
-            values = tuple(_native(frames[0][n].iloc[i]) for n in names)
+            values = tuple(native(frames[0][n].iloc[i]) for n in names)
             rows.append((values, [tuple(_half(f, n, i) for n in names) for f in frames]))
         return rows
 
@@ -128,16 +128,11 @@ def _level(alpha: float) -> str:
 def _half(frame, name: str, i: int):
     if f"{name}_lo" not in frame.columns:
         return None
+    import pandas as pd             # ``frame`` is a DataFrame: loaded
     lo, hi = frame[f"{name}_lo"].iloc[i], frame[f"{name}_hi"].iloc[i]
     if pd.isna(lo) or pd.isna(hi):
         return None
     return (float(hi) - float(lo)) / 2
-
-
-def _native(value):
-    if hasattr(value, "item"):
-        value = value.item()
-    return None if isinstance(value, float) and value != value else value
 
 
 # ------------------------------------------------------------------ simple accuracy

@@ -2,8 +2,6 @@
 (``dpsql.plan.grouping_sets``): each part a release of its own, presented as one table."""
 from __future__ import annotations
 
-import pandas as pd
-
 from ..errors import QueryError
 from ..privacy.spend import ZERO
 
@@ -26,12 +24,13 @@ class UnionPlan:
         self.output_names = parts[0].output_names
 
 
-def concat(frames: list) -> pd.DataFrame:
+def concat(frames: list):
     """The parts' tables as one, named as the first. A column NULL in a whole part (a key a
     grouping set leaves out) takes the other parts' type, as a nullable one (Int64,
     Float64, boolean), not ``object``: a server sends it as that type."""
     if len(frames) == 1:
         return frames[0]
+    import pandas as pd             # DataFrames were given: loaded
     for frame in frames[1:]:
         frame.columns = frames[0].columns
     for i in range(frames[0].shape[1]):

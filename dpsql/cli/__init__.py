@@ -13,7 +13,8 @@ dpsql``): it takes over Ctrl-C before anything heavy is imported, then runs
 
 HEAVY = (("query",), ("serve",), ("metadata", "bounds"), ("metadata", "init"),
          ("ledger", "report"))
-"""Commands that load DuckDB and pandas."""
+"""Commands that load DuckDB and pandas (``query`` loads pandas only with ``--accuracy``:
+it reads its rows without it; docs/performance.md, "The CLI")."""
 
 
 def _load_engine_libraries(argv) -> None:
@@ -26,7 +27,9 @@ def _load_engine_libraries(argv) -> None:
         return
     if not any(tuple(args[:len(c)]) == c for c in HEAVY) or not _parses(args):
         return
-    for name in ("duckdb", "pandas"):
+    plain_query = args[:1] == ["query"] and not any(
+        a == "--accuracy" or a.startswith("--accuracy=") for a in args)
+    for name in ("duckdb",) if plain_query else ("duckdb", "pandas"):
         try:
             __import__(name)
         except ImportError:            # reported by the command that needs it

@@ -20,7 +20,7 @@ import warnings
 from . import interrupt
 from .text import (EXIT_BUDGET, EXIT_CODES, EXIT_DATA, EXIT_INTERNAL, EXIT_METADATA,
                    EXIT_OK, EXIT_QUERY, EXIT_USAGE, BindingError, ConfigurationError,
-                   UsageError, _pair, _require_file, _warn, _write, format_frame)
+                   UsageError, _pair, _require_file, _warn, _write, format_rows)
 from .parsers import build_parser
 from ..errors import Error, MetadataError, ProgrammingError, QueryError
 
@@ -73,11 +73,11 @@ def cmd_query(args) -> int:
             note = _ledger_note(args.ledger, ledger, reader, sql)
             _write(reader.explain(sql).rstrip("\n") + "\n" + note)
             return EXIT_OK
-        frame, replayed = _execute(reader, ledger, sql, args)
+        (header, rows), replayed = _execute(reader, ledger, sql, args)
     finally:
         if con is not None:
             (con.stop if hasattr(con, "stop") else con.close)()
-    _write(format_frame(frame, args.format))
+    _write(format_rows(header, rows, args.format))
     if replayed:
         sys.stderr.write(f"dpsql: replayed: cost 0; ledger {args.ledger} holds this query's "
                          "release (the same SQL, privacy and plan), shown again without "
@@ -97,10 +97,13 @@ def _execute(reader, ledger, sql: str, args) -> tuple:
     if args.accuracy is not None:    # charged (and fsynced) before it returns
         frame = reader.execute_with_accuracy_df(sql, alpha=1 - args.accuracy,
                                                 replay=not args.fresh)
-    else:
-        frame = reader.execute_df(sql, replay=not args.fresh)
+        from ..api.present import frame_rows
+        result = (list(frame.columns), frame_rows(frame))
+    else:       # rows without pandas: the command's start-up (docs/performance.md)
+        header, *rows = reader.execute(sql, replay=not args.fresh)
+        result = (list(header), rows)
     added = ledger.records()[before:] if ledger is not None else []
-    return frame, bool(added) and all(r.replay for r in added)
+    return result, bool(added) and all(r.replay for r in added)
 
 
 def _open(metadata: str, **session) -> tuple:

@@ -66,11 +66,22 @@ def _num(value: float) -> str:
 
 # ----------------------------------------------------------------- output
 
+def _missing(value) -> bool:
+    """Whether a cell is NULL: None, a NaN, or pandas' NA or NaT (pandas is not imported
+    for this: a result given as rows holds none of its values)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return True
+    pandas = sys.modules.get("pandas")
+    return (pandas is not None and not isinstance(value, (str, bytes))
+            and bool(pandas.api.types.is_scalar(value)) and bool(pandas.isna(value)))
+
+
 def _cell(value) -> tuple:
     """(text, is_number) of one result cell for the aligned table."""
-    import pandas as pd
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
+    if _missing(value):
         return "NULL", False
+    if isinstance(value, list):         # QUANTILE_CONT(x, [0.25, 0.75])
+        return "[" + ", ".join(_cell(v)[0] for v in value) + "]", False
     if isinstance(value, bool):
         return str(value), False
     if hasattr(value, "item") and not isinstance(value, str):
@@ -104,9 +115,14 @@ def render_table(header, rows, numeric=None) -> str:
 
 def format_frame(frame, fmt: str) -> str:
     """A result DataFrame as text: ``table``, ``csv`` (with header) or ``json``."""
-    columns = [str(c) for c in frame.columns]
-    values = [frame.iloc[:, i].tolist() for i in range(frame.shape[1])]
-    rows = list(zip(*values)) if values else [() for _ in range(len(frame))]
+    from ..api.present import frame_rows
+    return format_rows(list(frame.columns), frame_rows(frame), fmt)
+
+
+def format_rows(header, rows: list, fmt: str) -> str:
+    """A result as text from its header and rows (``Reader.execute``'s shape):
+    ``table``, ``csv`` (with header) or ``json``."""
+    columns = [str(c) for c in header]
     if fmt == "json":
         return json.dumps([dict(zip(columns, map(_json_value, r))) for r in rows],
                           indent=2, allow_nan=False) + "\n"
@@ -124,9 +140,10 @@ def format_frame(frame, fmt: str) -> str:
 
 
 def _json_value(value):
-    import pandas as pd
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
+    if _missing(value):
         return None
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
     if hasattr(value, "item") and not isinstance(value, str):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):

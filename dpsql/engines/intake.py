@@ -11,6 +11,8 @@ compile those casts with their dialect's total TRY_CAST rules.
 """
 from __future__ import annotations
 
+import sys
+
 from ..errors import warn
 
 HOLDS = {"int": {"int"}, "float": {"int", "float", "decimal"}, "string": {"string"},
@@ -27,6 +29,15 @@ _DUCKDB = {"TINYINT": "int", "SMALLINT": "int", "INTEGER": "int", "BIGINT": "int
            "DECIMAL": "decimal", "VARCHAR": "string", "BOOLEAN": "boolean",
            "TIMESTAMP": "timestamp", "TIMESTAMP_S": "timestamp", "TIMESTAMP_MS": "timestamp",
            "TIMESTAMP_NS": "timestamp", "DATE": "date"}
+
+
+def is_frame(value) -> bool:
+    """Whether ``value`` is a pandas DataFrame, without importing pandas: a process that
+    never loaded pandas holds none, so a caller that passes files or connections (the
+    ``dpsql query`` command) never pays for the import (about 0.3 s; docs/performance.md,
+    "The CLI")."""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and isinstance(value, pandas.DataFrame)
 
 
 def duckdb_family(stored_type: str) -> str | None:

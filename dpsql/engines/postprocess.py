@@ -12,7 +12,6 @@ import threading
 
 import duckdb
 import numpy as np
-import pandas as pd
 import sqlglot
 from sqlglot import exp
 
@@ -82,11 +81,12 @@ def plain_column(values):
         kind, mask = values.dtype.kind, values.mask.copy()
         # A column keeps its type whether or not a released value is NULL (review 38, F2:
         # an integer column with a NULL was object, sent by dpsql serve as text).
-        if kind == "f":
-            return pd.arrays.FloatingArray(values.data.astype(np.float64), mask)
-        if kind == "i":
-            return pd.arrays.IntegerArray(values.data.astype(np.int64), mask)
-        if kind == "b":
+        if kind in "fib":
+            import pandas as pd     # only here: a result with no NULL never loads pandas
+            if kind == "f":
+                return pd.arrays.FloatingArray(values.data.astype(np.float64), mask)
+            if kind == "i":
+                return pd.arrays.IntegerArray(values.data.astype(np.int64), mask)
             return pd.arrays.BooleanArray(values.data.astype(np.bool_), mask)
         if kind == "M":
             out = values.data.copy()

@@ -14,7 +14,6 @@ import json
 import re
 
 import numpy as np
-import pandas as pd
 from sqlglot import exp
 
 from ..errors import LedgerError, ProgrammingError
@@ -176,9 +175,11 @@ def _threshold_text(part: dict) -> str:
             f"(a group held by one person shows with probability <= {t['delta']:.2g})")
 
 
-def frame(records: list) -> pd.DataFrame:
+def frame(records: list):
     """One row per release (``dpsql.privacy.records.ReleaseRecord``), numbered from 1 in
-    ``release`` as the HTML chart's markers are."""
+    ``release`` as the HTML chart's markers are: a pandas DataFrame (pandas is loaded
+    here, not with this module, which every release uses for ``details``)."""
+    import pandas as pd
     rows = []
     for number, r in enumerate(records, start=1):
         parts = (r.details or {}).get("parts") or [{}]
@@ -250,7 +251,7 @@ def _md_cell(value) -> str:
     return _MD_PUNCTUATION.sub(r"\\\1", text)
 
 
-def _markdown(table: pd.DataFrame, totals: dict) -> str:
+def _markdown(table, totals: dict) -> str:
     lines = ["# DP release table", "", _summary(totals), ""]
     cols = list(table.columns)
     lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -287,7 +288,7 @@ def _composed_totals(records: list, totals: dict) -> list | None:
     return out
 
 
-def _html(table: pd.DataFrame, totals: dict, records: list) -> str:
+def _html(table, totals: dict, records: list) -> str:
     esc = html.escape
     head = "".join(f"<th>{esc(c)}</th>" for c in table.columns)
     body = "".join(("<tr class=\"replay\">" if replay else "<tr>")

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from dpsql.cli import command as cli
+from dpsql.cli import text
 
 from tests.paths import DATA, ROOT
 
@@ -282,11 +283,11 @@ def test_classify_maps_every_error_class_to_its_code():
 def test_format_frame_renders_nulls_numbers_and_text():
     import pandas as pd
     frame = pd.DataFrame({"k": ["a", None], "n": [1.5, float("nan")], "c": [3, 4]})
-    table = cli.format_frame(frame, "table").splitlines()
+    table = text.format_frame(frame, "table").splitlines()
     assert table[0].split() == ["k", "n", "c"] and table[3].split() == ["NULL", "NULL", "4"]
     assert table[2].endswith("  3") and table[2].index("1.5") > table[0].index("n") - 3
-    assert cli.format_frame(frame, "csv") == "k,n,c\na,1.5,3\n,,4\n"
-    assert json.loads(cli.format_frame(frame, "json")) == [
+    assert text.format_frame(frame, "csv") == "k,n,c\na,1.5,3\n,,4\n"
+    assert json.loads(text.format_frame(frame, "json")) == [
         {"k": "a", "n": 1.5, "c": 3}, {"k": None, "n": None, "c": 4}]
 
 

@@ -21,7 +21,6 @@ import threading
 from pathlib import Path
 
 import duckdb
-import pandas as pd
 from sqlglot import exp
 
 from ...errors import (DataError, EngineRefusal, InternalError, MetadataError, OperationalError,
@@ -33,7 +32,7 @@ from ...plan.aggregate import check_rows_independent
 from ...plan.aggregates import MAX_STATISTICS
 from ...plan.guard_limits import MAX_RELEASES
 from ...plan.precut import PRE_CUT_WORK
-from ..intake import duckdb_family, is_cast, warn_cast
+from ..intake import duckdb_family, is_cast, is_frame, warn_cast
 from ..relations import Relations
 from ...plan.rewrite import null_relation, typed_relation, with_source
 
@@ -90,7 +89,7 @@ class Engine:
     @classmethod
     def from_data(cls, data, metadata: Metadata) -> "Engine":
         con = own_connection()
-        if isinstance(data, (pd.DataFrame, str, Path)):
+        if is_frame(data) or isinstance(data, (str, Path)):
             if len(metadata.tables) != 1:
                 raise ProgrammingError(
                     f"one DataFrame was given but the metadata describes {len(metadata.tables)} "
@@ -108,7 +107,7 @@ class Engine:
             view = f"_dpsql_t{i}"
             _bind(con, view, source, table)
             physical[table.full_name.lower()] = exp.Table(this=exp.to_identifier(view, quoted=True))
-            if isinstance(source, pd.DataFrame):
+            if is_frame(source):
                 frames.add(table.full_name.lower())
         return cls(con, physical, metadata, frozenset(frames))
 
@@ -240,11 +239,6 @@ def _check_columns(table: Table, present: list) -> None:
                             "the header or the metadata")
 
 
-# Python-backed strings whatever pandas' default: they can hold the lone surrogates this
-# pass removes (Arrow's cannot, and Arrow cannot even take the pattern that finds them).
-_PYTHON_TEXT = pd.StringDtype("python")
-
-
 def _cell_text(value):
     """One cell's text, for the cells pandas could not convert: bytes are decoded (bad
     bytes replaced), a value whose str() fails or is not text is NULL."""
@@ -259,7 +253,7 @@ def _cell_text(value):
     return str.__str__(text) if isinstance(text, str) else None
 
 
-def _text(values: pd.Series) -> pd.Series:
+def _text(values):
     """A column as text DuckDB can always read: a cell that is not valid text is NULL.
 
     A Python str may hold a lone surrogate (from a JSON escape such as \\ud800), which
@@ -267,11 +261,15 @@ def _text(values: pd.Series) -> pd.Series:
     decide whether a query fails. Dates, numbers and other objects become their text
     (pandas' own vectorised conversion); only if it fails (bytes that are not UTF-8, an
     object whose str() raises) is each cell converted on its own, to its text or NULL.
-    The result is Python-backed text, with or without pyarrow."""
+    The result is Python-backed text, with or without pyarrow: whatever pandas' default,
+    it can hold the lone surrogates this pass removes (Arrow's cannot, and Arrow cannot
+    even take the pattern that finds them)."""
+    import pandas as pd         # a DataFrame was given: pandas is loaded
+    python_text = pd.StringDtype("python")
     try:
-        text = values.astype(_PYTHON_TEXT)
+        text = values.astype(python_text)
     except Exception:  # noqa: BLE001 - any object may be in the column: convert per cell
-        text = values.map(_cell_text, na_action="ignore").astype(_PYTHON_TEXT)
+        text = values.map(_cell_text, na_action="ignore").astype(python_text)
     bad = text.str.contains("[\ud800-\udfff]", regex=True, na=False)
     if bad.any():
         text = text.mask(bad)
@@ -279,7 +277,8 @@ def _text(values: pd.Series) -> pd.Series:
 
 
 def _bind(con, view: str, source, table: Table) -> None:
-    if isinstance(source, pd.DataFrame):
+    if is_frame(source):
+        import pandas as pd     # loaded: ``source`` is a DataFrame
         # DuckDB infers the type of an object column from a sample of its values: one
         # person's value could change it, or fail the scan. Such columns are bound as
         # text (copied once, here; other columns are scanned in place).
