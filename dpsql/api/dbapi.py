@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import sys
 import time as _time
 from collections.abc import Mapping, Sequence
 
@@ -102,11 +103,14 @@ def _python(value):
     if value is None:
         return None
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        if getattr(getattr(value, "dtype", None), "kind", "") in ("M", "m") and \
+                isinstance(value.item(), int):
+            return value      # a time past datetime's year 9999: numpy's value
         value = value.item()  # numpy scalar
     if isinstance(value, float) and math.isnan(value):
         return None
-    try:
-        import pandas as pd
+    pd = sys.modules.get("pandas")     # NA, NaT and Timestamp exist only if it is loaded
+    if pd is not None:
         if value is pd.NA or value is pd.NaT:
             return None
         if isinstance(value, pd.Timestamp):
@@ -114,8 +118,6 @@ def _python(value):
                 return value.to_pydatetime()
             except (ValueError, OverflowError):   # beyond year 9999: keep numpy's value
                 return value.to_datetime64()
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        pass
     return value
 
 
@@ -287,7 +289,7 @@ class Cursor:
             raise ProgrammingError(f"the query must be a str, not {type(operation).__name__}")
         params = self._params(parameters)
         try:
-            frame = self.connection._reader.execute_df(operation, params)
+            result = self.connection._reader.result_rows(operation, params)
         except Error:
             raise
         except OSError as exc:  # the ledger file could not be read or written
@@ -295,7 +297,7 @@ class Cursor:
         except Exception as exc:  # PEP 249: every error is a dpsql.Error
             raise InternalError(f"dpsql failed unexpectedly ({type(exc).__name__}); "
                                 "please report it") from exc
-        self._load(frame)
+        self._load(*result)
         return self
 
     def executemany(self, operation, seq_of_parameters):
@@ -369,13 +371,12 @@ class Cursor:
                 f"placeholders (paramstyle qmark), not {type(parameters).__name__}")
         return list(parameters)
 
-    def _load(self, frame) -> None:
-        columns = [frame.iloc[:, i] for i in range(frame.shape[1])]
-        values = [[_python(v) for v in col.tolist()] for col in columns]
-        self._rows = [tuple(r) for r in zip(*values)] if values else []
+    def _load(self, header, dtypes, rows) -> None:
+        """Hold a result (``Reader.result_rows``: read without pandas)."""
+        self._rows = [tuple(_python(v) for v in row) for row in rows]
         self._description = tuple(
-            (str(name), _type_code(col.dtype), None, None, None, None, None)
-            for name, col in zip(frame.columns, columns))
+            (str(name), _type_code(dtype), None, None, None, None, None)
+            for name, dtype in zip(header, dtypes))
         self._rowcount = len(self._rows)
         self._pos = 0
 

@@ -67,5 +67,8 @@ def python_values(values) -> list:
         import pandas as pd         # finer than datetime holds: pandas' Timestamp does
         return [native(v) for v in pd.Series(values).tolist()]
     if isinstance(values, np.ndarray) and values.dtype.kind in "fMm":
-        return [None if v is None or v != v else v for v in values.tolist()]
+        out = [None if v is None or v != v else v for v in values.tolist()]
+        if values.dtype.kind != "f":    # a time past datetime's year 9999 stays numpy's
+            out = [values[i] if isinstance(v, int) else v for i, v in enumerate(out)]
+        return out
     return [native(v) for v in values]

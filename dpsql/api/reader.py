@@ -461,20 +461,25 @@ class Reader(SmartNoiseMethods):
         """SmartNoise's shape: a header tuple, then one tuple per row, of Python values
         (None for NULL). SmartNoise's options: ``accuracy=True`` is
         ``execute_with_accuracy``; ``postprocess=False`` and ``pre_aggregated=`` are
-        refused (``dpsql.NotSupportedError``, docs/smartnoise.md).
-
-        The rows are ``execute_df``'s, read from the same columns without pandas (the
-        ``dpsql query`` command never loads it); a UNION ALL or grouping sets, whose parts
-        take one type per column, go through ``execute_df``."""
+        refused (``dpsql.NotSupportedError``, docs/smartnoise.md)."""
         if smartnoise:
             return self._smartnoise_execute(sql, params, privacy, replay, **smartnoise)
+        header, _, rows = self.result_rows(sql, params, privacy, replay)
+        return [header] + rows
+
+    def result_rows(self, sql: str, params=None, privacy: Privacy | None = None,
+                    replay: bool = True) -> tuple:
+        """(header, column dtypes, rows of Python values): ``execute_df``'s rows and
+        dtypes, read without pandas (but for a UNION ALL or grouping sets, whose parts
+        take one type per column: through ``execute_df``)."""
         plan, noisy = self._noisy(sql, params, privacy, replay)
         header = tuple(plan.output_names)
         if isinstance(plan, UnionPlan):
-            return [header] + frame_rows(self._present(plan, noisy))
+            df = self._present(plan, noisy)
+            return header, [df.iloc[:, i].dtype for i in range(df.shape[1])], frame_rows(df)
         columns = self._columns_part(plan, noisy[0])
-        values = [python_values(columns[f"_o{i}"]) for i in range(len(header))]
-        return [header] + list(zip(*values))
+        arrays = [columns[f"_o{i}"] for i in range(len(header))]
+        return header, [a.dtype for a in arrays], list(zip(*map(python_values, arrays)))
 
 
 def _warn_drowned(plan) -> None:

@@ -105,3 +105,29 @@ def test_a_list_of_quantiles_prints_as_a_list():
     code, _, proc = imported(*QUERY, sql)
     assert code == 0, proc.stderr
     assert all(line.split(None, 1)[1].startswith("[") for line in proc.stdout.splitlines()[2:])
+
+
+def test_the_dbapi_cursor_reads_its_rows_without_pandas():
+    """A PEP 249 user over files never loads pandas either; a list of quantiles is a list
+    (the cursor raised InternalError on it)."""
+    code = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import dpsql
+con = dpsql.connect(metadata="tests/data/PUMS.yaml", tables={"PUMS.PUMS": "tests/data/PUMS.csv"},
+                    privacy=dpsql.Privacy(epsilon=1.0))
+cur = con.cursor()
+cur.execute("SELECT sex, COUNT(*) AS n, QUANTILE_CONT(age, [0.25, 0.75]) AS q FROM PUMS.PUMS GROUP BY sex")
+rows = cur.fetchall()
+print(json.dumps({"rows": rows, "types": [d[1] for d in cur.description],
+                  "pandas": sorted(m for m in sys.modules if m.split(".")[0] in ("pandas", "pyarrow"))}))
+"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert found["pandas"] == [], found["pandas"]
+    assert found["types"] == ["VARCHAR", "BIGINT", "VARCHAR"], found["types"]
+    assert [r[0] for r in found["rows"]] == ["0", "1"]
+    assert all(isinstance(r[1], int) and len(r[2]) == 2 for r in found["rows"]), found["rows"]

@@ -1,7 +1,8 @@
-"""``Reader.execute`` reads its rows from the released columns without pandas, and they are
-``execute_df``'s rows: every accepted fixture query, answered once (the second call replays
-the same release), gives the same values of the same Python types both ways, NULLs as
-None; a UNION ALL or grouping sets (one type per column across parts) included.
+"""``Reader.execute`` and the PEP 249 cursor read their rows from the released columns
+without pandas, and they are ``execute_df``'s rows: every accepted fixture query, answered
+once (the second call replays the same release), gives the same values of the same Python
+types both ways, NULLs as None, and the cursor the same description as from the DataFrame's
+dtypes; a UNION ALL or grouping sets (one type per column across parts) included.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pandas as pd
 import pytest
 
 import dpsql
+from dpsql.api import dbapi
 from dpsql.api.present import frame_rows, python_values
 from tests.engines.compare import duckdb_reader, lines
 from tests.paths import FIXTURE_FILES, data_set_of
@@ -43,8 +45,31 @@ def test_rows_are_execute_df_rows_for_every_fixture_query(name):
             assert len(rows) == len(expected), sql
             for got, want in zip(rows, expected):
                 assert all(_same(a, b) for a, b in zip(got, want)), (sql, got, want)
+            _same_as_the_cursor_from_the_frame(reader, sql, df)
             compared += 1
     assert compared > 0, name
+
+
+def _same_as_the_cursor_from_the_frame(reader, sql: str, df) -> None:
+    """The cursor's rows and description are what they were when it held ``execute_df``'s
+    DataFrame: each cell through ``dbapi._python``, each type from the column's dtype."""
+    cursor = dbapi.Connection(reader).cursor()
+    cursor.execute(sql)                          # the same release, replayed
+    columns = [df.iloc[:, i] for i in range(df.shape[1])]
+    want_rows = [tuple(r) for r in zip(*[[v if isinstance(v, np.ndarray) else dbapi._python(v)
+                                           for v in c.tolist()] for c in columns])]
+    want_types = [dbapi._type_code(c.dtype) for c in columns]
+    got = cursor.fetchall()
+    assert [d[1] for d in cursor.description] == want_types, sql
+    assert len(got) == len(want_rows), sql
+    for a, b in zip(got, want_rows):
+        assert all(_same(x, y) or _same_list(x, y) for x, y in zip(a, b)), (sql, a, b)
+
+
+def _same_list(got, want) -> bool:
+    """A list of quantiles: a list now, a numpy array (which the cursor failed on) before."""
+    return isinstance(got, list) and isinstance(want, np.ndarray) and \
+        got == [None if v != v else v for v in want.tolist()]
 
 
 def test_python_values_of_every_column_kind():
@@ -60,3 +85,7 @@ def test_python_values_of_every_column_kind():
     assert python_values(pd.array([0.5, None], dtype="Float64")) == [0.5, None]
     assert python_values(np.array(["a", None], dtype=object)) == ["a", None]
     assert all(type(v) is int for v in python_values(np.array([1, 2], dtype=np.int64)))
+    far = np.array(["2020-01-02", "12000-01-01"], dtype="datetime64[us]")
+    got = python_values(far)         # past datetime's year 9999: numpy's value, as before
+    assert got[0] == datetime.datetime(2020, 1, 2) and got[1] == far[1]
+    assert dbapi._python(got[1]) == far[1] and isinstance(dbapi._python(got[1]), np.datetime64)
