@@ -1,9 +1,9 @@
 """A release's output columns as the caller asks for them: a pandas DataFrame
 (``execute_df``) or rows of Python values (``execute``), read the same way.
 
-pandas is imported only to build a DataFrame: ``Reader.execute`` and the ``dpsql query``
-command read the columns (numpy arrays) without it, which saves its import (about 0.3 s
-of a command's 1 s; docs/performance.md, "The CLI").
+pandas is imported only to build a DataFrame: ``Reader.execute``, the PEP 249 cursor and
+the ``dpsql query`` command read the columns (numpy arrays) without it, which saves its
+import (half of the command's 1.2 s; docs/performance.md, "The CLI without pandas").
 """
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def python_values(values) -> list:
     (a column with a NULL, ``engines/postprocess.plain_column``) cell by cell."""
     if isinstance(values, np.ma.MaskedArray):
         mask = np.ma.getmaskarray(values).tolist()
-        return [None if m else native(v) for v, m in zip(values.data.tolist(), mask)]
+        present = python_values(values.data)
+        return [None if m else v for v, m in zip(present, mask)]
     if isinstance(values, np.ndarray) and values.dtype.kind in "iub":
         return values.tolist()
     if isinstance(values, np.ndarray) and values.dtype.kind in "Mm" and \

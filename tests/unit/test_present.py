@@ -89,3 +89,9 @@ def test_python_values_of_every_column_kind():
     got = python_values(far)         # past datetime's year 9999: numpy's value, as before
     assert got[0] == datetime.datetime(2020, 1, 2) and got[1] == far[1]
     assert dbapi._python(got[1]) == far[1] and isinstance(dbapi._python(got[1]), np.datetime64)
+    masked = python_values(np.ma.MaskedArray(far, [True, False]))
+    assert masked[0] is None and masked[1] == far[1] and isinstance(masked[1], np.datetime64)
+    assert python_values(np.ma.MaskedArray([0.5, np.nan, 2.0], [False, False, True])) == \
+        [0.5, None, None]
+    assert python_values(np.ma.MaskedArray(np.array(["a", "b"], dtype=object), [True, False])) \
+        == [None, "b"]
