@@ -22,8 +22,6 @@ Deliberate differences from a read-write driver, all for privacy:
 from __future__ import annotations
 
 import datetime as _dt
-import math
-import sys
 import time as _time
 from collections.abc import Mapping, Sequence
 
@@ -96,29 +94,6 @@ def _type_code(dtype) -> str:
     if kind == "M":
         return "TIMESTAMP"
     return "VARCHAR"
-
-
-def _python(value):
-    """A result cell as a plain Python value; SQL NULL (and NaN) as None."""
-    if value is None:
-        return None
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        if getattr(getattr(value, "dtype", None), "kind", "") in ("M", "m") and \
-                isinstance(value.item(), int):
-            return value      # a time past datetime's year 9999: numpy's value
-        value = value.item()  # numpy scalar
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    pd = sys.modules.get("pandas")     # NA, NaT and Timestamp exist only if it is loaded
-    if pd is not None:
-        if value is pd.NA or value is pd.NaT:
-            return None
-        if isinstance(value, pd.Timestamp):
-            try:
-                return value.to_pydatetime()
-            except (ValueError, OverflowError):   # beyond year 9999: keep numpy's value
-                return value.to_datetime64()
-    return value
 
 
 # ----------------------------------------------------------------- connect
@@ -373,7 +348,7 @@ class Cursor:
 
     def _load(self, header, dtypes, rows) -> None:
         """Hold a result (``Reader.result_rows``: read without pandas)."""
-        self._rows = [tuple(_python(v) for v in row) for row in rows]
+        self._rows = [tuple(row) for row in rows]     # Python values (present.native)
         self._description = tuple(
             (str(name), _type_code(dtype), None, None, None, None, None)
             for name, dtype in zip(header, dtypes))

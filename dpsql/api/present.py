@@ -39,24 +39,35 @@ def whole(values, rounding):
 
 
 def native(value):
-    """One cell as a Python value: a numpy scalar's own, None for NULL (NaN, pandas' NA
-    and NaT), a list for an array (``QUANTILE_CONT(x, [0.25, 0.75])``)."""
+    """One cell as a Python value, the one rule of ``execute``, the PEP 249 cursor and the
+    CLI: a numpy scalar's own; None for NULL (NaN, NaT, pandas' NA); a list for an array
+    (``QUANTILE_CONT(x, [0.25, 0.75])``); a time as ``datetime`` where one holds it exactly,
+    else kept as it is (past year 9999, or with nanoseconds)."""
     if isinstance(value, np.ndarray) and value.ndim > 0:
         return [native(v) for v in value.tolist()]
+    if isinstance(value, (np.datetime64, np.timedelta64)):
+        item = value.item()                     # None for NaT; an int where no datetime holds it
+        return value if isinstance(item, int) else item
     if hasattr(value, "item"):
         value = value.item()
     if isinstance(value, float) and value != value:
         return None
-    pandas = sys.modules.get("pandas")      # NA and NaT exist only if pandas is loaded
-    if pandas is not None and (value is pandas.NA or value is pandas.NaT):
-        return None
+    pandas = sys.modules.get("pandas")          # NA, NaT and Timestamp exist only if loaded
+    if pandas is not None:
+        if value is pandas.NA or value is pandas.NaT:
+            return None
+        if isinstance(value, pandas.Timestamp) and value.nanosecond == 0:
+            try:
+                return value.to_pydatetime()
+            except (ValueError, OverflowError):   # past year 9999: numpy's value
+                return value.to_datetime64()
     return value
 
 
 def python_values(values) -> list:
-    """An output column as Python values, as ``native`` reads them: a numpy array's
-    ``tolist`` (times as ``datetime``), a masked cell None, a NaN None; a pandas array
-    (a column with a NULL, ``engines/postprocess.plain_column``) cell by cell."""
+    """An output column as Python values, each as ``native`` reads it (numbers and booleans
+    through numpy's ``tolist``, a masked cell None); a pandas array (a column with a NULL,
+    ``engines/postprocess.plain_column``) cell by cell."""
     if isinstance(values, np.ma.MaskedArray):
         mask = np.ma.getmaskarray(values).tolist()
         present = python_values(values.data)
@@ -67,9 +78,6 @@ def python_values(values) -> list:
             np.datetime_data(values.dtype)[0] in ("ns", "ps", "fs", "as"):
         import pandas as pd         # finer than datetime holds: pandas' Timestamp does
         return [native(v) for v in pd.Series(values).tolist()]
-    if isinstance(values, np.ndarray) and values.dtype.kind in "fMm":
-        out = [None if v is None or v != v else v for v in values.tolist()]
-        if values.dtype.kind != "f":    # a time past datetime's year 9999 stays numpy's
-            out = [values[i] if isinstance(v, int) else v for i, v in enumerate(out)]
-        return out
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+        return [None if v != v else v for v in values.tolist()]
     return [native(v) for v in values]

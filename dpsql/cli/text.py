@@ -66,26 +66,13 @@ def _num(value: float) -> str:
 
 # ----------------------------------------------------------------- output
 
-def _missing(value) -> bool:
-    """Whether a cell is NULL: None, a NaN, or pandas' NA or NaT (pandas is not imported
-    for this: a result given as rows holds none of its values)."""
-    if value is None or (isinstance(value, float) and value != value):
-        return True
-    pandas = sys.modules.get("pandas")
-    return (pandas is not None and not isinstance(value, (str, bytes))
-            and bool(pandas.api.types.is_scalar(value)) and bool(pandas.isna(value)))
-
-
 def _cell(value) -> tuple:
-    """(text, is_number) of one result cell for the aligned table."""
-    if _missing(value):
+    """(text, is_number) of one result cell (a Python value, ``api.present.native``: None
+    for NULL) for the aligned table."""
+    if value is None:
         return "NULL", False
     if isinstance(value, list):         # QUANTILE_CONT(x, [0.25, 0.75])
         return "[" + ", ".join(_cell(v)[0] for v in value) + "]", False
-    if isinstance(value, bool):
-        return str(value), False
-    if hasattr(value, "item") and not isinstance(value, str):
-        value = value.item()  # numpy scalar -> Python
     if isinstance(value, bool):
         return str(value), False
     if isinstance(value, int):
@@ -120,8 +107,8 @@ def format_frame(frame, fmt: str) -> str:
 
 
 def format_rows(header, rows: list, fmt: str) -> str:
-    """A result as text from its header and rows (``Reader.execute``'s shape):
-    ``table``, ``csv`` (with header) or ``json``."""
+    """A result as text from its header and rows of Python values (``Reader.execute``'s
+    shape): ``table``, ``csv`` (with header) or ``json``."""
     columns = [str(c) for c in header]
     if fmt == "json":
         return json.dumps([dict(zip(columns, map(_json_value, r))) for r in rows],
@@ -140,12 +127,10 @@ def format_rows(header, rows: list, fmt: str) -> str:
 
 
 def _json_value(value):
-    if _missing(value):
+    if value is None:
         return None
     if isinstance(value, list):
         return [_json_value(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, str):
-        value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None     # JSON has no Infinity; a non-finite result is shown as null
     if isinstance(value, (bool, int, float, str)):

@@ -34,8 +34,8 @@ _DUCKDB = {"TINYINT": "int", "SMALLINT": "int", "INTEGER": "int", "BIGINT": "int
 def is_frame(value) -> bool:
     """Whether ``value`` is a pandas DataFrame, without importing pandas: a process that
     never loaded pandas holds none, so a caller that passes files or connections (the
-    ``dpsql query`` command) never pays for the import (about 0.3 s; docs/performance.md,
-    "The CLI")."""
+    ``dpsql query`` command) never pays for the import (with pyarrow, half of the command's
+    1.2 s; docs/performance.md, "The CLI without pandas")."""
     pandas = sys.modules.get("pandas")
     return pandas is not None and isinstance(value, pandas.DataFrame)
 
