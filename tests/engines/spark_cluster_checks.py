@@ -50,7 +50,7 @@ def main() -> int:
     from sqlglot import exp
     from tests.system.test_truncation_sampling import assert_uniform_pairs
 
-    spark = spark_session(MASTER)
+    spark = spark_session(MASTER, adaptive=True)     # Spark's default, as users run it
     try:
         huge = dpsql.Privacy(epsilon=1e6, delta=1e-6)
         reader = dpsql.from_connection(spark, META, privacy=huge, tables=frames(spark))
@@ -84,7 +84,8 @@ def main() -> int:
         assert "only-0" not in keys and "common" in keys, f"threshold: released {keys}"
         print("threshold: a key of one person never released in 20 releases")
         executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
-        print(f"master {spark.sparkContext.master}, {executors} executor(s)")
+        adaptive = spark.conf.get("spark.sql.adaptive.enabled")
+        print(f"master {spark.sparkContext.master}, {executors} executor(s), adaptive {adaptive}")
     except AssertionError as err:
         print(f"FAILED: {err}")
         return 1

@@ -214,8 +214,13 @@ def _with_and_without_the_target(spark, tmp_path):
     for name, rows in (("absent", others), ("present", others + [(999, 7, "ab")])):
         path = str(tmp_path / name)
         spark.createDataFrame(rows, "pid bigint, i bigint, s string").write.parquet(path)
-        yield dpsql.from_connection(spark, ATTACK_META, tables={"h.t": path},
-                                    privacy=dpsql.Privacy(epsilon=1.0))
+        reader = dpsql.from_connection(spark, ATTACK_META, tables={"h.t": path},
+                                       privacy=dpsql.Privacy(epsilon=1.0))
+        # Adaptive execution on, as in Spark's default: the test session turns it off
+        # (tests/servers.spark_session), and the attack lives in what it skips. The
+        # reader's session is its own (SparkEngine.from_session), so no other test sees it.
+        reader.engine.session.conf.set("spark.sql.adaptive.enabled", "true")
+        yield reader
 
 
 def test_attack_text_copies_are_refused_before_spark_runs(spark):

@@ -18,5 +18,5 @@ def test_bounds_hold_on_a_cluster(spark):
                          env=env, capture_output=True, text=True, timeout=900)
     lines = [line for line in run.stdout.splitlines() if not line.startswith(("WARN", "Using"))]
     assert run.returncode == 0, "\n".join(lines) + run.stderr[-2000:]
-    assert any(line.startswith("master local-cluster") and "2 executor(s)" in line
+    assert any(line.startswith("master local-cluster") and "2 executor(s), adaptive true" in line
                for line in lines), lines

@@ -251,7 +251,7 @@ def _frequency_ok(hits: np.ndarray, p: float) -> bool:
     return abs(np.count_nonzero(hits) - n * p) < Z_FAIL * math.sqrt(n * p * (1 - p)) + 1
 
 
-@pytest.mark.parametrize("m", [2, 3, 7, 5040, 1_000_003, 2 ** 40 + 7, 2 ** 63 - 25])
+@pytest.mark.parametrize("m", [2, 3, 7, 5040, 2 ** 16, 1_000_003, 2 ** 40 + 7, 2 ** 63 - 25, 2 ** 63])
 def test_uniform_below(m):
     n = 300_000
     u = noise.uniform_below(m, n).astype(np.uint64)
