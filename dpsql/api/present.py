@@ -15,8 +15,13 @@ import numpy as np
 def frame(columns: list, names: list):
     """A DataFrame of ``columns`` (arrays), named ``names`` (which may repeat)."""
     import pandas as pd
+    names = list(names)
+    if len(set(names)) == len(names):
+        # One step: naming the columns afterwards builds a second index of text (pandas'
+        # Arrow strings), 0.33 against 0.19 ms for three columns (2026-11-30).
+        return pd.DataFrame(dict(zip(names, columns)))
     out = pd.DataFrame({f"_o{i}": c for i, c in enumerate(columns)})
-    out.columns = list(names)
+    out.columns = names
     return out
 
 

@@ -91,14 +91,16 @@ def test_operators_of_conditions_count_as_conditions(where, count):
 def test_a_statement_over_the_limit_is_refused_before_any_part_is_planned(reader):
     """Review 41, F2: the limit was checked as each grouping set was planned, so a CUBE of 16
     sets of 65 conditions was refused after 15 of them were planned (17.3 s on Spark). The
-    statement's text decides it: refused before planning (about 0.05 s here)."""
+    statement's text decides it: refused before planning (about 0.05 s here). Timed in CPU
+    seconds: the wall clock of a loaded machine passed 0.5 s once (0.52 s, with a benchmark
+    running beside the suite)."""
     condition = " OR ".join(f"(age > {i} AND income < {1000 + i})" for i in range(33))  # 65
     sql = (f"SELECT sex, married, race, educ, COUNT(*) AS n FROM PUMS.PUMS WHERE {condition} "
            "GROUP BY CUBE (sex, married, race, educ)")
-    start = time.perf_counter()
+    start = time.process_time()
     with pytest.raises(dpsql.QueryError, match="the query has 1,040 conditions"):
         reader.execute_df(sql)
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5
 
 
 def test_three_reads_are_answered(reader):
