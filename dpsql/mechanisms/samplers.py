@@ -17,9 +17,7 @@ its output (Mironov 2012). The samplers follow Canonne, Kamath & Steinke
 
 Randomness comes only from ``os.urandom`` in bulk; uniform integers in a range
 are made by rejection (never modulo bias). Work is vectorised with numpy over
-the rounds of each rejection loop: Python loops run per *round*, never per draw,
-except in a call of at most ``SMALL_DRAWS`` discrete Laplace draws (a release of a
-few statistics), which the same steps take one by one, faster than numpy's rounds.
+the rounds of each rejection loop: Python loops run per *round*, never per draw.
 
 Scales are used as exact rationals. A scale is used exactly when it has at
 most 24 significant bits (every integer below 2**24, halves, quarters, ...);
@@ -293,8 +291,6 @@ def _combine(u: np.ndarray, v: np.ndarray, t: int, s: int) -> np.ndarray:
 
 def _discrete_laplace_ts(t: int, s: int, n: int) -> np.ndarray:
     """n draws of Z with P(Z=z) proportional to exp(-|z| s/t) (CKS Algorithm 2)."""
-    if n <= SMALL_DRAWS:
-        return _laplace_one_by_one(t, s, n)
     p_zero = 1.0 - math.exp(-s / t)            # P(Y = 0): only sizes the batches
     rate = max(1.0 - p_zero / 2, 0.5)
     parts, have = [], 0
@@ -308,72 +304,6 @@ def _discrete_laplace_ts(t: int, s: int, n: int) -> np.ndarray:
         parts.append(z[:k])
         have += min(z.size, k)
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
-
-
-SMALL_DRAWS = 16
-"""Calls of at most this many discrete Laplace draws take them one by one
-(``_laplace_one_by_one``): a vectorised round costs about 10 us of numpy calls however
-few draws it holds, and a call takes about ten rounds, so 1-6 draws took 75-120 us where
-one by one they take 6-25 us (2026-11-30); the two meet near 40 draws."""
-
-
-class _Bits:
-    """Fair bits from one ``os.urandom`` read (more when they run out), for one call."""
-
-    __slots__ = ("pool", "left")
-
-    def __init__(self) -> None:
-        self.pool, self.left = 0, 0
-
-    def take(self, k: int) -> int:
-        """k fair bits as an integer in [0, 2**k)."""
-        if self.left < k:
-            n = max(k, 1024) // 8 + 1
-            self.pool |= int.from_bytes(os.urandom(n), "little") << self.left
-            self.left += 8 * n
-        value = self.pool & ((1 << k) - 1)
-        self.pool >>= k
-        self.left -= k
-        return value
-
-    def below(self, m: int) -> int:
-        """A uniform integer in [0, m), by rejection of ``bit_length(m - 1)`` bits."""
-        k = (m - 1).bit_length()
-        while True:
-            value = self.take(k)
-            if value < m:
-                return value
-
-    def exp_fraction(self, a: int, m: int) -> bool:
-        """Bernoulli(exp(-a/m)) for 0 <= a <= m (CKS Algorithm 1): K counts successive
-        successes of Bernoulli(a/(m K)); the result is K odd."""
-        k = 1
-        while self.below(m * k) < a:
-            k += 1
-        return k % 2 == 1
-
-
-def _laplace_one_by_one(t: int, s: int, n: int) -> np.ndarray:
-    """``_discrete_laplace_ts`` for a few draws, each drawn on its own, in Python integers:
-    the same steps (a remainder U on [0, t) accepted with Bernoulli(exp(-U/t)), a quotient V
-    counting Bernoulli(exp(-1)) successes, Y = floor((U + t V) / s), a fair sign, -0
-    rejected) from the same kind of exact uniform integers."""
-    bits, out = _Bits(), []
-    while len(out) < n:
-        u = 0
-        while t > 1:
-            u = bits.below(t)
-            if bits.exp_fraction(u, t):
-                break
-        v = 0
-        while bits.exp_fraction(1, 1):
-            v += 1
-        y = (u + t * v) // s
-        negative = bits.take(1)
-        if negative and y == 0:
-            continue
-        out.append(-y if negative else y)
-    return np.array(out, np.int64)
 
 
 def _chunked(sample, n: int) -> np.ndarray:
@@ -393,8 +323,13 @@ def discrete_laplace(scale: float, size: int) -> np.ndarray:
 
 
 def discrete_laplace_rational(t: int, s: int, size: int) -> np.ndarray:
-    """``size`` int64 draws with P(x) proportional to exp(-|x| s / t) (integers t, s)."""
-    return _chunked(lambda n: _discrete_laplace_ts(int(t), int(s), n), size)
+    """``size`` int64 draws with P(x) proportional to exp(-|x| s / t) (integers t, s >= 1;
+    anything else raises: s = 0 drew no noise at all)."""
+    t, s = int(t), int(s)
+    if t < 1 or s < 1:
+        raise InternalError(f"noise: discrete Laplace parameters must be integers >= 1, "
+                            f"got t={t}, s={s}")
+    return _chunked(lambda n: _discrete_laplace_ts(t, s, n), size)
 
 
 # ----------------------------------------------------------------------------
