@@ -289,6 +289,16 @@ def _combine(u: np.ndarray, v: np.ndarray, t: int, s: int) -> np.ndarray:
     return x // s
 
 
+DECOYS = 128
+"""Candidates each discrete Laplace batch draws beyond those it needs. The batch's rejection
+loops run until the slowest candidate is done (the largest quotient V, the longest chain of
+trials), so its time follows the largest of many draws, almost all discarded, and hardly the
+released ones: with 16 extra candidates the number of rounds of a one-draw call correlated
+0.14-0.15 with the |z| it released (20,000 calls at scales 3.7 and 1,000), with 128 0.02-0.04,
+for about 35% more rounds (2026-11-30; a faster path that drew a few draws one by one was
+withdrawn for a correlation of 0.57: docs/performance.md, eighth round)."""
+
+
 def _discrete_laplace_ts(t: int, s: int, n: int) -> np.ndarray:
     """n draws of Z with P(Z=z) proportional to exp(-|z| s/t) (CKS Algorithm 2)."""
     p_zero = 1.0 - math.exp(-s / t)            # P(Y = 0): only sizes the batches
@@ -296,7 +306,7 @@ def _discrete_laplace_ts(t: int, s: int, n: int) -> np.ndarray:
     parts, have = [], 0
     while have < n:
         k = n - have
-        m = int(k / rate * 1.02) + 16
+        m = int(k / rate * 1.02) + DECOYS
         y = _combine(_truncated_geometric(t, m), geometric_exp_minus_one(m), t, s)
         neg = random_bits(m)
         keep = ~(neg & (y == 0))                # -0 is rejected: 0 counted once
