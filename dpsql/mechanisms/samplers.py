@@ -430,5 +430,9 @@ def discrete_gaussian(sigma: float, size: int) -> np.ndarray:
 
 def discrete_gaussian_rational(p: int, q: int, size: int) -> np.ndarray:
     """``size`` int64 draws with P(x) proportional to exp(-x^2 q / (2 p)) (variance
-    parameter p/q, integers)."""
-    return _chunked(lambda n: _discrete_gaussian_pq(int(p), int(q), n), size)
+    parameter p/q, integers >= 1; anything else raises InternalError, not Python's errors)."""
+    p, q = int(p), int(q)
+    if p < 1 or q < 1:
+        raise InternalError(f"noise: discrete Gaussian parameters must be integers >= 1, "
+                            f"got p={p}, q={q}")
+    return _chunked(lambda n: _discrete_gaussian_pq(p, q, n), size)

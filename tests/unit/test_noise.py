@@ -240,6 +240,8 @@ def test_rational_parameters_below_one_are_refused():
     for t, s in ((0, 1), (-5, 1), (3, 0), (3, -2)):
         with pytest.raises(InternalError):
             noise.discrete_laplace_rational(t, s, 3)
+        with pytest.raises(InternalError):      # was ZeroDivisionError / ValueError
+            noise.discrete_gaussian_rational(t, s, 3)
 
 
 def test_a_small_calls_time_does_not_follow_its_noise():
