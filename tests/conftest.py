@@ -125,6 +125,7 @@ SLOW_TESTS = {
     # subset's run names any other test over QUICK_LIMIT of CPU, to be added here.
     "unit/test_noise.py::test_a_small_calls_time_does_not_follow_its_noise",
     "unit/test_noise.py::test_a_small_calls_rounds_do_not_follow_its_noise",
+    "unit/test_noise.py::test_a_small_gaussian_calls_rounds_do_not_follow_its_noise",
     "safety/test_parse_safety.py::test_a_500_term_or_chain_is_answered",
     "safety/test_parse_safety.py::test_or_chain_beyond_the_node_limit_is_query_error_suggesting_in",
     "safety/test_hostile_dates_decimals.py::"

@@ -296,17 +296,20 @@ trials), so its time follows the largest of many draws, almost all discarded, an
 released ones: with 16 extra candidates the number of rounds of a one-draw call correlated
 0.14-0.15 with the |z| it released (20,000 calls at scales 3.7 and 1,000), with 128 0.02-0.04,
 for about 35% more rounds (2026-11-30; a faster path that drew a few draws one by one was
-withdrawn for a correlation of 0.57: docs/performance.md, eighth round)."""
+withdrawn for a correlation of 0.57: docs/performance.md, eighth round). The discrete
+Gaussian's proposals keep 16: at least 17 proposals, most rejected, already hide its draws
+(0.01-0.03 with 16; 128 made a one-draw call 189 -> 236 us)."""
 
 
-def _discrete_laplace_ts(t: int, s: int, n: int) -> np.ndarray:
-    """n draws of Z with P(Z=z) proportional to exp(-|z| s/t) (CKS Algorithm 2)."""
+def _discrete_laplace_ts(t: int, s: int, n: int, decoys: int = DECOYS) -> np.ndarray:
+    """n draws of Z with P(Z=z) proportional to exp(-|z| s/t) (CKS Algorithm 2), in
+    batches of ``decoys`` candidates more than needed."""
     p_zero = 1.0 - math.exp(-s / t)            # P(Y = 0): only sizes the batches
     rate = max(1.0 - p_zero / 2, 0.5)
     parts, have = [], 0
     while have < n:
         k = n - have
-        m = int(k / rate * 1.02) + DECOYS
+        m = int(k / rate * 1.02) + decoys
         y = _combine(_truncated_geometric(t, m), geometric_exp_minus_one(m), t, s)
         neg = random_bits(m)
         keep = ~(neg & (y == 0))                # -0 is rejected: 0 counted once
@@ -408,7 +411,7 @@ def _discrete_gaussian_pq(p: int, q: int, n: int, plan: tuple | None = None) -> 
     while have < n:
         k = n - have
         m = int(k * 1.6) + 16
-        y = _discrete_laplace_ts(t, s, m)
+        y = _discrete_laplace_ts(t, s, m, decoys=16)     # the proposals hide the draws
         a = np.abs(y)
         if c:
             a = np.abs(a - c)
