@@ -26,6 +26,7 @@ from ..frontend.typecheck import _annotated
 from .guard_limits import MAX_GUARDS, check_guards, lowering
 from .nodes import Truncated, TruncatedGroups
 from .parens import bracketed
+from .prune import prune
 from ..frontend.params import literal
 from .rewrite import data_type, with_source
 
@@ -87,8 +88,10 @@ class Dialect:
         with lowering(tree):
             lowered = self.lowered(with_source(tree, typed))
             check(lowered)
-            bracketed(lowered)
             count = len(typed)
+            if count:
+                prune(lowered, count)
+            bracketed(lowered)
             real = [cte.sql(self.name) for cte in lowered.args["with_"].expressions[:count]]
             dry = self.stand_in(nulls) if heads is None else heads
             text = lowered.sql(self.name, copy=False)       # bracketed above

@@ -1,7 +1,7 @@
 """Fixed cost per query: a fresh release on a 1,000-row DataFrame against plain DuckDB.
 
 Usage: python tests/benchmarks/bench_fixed.py [--runs 200] [--ledger] [--profile NAME]
-       [--against DIR]
+       [--against DIR [--cached]]
 
 A reader from ``dpsql.from_df`` over examples/data/PUMS.csv (1,000 rows: int columns,
 text columns ``sex``, ``educ``, ``race``, ``married``, and a float column ``score``
@@ -20,6 +20,9 @@ compares two versions of dpsql run by two worker processes, DIR's (e.g. a checko
 older commit) and this checkout's, taking turns release by release (who goes first
 alternates), so that a shared machine's changing load falls on both alike; it prints
 each one's median difference from plain DuckDB (timed in the same worker, next to it).
+With ``--cached`` each query keeps one constant, so its plan is cached and every run is a
+fresh release of it (noise drawn anew, nothing replayed): the fixed cost of a query asked
+again.
 Not part of the tests.
 """
 from __future__ import annotations
@@ -89,7 +92,7 @@ def open_reader(df: pd.DataFrame, ledger: str | None):
 
 
 def fresh(reader, sql: str):
-    return reader.execute_df(sql)       # a new text: a new plan and a fresh release
+    return reader.execute_df(sql, replay=False)     # a new text: a new plan; else a cached one
 
 
 def timed(fn) -> float:
@@ -141,7 +144,7 @@ def profile(reader, name: str, runs: int, counter) -> None:
     stats.sort_stats("tottime").print_stats(40)
 
 
-def serve(ledger: str | None) -> None:
+def serve(ledger: str | None, cached: bool) -> None:
     """A worker of ``--against``: answers "name k" lines with the seconds of the plain and
     the private query, wall then CPU (with ``--ledger``, each worker its own ledger file)."""
     df = frame()
@@ -149,7 +152,7 @@ def serve(ledger: str | None) -> None:
     templates = dict(QUERIES)
     for line in sys.stdin:
         name, k = line.rsplit(" ", 1)
-        sql = templates[name].format(k=k.strip())
+        sql = templates[name].format(k=1 if cached else k.strip())
         cpu = time.process_time()
         plain = timed(lambda: con.execute(sql).df())
         cpu, plain_cpu = time.process_time(), time.process_time() - cpu
@@ -157,13 +160,14 @@ def serve(ledger: str | None) -> None:
         print(f"{plain} {private} {plain_cpu} {time.process_time() - cpu}", flush=True)
 
 
-def against(other: str, runs: int, ledger: str | None) -> None:
+def against(other: str, runs: int, ledger: str | None, cached: bool) -> None:
     here = str(Path(__file__).resolve().parents[2])
-    command = [sys.executable, __file__, "--serve"] + (["--ledger"] if ledger else [])
+    command = ([sys.executable, __file__, "--serve"] + (["--ledger"] if ledger else [])
+               + (["--cached"] if cached else []))
     workers = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 text=True, env={**os.environ, "PYTHONPATH": root})
                for root in (other, here)]
-    print(f"medians of {runs} fresh releases each, taking turns; dpsql minus DuckDB, wall "
+    print(f"medians of {runs} fresh releases each{' of a cached plan' if cached else ''}, taking turns; dpsql minus DuckDB, wall "
           f"(CPU) ms: {Path(other).name} first, then {Path(here).name}")
     print(f"{'query':14} {'duckdb ms':>10} {'before':>16} {'after':>16} {'after/before':>13}")
     counter = itertools.count(1)
@@ -196,6 +200,8 @@ def main() -> None:
     parser.add_argument("--ledger", action="store_true", help="the reader writes a ledger")
     parser.add_argument("--profile", metavar="NAME", help="cProfile one query's releases")
     parser.add_argument("--against", metavar="DIR", help="compare with DIR's dpsql, in turns")
+    parser.add_argument("--cached", action="store_true",
+                        help="with --against: one text per query, its plan cached")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
@@ -204,10 +210,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ledger = str(Path(tmp) / "ledger.jsonl") if args.ledger else None
         if args.serve:
-            serve(ledger)                   # a temporary directory of its own
+            serve(ledger, args.cached)      # a temporary directory of its own
             return
         if args.against:
-            against(args.against, args.runs, ledger)
+            against(args.against, args.runs, ledger, args.cached)
             return
         reader = open_reader(df, ledger)
         if args.profile:
