@@ -9,10 +9,11 @@ fresh release's fixed cost; the same work on a handful of rows costs tens of mic
 
 ``grouped(post, ...)`` takes exactly one shape: the SELECT list names keys (passed through)
 or arithmetic that ``post_scalar`` has a rule for, over the plan's noisy table under its
-NULL-restoring projection, ordered by every key ascending with NULLs last (DuckDB's
-default) and nothing else (no WHERE, HAVING, LIMIT, DISTINCT). Keys must be integers,
-booleans or text: their order in Python is DuckDB's (text: UTF-8 byte order, which is code
-point order). Any other shape, more than ``MAX_ROWS`` rows, or a value outside the region
+NULL-restoring projection, ordered by plain columns (outputs, keys or statistics), each
+ascending or descending, NULLs first or last, among which every key (so the order is total:
+no tie is left to an engine's sort), optionally cut by a literal LIMIT and OFFSET; nothing
+else (no WHERE, HAVING, DISTINCT). Keys must be integers, booleans or text: their order in
+Python is DuckDB's (text: UTF-8 byte order, which is code point order; -0.0 ties with 0.0). Any other shape, more than ``MAX_ROWS`` rows, or a value outside the region
 where the two agree (as ``post_scalar``: NaN, infinities, division by zero, BIGINT
 overflow) leaves the table to DuckDB, so the answer is always DuckDB's:
 tests/unit/test_post_rows.py compares both on every grouped fixture query with random
@@ -32,8 +33,7 @@ from .post_scalar import Outside, compile_node, kind_of
 # at 1,024, DuckDB 2.3-2.8 ms at every size (docs/performance.md, "Fixed cost per query,
 # seventh round"). 64 leaves room for SELECT lists several times longer.
 MAX_ROWS = 64
-_OUTER = ("where", "group", "having", "limit", "offset", "joins", "distinct", "with_",
-          "qualify", "windows")
+_OUTER = ("where", "group", "having", "joins", "distinct", "with_", "qualify", "windows")
 _KEY_KINDS = "ibO"        # BIGINT, BOOLEAN, VARCHAR (object arrays of str)
 
 
@@ -47,7 +47,8 @@ def grouped(post: exp.Select, noisy_table: str, columns: dict, keys: list):
     if any(dtypes.get(k) is None or dtypes[k].kind not in _KEY_KINDS for k in keys):
         return None
     inner = _inner_columns(post, noisy_table, keys)
-    if inner is None or _key_order(post) != list(keys):
+    cut = _cut(post)
+    if inner is None or cut is None:
         return None
     # the statistics the outer SELECT may read: those the inner projection passes on
     stats = {name: t.kind for name, t in dtypes.items() if name not in keys and name in inner
@@ -65,7 +66,10 @@ def grouped(post: exp.Select, noisy_table: str, columns: dict, keys: list):
         if kind is None or not kind[1]:
             return None
         outputs.append((item.alias, fn, np.dtype(np.int64 if kind[0] == "i" else np.float64)))
-    return lambda noisy: _run(outputs, list(keys), set(stats), noisy)
+    order = _order(post, outputs, keys, set(stats))
+    if order is None:
+        return None
+    return lambda noisy: _run(outputs, order, cut, list(keys), set(stats), noisy)
 
 
 def _inner_columns(post: exp.Select, noisy_table: str, keys: list):
@@ -104,39 +108,75 @@ def _restores_null(item, key: str) -> bool:
             and isinstance(default, exp.Column) and default.name == key and not default.table)
 
 
-def _key_order(post: exp.Select):
-    """The columns of an ORDER BY of plain columns, each ascending with NULLs last."""
+def _cut(post: exp.Select):
+    """(offset, limit or None) of literal non-negative integers, or None for another cut."""
+    found = []
+    for part in ("offset", "limit"):
+        node = post.args.get(part)
+        value = node.expression if node is not None else None
+        if node is None:
+            found.append(0 if part == "offset" else None)
+        elif (isinstance(node, (exp.Limit, exp.Offset)) and isinstance(value, exp.Literal)
+              and not value.is_string and value.this.isdigit()
+              and not any(v for k, v in node.args.items() if k != "expression")):
+            found.append(int(value.this))
+        else:
+            return None
+    return tuple(found)
+
+
+def _order(post: exp.Select, outputs: list, keys: list, stats: set):
+    """The ORDER BY as (name, is an output, descending, NULLs first) per term, or None
+    unless each term is a plain column naming one output or one inner column (never
+    both), and the terms name every key (directly or as an output passing it on)."""
     order = post.args.get("order")
     if order is None:
         return None
-    names = []
+    passed = {alias: fn for alias, fn, dtype in outputs if dtype is None}
+    aliases = {alias for alias, _, _ in outputs}
+    terms, covered = [], set()
     for term in order.expressions:
-        if (not isinstance(term, exp.Ordered) or term.args.get("desc")
-                or term.args.get("nulls_first") or not isinstance(term.this, exp.Column)
-                or term.this.table):
+        if (not isinstance(term, exp.Ordered) or term.args.get("with_fill")
+                or not isinstance(term.this, exp.Column) or term.this.table):
             return None
-        names.append(term.this.name)
-    return names
+        name = term.this.name
+        if (name in aliases) == (name in keys or name in stats):
+            return None
+        covered.add(passed.get(name, name))
+        terms.append((name, name in aliases, bool(term.args.get("desc")),
+                      bool(term.args.get("nulls_first"))))
+    return terms if covered >= set(keys) else None
 
 
-def _run(outputs, keys: list, stats: set, noisy: dict):
+def _run(outputs, order: list, cut: tuple, keys: list, stats: set, noisy: dict):
     rows = _rows(noisy, keys, stats)
     if rows is None:
         return None
-    rows.sort(key=lambda row: tuple((row[k] is None, row[k] if row[k] is not None else 0)
-                                    for k in keys))
-    out = {}
+    values = {}
     try:
         for name, fn, dtype in outputs:
             if dtype is None:
-                out[name] = _key_array([row[fn] for row in rows], noisy[fn].dtype)
+                values[name] = [row[fn] for row in rows]
                 continue
-            values = [fn(row) for row in rows]
-            if any((dtype.kind == "i") != (type(v) is int) for v in values):
+            values[name] = [fn(row) for row in rows]
+            if any((dtype.kind == "i") != (type(v) is int) for v in values[name]):
                 return None
-            out[name] = np.array(values, dtype=dtype)
     except Outside:
         return None
+    index = list(range(len(rows)))
+    for name, is_output, desc, nulls_first in reversed(order):     # stable: last term first
+        column = values[name] if is_output else [row[name] for row in rows]
+        nulls = [i for i in index if column[i] is None]
+        index = sorted((i for i in index if column[i] is not None),
+                       key=column.__getitem__, reverse=desc)
+        index = nulls + index if nulls_first else index + nulls
+    offset, limit = cut
+    index = index[offset:] if limit is None else index[offset:offset + limit]
+    out = {}
+    for name, fn, dtype in outputs:
+        picked = [values[name][i] for i in index]
+        out[name] = (_key_array(picked, noisy[fn].dtype) if dtype is None
+                     else np.array(picked, dtype=dtype))
     return out
 
 
