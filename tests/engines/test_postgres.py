@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import dpsql
@@ -17,6 +18,8 @@ from tests.engines.compare import (LARGE, QUANTILES, duckdb_reader as _duckdb_re
                                    same_frame as _same_frame, without_engine_sql)
 from tests.paths import DATA, DATA_SETS, FIXTURE_FILES, ROOT, data_set_of
 from tests.servers import reader_over_rows
+from tests.system.test_filter_rewrite import (META as FILTER_META, QUERIES as FILTER_QUERIES,
+                                             AsWritten, frame as filter_table)
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpsql. no budget set")
 PG_ONLY_REFUSALS = {
@@ -343,3 +346,32 @@ def test_nested_distinct_subqueries_are_fenced_or_refused(pg_con):
         with pytest.raises(dpsql.QueryError, match="too large"):
             pg.explain(nested(n))
     assert time.perf_counter() - started < 10
+
+
+@pytest.mark.parametrize("sql", FILTER_QUERIES)
+def test_filtered_aggregates_run_as_postgres_filter_with_the_plans_exact_aggregates(
+        postgres, sql):
+    """PostgreSQL runs ``agg(x) FILTER (WHERE p)`` as its FILTER (dpsql.engines.filters):
+    its exact aggregates equal DuckDB's for the plan as written (NULLs, values out of
+    bounds, a group the filter empties)."""
+    table = filter_table()
+    rows = ", ".join(f"({g}, {f}, {'NULL' if x != x else repr(float(x))}, {i})"
+                     for g, f, x, i in table.itertuples(index=False))
+    privacy = dpsql.Privacy(epsilon=1.0)
+    reader, con = reader_over_rows(postgres, "S.T", "g bigint, f bigint, x float8, i bigint",
+                                   rows, FILTER_META, privacy)
+    try:
+        got = reader.engine.run(reader.engine.compile(reader._plan(sql)))
+        assert "FILTER" in reader.engine.compile(reader._plan(sql))
+    finally:
+        con.close()
+    duck = dpsql.from_df({"S.T": table}, FILTER_META, privacy=privacy)
+    duck.engine.dialect = AsWritten()
+    want = duck.engine.run(duck.engine.compile(duck._plan(sql)))
+    assert list(got) == list(want)
+    order = [np.argsort(np.ma.getdata(v[list(v)[0]]), kind="stable") for v in (got, want)]
+    for name in want:
+        a, b = np.ma.masked_invalid(np.ma.asarray(got[name], dtype=float))[order[0]], \
+            np.ma.masked_invalid(np.ma.asarray(want[name], dtype=float))[order[1]]
+        assert (np.ma.getmaskarray(a) == np.ma.getmaskarray(b)).all(), (name, a, b)
+        assert np.ma.allclose(a, b, rtol=1e-12), (name, a, b)

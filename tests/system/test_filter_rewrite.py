@@ -1,4 +1,5 @@
-"""DuckDB runs ``agg(x) FILTER (WHERE p)`` as its own FILTER (dpsql.engines.duckdb.filters):
+"""DuckDB runs ``agg(x) FILTER (WHERE p)`` as its own FILTER (dpsql.engines.filters;
+PostgreSQL's in tests/engines/test_postgres.py):
 the exact aggregates must equal those of the plan as written (an aggregate of the column
 ``CASE WHEN p THEN x END``), with NULLs, values out of bounds and groups the filter empties."""
 import duckdb
@@ -31,14 +32,19 @@ class AsWritten(DuckDB):
         return Dialect.lowered(self, tree)
 
 
-@pytest.fixture(scope="module")
-def table():
+def frame() -> pd.DataFrame:
+    """5,000 rows: four groups, a filter flag, a float with NULLs and values out of bounds."""
     rng = np.random.default_rng(3)
     n = 5000
     x = rng.uniform(-20, 80, n)
     x[rng.random(n) < 0.1] = np.nan
     return pd.DataFrame({"g": rng.integers(0, 4, n), "f": rng.integers(0, 2, n),
                          "x": x, "i": rng.integers(-3, 15, n)})
+
+
+@pytest.fixture(scope="module")
+def table():
+    return frame()
 
 
 @pytest.mark.parametrize("sql", QUERIES)

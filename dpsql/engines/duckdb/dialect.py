@@ -9,7 +9,7 @@ rendered by sqlglot's DuckDB generator: ``exp.UnixMicros`` is ``EPOCH_US``):
 - ``TruncatedGroups``: keep at most g groups per person and r rows per person in
   each (window functions);
 - which CTEs DuckDB stores and which it recomputes (``inline_deterministic``);
-- aggregates of a filtered column as DuckDB's FILTER (``dpsql.engines.duckdb.filters``).
+- aggregates of a filtered column as DuckDB's FILTER (``dpsql.engines.filters``).
 Running plans on a DuckDB connection is ``dpsql.engines.duckdb.engine``.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from sqlglot import exp
 from ...frontend.literal_lists import listed_in, rows_in
 from ...plan.dialect import Dialect
 from ...plan.fences import fence_columns, fence_inlining
-from .filters import restored_filters
+from ..filters import restored_filters
 from .guards import never_raising
 from ...plan.nodes import Truncated, TruncatedGroups, every_node
 

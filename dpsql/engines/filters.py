@@ -1,11 +1,15 @@
-"""A DuckDB rewrite rule: aggregates over a filtered column as DuckDB's own FILTER.
+"""A rewrite rule of DuckDB and PostgreSQL: aggregates over a filtered column as the
+engine's own FILTER.
 
 Owns: ``restored_filters``. The plan writes ``agg(x) FILTER (WHERE p)`` as an aggregate of
 a column ``_dpsql_eN = CASE WHEN p THEN x END`` defined below it (dpsql.plan.validate
 normalises FILTER; the column carries the bounds), clamped in the aggregate. DuckDB
 evaluates that in 70 ms per 10^7 rows and ``agg(clamp(x)) FILTER (WHERE p)`` in 29 ms
 (docs/performance.md). The two are the same aggregate: it ignores NULLs, and the clamp of
-NULL is NULL, so the rows where p does not hold add nothing either way.
+NULL is NULL, so the rows where p does not hold add nothing either way. PostgreSQL's
+FILTER skips the aggregate's step on those rows too: at 5,000,000 rows, one backend without
+parallel workers, the FILTER benchmark query took 430-550 ms of CPU with it against 490-570
+ms as written, the plain query 417-550 ms.
 """
 from __future__ import annotations
 
