@@ -81,10 +81,13 @@ MOVED = {
     "dpsql.sql.typecheck": "dpsql.frontend.typecheck", "dpsql.statistic": "dpsql.plan.statistic",
     "dpsql.statistics": "dpsql.plan.statistics", "dpsql.validate": "dpsql.plan.validate",
     "dpsql.zcdp": "dpsql.privacy.zcdp",
+    # moved since (issue 35: shared by DuckDB's and PostgreSQL's dialects)
+    "dpsql.engines.duckdb.filters": "dpsql.engines.filters",
 }
 """Module paths of the layout before the modules moved into the pipeline's folders (commit
-3c22ea1) -> where each module is now. An old path still imports, as the very module at its
-new place, with a FutureWarning once (the module is then cached under the old name)."""
+3c22ea1), and of modules moved since -> where each module is now. An old path still
+imports, as the very module at its new place, with a FutureWarning once (the module is then
+cached under the old name)."""
 
 
 class _MovedModules:
@@ -109,7 +112,7 @@ class _MovedModules:
         import warnings
         # stacklevel 2: the importing line (warnings skips importlib's own frames).
         warnings.warn(f"{old} has moved to {new}: import it from there ({old} is an alias "
-                      "kept for scripts written before dpsql's modules moved into folders, "
+                      "kept for scripts written against an earlier layout of dpsql's modules, "
                       "and will be removed)", FutureWarning, stacklevel=2)
         sys.modules[old] = import_module(new)
 

@@ -8,7 +8,7 @@ evaluates that in 70 ms per 10^7 rows and ``agg(clamp(x)) FILTER (WHERE p)`` in 
 (docs/performance.md). The two are the same aggregate: it ignores NULLs, and the clamp of
 NULL is NULL, so the rows where p does not hold add nothing either way. PostgreSQL's
 FILTER skips the aggregate's step on those rows too: at 5,000,000 rows, one backend without
-parallel workers, the FILTER benchmark query took 430-550 ms of CPU with it against 490-570
+parallel workers, the FILTER benchmark query took 433-553 ms of CPU with it against 490-570
 ms as written, the plain query 417-550 ms.
 """
 from __future__ import annotations

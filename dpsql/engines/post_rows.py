@@ -13,8 +13,9 @@ NULL-restoring projection, ordered by plain columns (outputs, keys or statistics
 ascending or descending, NULLs first or last, among which every key (so the order is total:
 no tie is left to an engine's sort), optionally cut by a literal LIMIT and OFFSET; nothing
 else (no WHERE, HAVING, DISTINCT). Keys must be integers, booleans or text: their order in
-Python is DuckDB's (text: UTF-8 byte order, which is code point order; -0.0 ties with 0.0). Any other shape, more than ``MAX_ROWS`` rows, or a value outside the region
-where the two agree (as ``post_scalar``: NaN, infinities, division by zero, BIGINT
+Python is DuckDB's (text: UTF-8 byte order, which is code point order; -0.0 ties with
+0.0). Any other shape, more than ``MAX_ROWS`` rows, or a value outside the region where the
+two agree (as ``post_scalar``: NaN, infinities, division by zero, BIGINT
 overflow) leaves the table to DuckDB, so the answer is always DuckDB's:
 tests/unit/test_post_rows.py compares both on every grouped fixture query with random
 released tables. Only released values are read: this is post-processing, free of privacy

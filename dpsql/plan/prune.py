@@ -38,7 +38,7 @@ def prune(tree: exp.Select, count: int) -> None:
     skip = {id(cte) for cte in typed}
     bodies: dict = {}
     names: set = set()
-    stars, columns = [], []
+    stars, columns, sources = [], [], set()
     for node in tree.walk(bfs=False, prune=lambda n: id(n) in skip):
         if id(node) in skip:
             continue
@@ -57,7 +57,9 @@ def prune(tree: exp.Select, count: int) -> None:
                 return                      # AS x(a, b): names by position
         elif isinstance(node, _UNNAMED) or isinstance(node, exp.Join) and node.args.get("method"):
             return
-    if any(not c.table and _row_of_source(c) for c in columns):
+        if isinstance(node, (exp.From, exp.Join)):
+            sources.add(node.this.alias_or_name.casefold())
+    if any(not c.table and c.name.casefold() in sources and _row_of_source(c) for c in columns):
         return                              # SELECT t FROM t: a whole row as a value
     if not all(_harmless(s, named, bodies) for s in stars):
         return
