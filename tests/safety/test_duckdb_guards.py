@@ -89,6 +89,19 @@ def _same(a, b) -> bool:
     return a == b
 
 
+def _oracle(con, typed: exp.Expression, keys: list) -> list:
+    """DuckDB's own ``TRY`` of the typecheck's tree, row by row: the whole table in one
+    statement, then each row whose value is NULL again on its own (``WHERE i = ? AND j = ?``).
+    A row with a value computed it without raising, as it would alone; a row that raised in
+    its vector is NULL there, and is the one whose meaning must come from a run of its own.
+    One statement per row took 45 s for the 132 expressions, this 12 s, with the same values."""
+    select = exp.select(exp.alias_(typed.copy(), "v", quoted=True)).from_("t")
+    want = [r[0] for r in con.execute(select.copy().order_by("i", "j").sql("duckdb")).fetchall()]
+    one_row = select.where("i = ? AND j = ?").sql("duckdb")
+    return [con.execute(one_row, list(k)).fetchall()[0][0] if w is None else w
+            for k, w in zip(keys, want)]
+
+
 @pytest.mark.parametrize("expression", ARITH + FLOAT + TEXT + TIME + DAY)
 def test_a_guarded_expression_never_raises_and_keeps_its_meaning(con, expression):
     typed, _ = check(sqlglot.parse_one(expression, read="duckdb"), dict(COLUMNS))
@@ -96,10 +109,8 @@ def test_a_guarded_expression_never_raises_and_keeps_its_meaning(con, expression
                            .order_by("i", "j"))
     assert "TRY(" not in ours.upper().replace("TRY_CAST(", ""), ours
     got = [r[0] for r in con.execute(ours).fetchall()]     # raises if any row raises
-    oracle = exp.select(exp.alias_(typed, "v", quoted=True)).from_("t").where(
-        "i = ? AND j = ?").sql("duckdb")                   # TRY as DuckDB means it, a row at a time
     keys = con.execute("SELECT i, j FROM t ORDER BY i, j").fetchall()
-    want = [con.execute(oracle, list(k)).fetchall()[0][0] for k in keys]
+    want = _oracle(con, typed, keys)
     wrong = [(k, g, w) for k, g, w in zip(keys, got, want) if not _same(g, w)]
     assert not wrong, wrong[:5]
 

@@ -55,7 +55,7 @@ def test_a_statement_of_too_many_statistics_is_refused_for_free_before_planning(
             + "])", 8),
     # the same aggregate written many times is planned once
     _select("MEDIAN(income)", 100),
-])
+], ids=lambda sql: sql.split(" AS v0")[0][len("SELECT "):][:48])
 def test_a_statement_at_the_limit_is_answered(sql):
     reader = dpsql.from_df(pd.read_csv(DATA / "PUMS.csv"), str(DATA / "PUMS.yaml"),
                            privacy=dpsql.Privacy(epsilon=1000.0))
