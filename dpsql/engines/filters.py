@@ -1,15 +1,21 @@
-"""A rewrite rule of DuckDB and PostgreSQL: aggregates over a filtered column as the
-engine's own FILTER.
+"""Rewrite rules of DuckDB and PostgreSQL for aggregates over the plan's derived columns.
 
-Owns: ``restored_filters``. The plan writes ``agg(x) FILTER (WHERE p)`` as an aggregate of
-a column ``_dpsql_eN = CASE WHEN p THEN x END`` defined below it (dpsql.plan.validate
-normalises FILTER; the column carries the bounds), clamped in the aggregate. DuckDB
-evaluates that in 70 ms per 10^7 rows and ``agg(clamp(x)) FILTER (WHERE p)`` in 29 ms
-(docs/performance.md). The two are the same aggregate: it ignores NULLs, and the clamp of
-NULL is NULL, so the rows where p does not hold add nothing either way. PostgreSQL's
-FILTER skips the aggregate's step on those rows too: at 5,000,000 rows, one backend without
-parallel workers, the FILTER benchmark query took 433-553 ms of CPU with it against 490-570
-ms as written, the plain query 417-550 ms.
+Owns: ``restored_filters`` and ``counted_bases``. The plan writes ``agg(x) FILTER (WHERE
+p)`` as an aggregate of a column ``_dpsql_eN = CASE WHEN p THEN x END`` defined below it
+(dpsql.plan.validate normalises FILTER; the column carries the bounds), clamped in the
+aggregate. DuckDB evaluates that in 70 ms per 10^7 rows and ``agg(clamp(x)) FILTER (WHERE
+p)`` in 29 ms (docs/performance.md). The two are the same aggregate: it ignores NULLs, and
+the clamp of NULL is NULL, so the rows where p does not hold add nothing either way.
+PostgreSQL's FILTER skips the aggregate's step on those rows too: at 5,000,000 rows, one
+backend without parallel workers, the FILTER benchmark query took 433-553 ms of CPU with it
+against 490-570 ms as written, the plain query 417-550 ms.
+
+An AVG of an expression counts the expression's values: ``COUNT(_dpsql_eN)`` beside
+``SUM(_dpsql_eN)``, where ``_dpsql_eN`` is, e.g., ``clamp(age) - 30``. PostgreSQL computes
+each aggregate's argument on its own (DuckDB shares it), and counting the column ``age``
+itself is the same count: a clamp, and adding or subtracting a number, are NULL exactly
+when their operand is (the plan writes ``+`` and ``-`` without a guard only where they
+cannot fail). ``counted_bases`` counts the column.
 """
 from __future__ import annotations
 
@@ -31,21 +37,72 @@ def restored_filters(tree: exp.Expression, selects: list | None = None) -> exp.E
     return tree
 
 
+def counted_bases(tree: exp.Expression, selects: list | None = None) -> exp.Expression:
+    """``tree`` with each ``COUNT`` of a column ``_dpsql_eN = clamp(c) ± n`` (or
+    ``clamp(c)``, ``c ± n``) counting ``c`` (``selects``: its SELECTs, if known)."""
+    for select in list(tree.find_all(exp.Select)) if selects is None else selects:
+        node = _defining_select(select)
+        bases = _counted_columns(node) if node is not None else {}
+        for count in [n for e in select.expressions for n in e.find_all(exp.Count)] if bases else ():
+            argument = count.this
+            while isinstance(argument, exp.Paren):
+                argument = argument.this
+            if isinstance(argument, exp.Column) and not argument.table and argument.name in bases:
+                count.set("this", exp.column(bases[argument.name], quoted=True))
+    return tree
+
+
+def _counted_columns(node: exp.Select) -> dict:
+    """Name -> c of ``node``'s columns that are NULL exactly when the source column c is."""
+    alias = node.args["from_"].this.alias_or_name
+    found = {}
+    for e in node.expressions[1:]:
+        value = e.this if isinstance(e, exp.Alias) else None
+        while isinstance(value, exp.Paren):
+            value = value.this
+        if isinstance(value, (exp.Add, exp.Sub)):
+            value = _shifted(value)
+        columns = list(value.find_all(exp.Column)) if value is not None else []
+        if columns and all(c.table in ("", alias) for c in columns) \
+                and _null_preserving(value, columns[0].name):
+            found[e.alias] = columns[0].name
+    return found
+
+
+def _shifted(node: exp.Expression) -> exp.Expression | None:
+    """x of ``x + n``, ``n + x``, ``x - n`` or ``n - x`` (n a number), else None."""
+    def number(n):
+        return (isinstance(n, exp.Literal) and n.is_number) or (
+            isinstance(n, exp.Neg) and isinstance(n.this, exp.Literal) and n.this.is_number)
+    left, right = node.this, node.expression
+    other = left if number(right) else right if number(left) else None
+    while isinstance(other, exp.Paren):
+        other = other.this
+    return other
+
+
 def _definitions(select: exp.Select) -> dict:
     """Name -> (p, x) of the columns ``CASE WHEN p THEN x END`` that ``select`` reads
     through ``SELECT *`` subqueries from one select over one source (no join)."""
+    node = _defining_select(select)
+    return _filtered_columns(node) if node is not None else {}
+
+
+def _defining_select(select: exp.Select) -> exp.Select | None:
+    """The select that ``select`` reads through ``SELECT *`` subqueries, one source and no
+    join on the way, and that adds columns to ``*``; None if there is none."""
     node = select
     while True:
         source = node.args.get("from_")
         if source is None or node.args.get("joins") or not isinstance(source.this, exp.Subquery):
-            return {}
+            return None
         node = source.this.this
         if not isinstance(node, exp.Select) or node.args.get("joins") or node.args.get("group"):
-            return {}
+            return None
         if not node.expressions or not isinstance(node.expressions[0], exp.Star):
-            return {}
+            return None
         if len(node.expressions) > 1:
-            return _filtered_columns(node)
+            return node
 
 
 def _filtered_columns(node: exp.Select) -> dict:

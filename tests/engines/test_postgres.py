@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import dpsql
@@ -354,21 +355,61 @@ def test_filtered_aggregates_run_as_postgres_filter_with_the_plans_exact_aggrega
     """PostgreSQL runs ``agg(x) FILTER (WHERE p)`` as its FILTER (dpsql.engines.filters):
     its exact aggregates equal DuckDB's for the plan as written (NULLs, values out of
     bounds, a group the filter empties)."""
-    table = filter_table()
-    rows = ", ".join(f"({g}, {f}, {'NULL' if x != x else repr(float(x))}, {i})"
-                     for g, f, x, i in table.itertuples(index=False))
+    compiled, got, want = _exact_on_postgres_and_as_written(postgres, sql)
+    assert "FILTER" in compiled
+    _same_aggregates(got, want)
+
+
+COUNTED_META = {"": {"S": {"C": {"row_privacy": True, "g": {"type": "int"},
+                                 "i": {"type": "int", "lower": 0, "upper": 10}}}}}
+COUNTED_QUERIES = [
+    "SELECT AVG(i - 3) AS a, COUNT(i + 2) AS c, SUM(i) AS s FROM S.C",
+    "SELECT g, AVG(i + 2) AS a, AVG(10 - i) AS b FROM S.C GROUP BY g",
+    "SELECT g, COUNT(i - 1) AS n, AVG(i - 1) AS a FROM S.C WHERE g > 0 GROUP BY g",
+]
+
+
+@pytest.mark.parametrize("sql", COUNTED_QUERIES)
+def test_a_count_of_a_shifted_or_clamped_column_counts_the_column(postgres, sql):
+    """The count beside an average of ``clamp(i) - 3`` is ``COUNT("i")`` on PostgreSQL
+    (dpsql.engines.filters.counted_bases), with the same exact aggregates as DuckDB's for
+    the plan as written (i has NULLs and values out of its bounds)."""
+    rng = np.random.default_rng(5)
+    table = pd.DataFrame({"g": rng.integers(0, 4, 2000), "i": pd.array(
+        [None if u < 0.1 else int(v) for u, v in zip(rng.random(2000),
+                                                      rng.integers(-5, 20, 2000))],
+        dtype="Int64")})
+    rows = ", ".join(f"({g}, {'NULL' if i is pd.NA else i})"
+                     for g, i in table.itertuples(index=False))
+    compiled, got, want = _exact_on_postgres_and_as_written(
+        postgres, sql, table, ("S.C", "g bigint, i bigint", rows, COUNTED_META))
+    assert 'COUNT("i")' in compiled and 'COUNT("_dpsql_e' not in compiled, compiled
+    _same_aggregates(got, want)
+
+
+def _exact_on_postgres_and_as_written(postgres, sql: str, table=None, stored=None) -> tuple:
+    """(PostgreSQL's engine SQL for ``sql`` over ``table`` (filter_table()) stored as
+    ``stored`` (name, columns, rows, metadata), its exact aggregates, DuckDB's exact
+    aggregates of the plan as written, without its rewrites)."""
+    if table is None:
+        table = filter_table()
+        stored = ("S.T", "g bigint, f bigint, x float8, i bigint", ", ".join(
+            f"({g}, {f}, {'NULL' if x != x else repr(float(x))}, {i})"
+            for g, f, x, i in table.itertuples(index=False)), FILTER_META)
+    name, columns, rows, meta = stored
     privacy = dpsql.Privacy(epsilon=1.0)
-    reader, con = reader_over_rows(postgres, "S.T", "g bigint, f bigint, x float8, i bigint",
-                                   rows, FILTER_META, privacy)
+    reader, con = reader_over_rows(postgres, name, columns, rows, meta, privacy)
     try:
         compiled = reader.engine.compile(reader._plan(sql))
-        assert "FILTER" in compiled
         got = reader.engine.run(compiled)
     finally:
         con.close()
-    duck = dpsql.from_df({"S.T": table}, FILTER_META, privacy=privacy)
+    duck = dpsql.from_df({name: table}, meta, privacy=privacy)
     duck.engine.dialect = AsWritten()
-    want = duck.engine.run(duck.engine.compile(duck._plan(sql)))
+    return compiled, got, duck.engine.run(duck.engine.compile(duck._plan(sql)))
+
+
+def _same_aggregates(got: dict, want: dict) -> None:
     assert list(got) == list(want)
     order = [np.argsort(np.ma.getdata(v[list(v)[0]]), kind="stable") for v in (got, want)]
     for name in want:

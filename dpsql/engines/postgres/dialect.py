@@ -24,7 +24,7 @@ from ...frontend.allowed import ENTRIES
 from ...plan.dialect import (Dialect, apply_rules, date_diff_tree, int_constant, total,
                              type_name)
 from ...plan.fences import check_expansion, fence_inlining
-from ..filters import restored_filters
+from ..filters import counted_bases, restored_filters
 from ...plan.nodes import Truncated, TruncatedGroups
 from ...plan.rewrite import TYPED_SOURCE
 from . import numbers as n
@@ -84,12 +84,15 @@ class Postgres(Dialect):
     def lowered(self, tree: exp.Expression) -> exp.Expression:
         """The rules, once over the whole plan (truncations' rows and keys included), then
         the truncations (whose own SQL needs no rule); the typed relations inlined; an
-        aggregate of a filtered column as PostgreSQL's FILTER (``engines.filters``); guards
-        that PostgreSQL would inline into guards level by level fenced, and a plan too large
-        once expanded refused (``plan.fences``)."""
+        aggregate of a filtered column as PostgreSQL's FILTER, a count of a shifted or clamped
+        column as the count of the column (``engines.filters``); guards that PostgreSQL would
+        inline into guards level by level fenced, and a plan too large once expanded refused
+        (``plan.fences``)."""
         lowered = _inline_typed(self._truncations(apply_rules(tree, RULES, _refusal, PLAN_RULES)))
         check_expansion(lowered)
-        return fence_inlining(restored_filters(lowered), _offset_zero)
+        selects = list(lowered.find_all(exp.Select))
+        return fence_inlining(counted_bases(restored_filters(lowered, selects), selects),
+                              _offset_zero)
 
     def _truncations(self, tree: exp.Expression) -> exp.Expression:
         return self.compile_nodes(tree)
