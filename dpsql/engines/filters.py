@@ -71,11 +71,8 @@ def _counted_columns(node: exp.Select) -> dict:
 
 def _shifted(node: exp.Expression) -> exp.Expression | None:
     """x of ``x + n``, ``n + x``, ``x - n`` or ``n - x`` (n a number), else None."""
-    def number(n):
-        return (isinstance(n, exp.Literal) and n.is_number) or (
-            isinstance(n, exp.Neg) and isinstance(n.this, exp.Literal) and n.this.is_number)
     left, right = node.this, node.expression
-    other = left if number(right) else right if number(left) else None
+    other = left if _number(right) else right if _number(left) else None
     while isinstance(other, exp.Paren):
         other = other.this
     return other
@@ -153,6 +150,22 @@ def _null_preserving(node: exp.Expression, name: str) -> bool:
         return False
     default = node.args.get("default")
     return (isinstance(default, exp.Column) and default.name == name and all(
-        isinstance(i.this, COMPARISONS) and isinstance(i.args["true"], (exp.Literal, exp.Neg))
+        isinstance(i.this, COMPARISONS) and _constant(i.args["true"])
         and {c.name for c in i.this.find_all(exp.Column)} == {name}
         for i in node.args["ifs"]))
+
+
+def _constant(node: exp.Expression) -> bool:
+    """Whether ``node`` is a literal or a negated number (never NULL). Review of
+    counted_bases: any negation passed, and an analyst's ``CASE WHEN i < 3 THEN -(m + 1)
+    ELSE i END`` (NULL where m is, or where its guard is) was counted as ``COUNT(i)``."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, exp.Literal) or _number(node)
+
+
+def _number(node: exp.Expression) -> bool:
+    """Whether ``node`` is a number, or a negated one, in parentheses or not."""
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        node = node.this
+    return isinstance(node, exp.Literal) and node.is_number
