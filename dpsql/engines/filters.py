@@ -53,8 +53,10 @@ def counted_bases(tree: exp.Expression, selects: list | None = None) -> exp.Expr
 
 
 def _counted_columns(node: exp.Select) -> dict:
-    """Name -> c of ``node``'s columns that are NULL exactly when the source column c is."""
+    """Name -> c of ``node``'s columns that are NULL exactly when the source column c is
+    (not when ``node`` defines a column named c too: the outer count would read that one)."""
     alias = node.args["from_"].this.alias_or_name
+    defined = {e.alias_or_name.lower() for e in node.expressions[1:]}
     found = {}
     for e in node.expressions[1:]:
         value = e.this if isinstance(e, exp.Alias) else None
@@ -64,6 +66,7 @@ def _counted_columns(node: exp.Select) -> dict:
             value = _shifted(value)
         columns = list(value.find_all(exp.Column)) if value is not None else []
         if columns and all(c.table in ("", alias) for c in columns) \
+                and columns[0].name.lower() not in defined \
                 and _null_preserving(value, columns[0].name):
             found[e.alias] = columns[0].name
     return found

@@ -6,6 +6,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+import sqlglot
 
 import dpsql
 from dpsql.engines.duckdb.dialect import DuckDB
@@ -64,3 +65,23 @@ def test_filter_rewrite_gives_the_plans_exact_aggregates(table, sql):
         assert [v is None for v in a] == [v is None for v in b]
         assert [v for v in a if v is not None] == pytest.approx([v for v in b if v is not None],
                                                                 rel=1e-9)
+
+
+@pytest.mark.parametrize("inner, counted", [
+    ("age - 30 AS e", '"age"'),
+    ("(CASE WHEN age < 0 THEN 0 WHEN age > 9 THEN 9 ELSE age END) + 1 AS e", '"age"'),
+    ("5 - age AS e", '"age"'),
+    # not NULL exactly where age is: kept
+    ("age - income AS e", "e"),
+    ("CASE WHEN age < 3 THEN -(m + 1) ELSE age END AS e", "e"),
+    ("CASE WHEN age < 3 THEN NULL ELSE age END AS e", "e"),
+    # the select also defines a column named age: the outer count would read that one
+    ("x AS age, age - 30 AS e", "e"),
+])
+def test_counted_bases_counts_the_column_only_where_the_count_is_the_same(inner, counted):
+    """engines.filters.counted_bases (PostgreSQL's dialect; its exact aggregates are checked
+    on PostgreSQL in tests/engines/test_postgres.py): which counts it rewrites."""
+    from dpsql.engines.filters import counted_bases
+    tree = sqlglot.parse_one(f"SELECT COUNT(e) AS n, SUM(e) AS s FROM (SELECT *, {inner} "
+                             "FROM t AS _l) AS s", read="postgres")
+    assert counted_bases(tree).sql("postgres").startswith(f"SELECT COUNT({counted}) AS n")
