@@ -15,6 +15,12 @@ HEAVY = (("query",), ("serve",), ("metadata", "bounds"), ("metadata", "init"),
          ("ledger", "report"))
 """Commands that load DuckDB and pandas (``query`` loads pandas only with ``--accuracy``:
 it reads its rows without it; docs/performance.md, "The CLI")."""
+LIBRARIES = ("duckdb", "numpy", "yaml", "jsonschema")
+"""What every heavy command imports, among them every library whose C code prints an
+error of its own imports (numpy's and rpds', under jsonschema, call ``PyErr_Print``): a
+Ctrl-C landing in one of those printed a traceback before ``dpsql: interrupted`` (once
+in a clean-clone CI run, at 0.15 s). Imported here, they finish before the command starts
+or the process ends at once."""
 
 
 def _load_engine_libraries(argv) -> None:
@@ -29,7 +35,7 @@ def _load_engine_libraries(argv) -> None:
         return
     plain_query = args[:1] == ["query"] and not any(
         a == "--accuracy" or a.startswith("--accuracy=") for a in args)
-    for name in ("duckdb",) if plain_query else ("duckdb", "pandas"):
+    for name in LIBRARIES if plain_query else LIBRARIES + ("pandas",):
         try:
             __import__(name)
         except ImportError:            # reported by the command that needs it

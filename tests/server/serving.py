@@ -124,8 +124,10 @@ class Process(_Dsn):
 
     def __init__(self, path: str) -> None:
         self.deployment = load(path)
+        # faulthandler: a server that does not stop is sent SIGABRT and prints its threads
         self.proc = subprocess.Popen([sys.executable, "-m", "dpsql", "serve", "--config", path],
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, "PYTHONFAULTHANDLER": "1"})
         said = []                   # a Spark JVM's own lines come before "listening on ..."
         while not said or ("listening" not in said[-1] and said[-1]):
             said.append(self.proc.stderr.readline())
@@ -141,4 +143,9 @@ class Process(_Dsn):
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(30)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGABRT)     # its threads' stacks, on stderr
+                said = self.proc.communicate(timeout=20)[1]
+                raise AssertionError(f"dpsql serve did not stop within 30 s:\n{said}") from None

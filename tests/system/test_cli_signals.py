@@ -117,6 +117,47 @@ def test_ctrl_c_at_twenty_moments_of_the_start_up_exits_130(big):
         assert (code, err) == (130, "dpsql: interrupted\n"), (delay, code, err)
 
 
+# Run by the interpreter: `dpsql query`, noting the extension modules (compiled code) that
+# were first imported while the command ran, once Ctrl-C raised KeyboardInterrupt.
+IMPORTED_WHILE_RUNNING = """import sys
+import dpsql.cli
+import dpsql.cli.command as command
+run = command.main
+def noted(argv=None):
+    before = set(sys.modules)
+    try:
+        return run(argv)
+    finally:
+        new = set(sys.modules) - before
+        compiled = sorted(m for m in new if str(getattr(sys.modules[m], "__file__", "")
+                                                    ).endswith((".so", ".pyd")))
+        sys.stderr.write(f"compiled: {compiled}\\n")
+command.main = noted
+sys.exit(dpsql.cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("extra", [[], ["--accuracy", "0.95"]])
+def test_no_library_with_compiled_code_is_first_imported_once_a_query_runs(extra):
+    """numpy's and rpds' compiled code prints the error of an import it makes
+    (``PyErr_Print``): a Ctrl-C that landed there, once the command had started, printed a
+    traceback before ``dpsql: interrupted`` (a clean-clone CI run, at 0.15 s; exit 130).
+    Every such library is imported before the command starts, where a Ctrl-C ends the
+    process at once; the standard library's compiled modules print nothing of the kind."""
+    proc = subprocess.run([sys.executable, "-c", IMPORTED_WHILE_RUNNING, "query", *PUMS,
+                           "--epsilon", "1", *extra, "SELECT COUNT(*) AS n FROM PUMS.PUMS"],
+                          capture_output=True, text=True, env=ENV, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    compiled = eval(re.search(r"compiled: (\[.*\])", proc.stderr).group(1))
+    outside = [m for m in compiled if not _standard_library(m)]
+    assert outside == [], outside
+
+
+def _standard_library(module: str) -> bool:
+    top = module.split(".")[0]
+    return top in sys.stdlib_module_names or top.lstrip("_") in sys.stdlib_module_names
+
+
 # Commands that wait on stdin (kept open and empty), so that the Ctrl-C finds them running
 # however fast they start: `ledger show` answers in a tenth of a second (it imports no
 # engine library), before a fixed delay would have interrupted it.
