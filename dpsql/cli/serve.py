@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import logging
+import os
 import signal
 import sys
 
@@ -103,8 +105,16 @@ async def _serve(deployment) -> int:
         await done.wait()
     finally:
         await server.stop()
-    sys.stderr.write("dpsql serve: stopped\n")
+    left = (f" ({server.stuck} statement(s) still running were left: the log has their "
+            "stacks)" if server.stuck else "")
+    sys.stderr.write(f"dpsql serve: stopped{left}\n")
+    code = EXIT_OK
     if interrupted:
         interrupt.say(sys.stderr.write)
-        return interrupt.EXIT_INTERRUPTED
-    return EXIT_OK
+        code = interrupt.EXIT_INTERRUPTED
+    if server.stuck:        # the interpreter would wait for their worker threads forever
+        logging.shutdown()
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(code)
+    return code

@@ -15,7 +15,9 @@ import secrets
 import socket
 import ssl
 import sys
+import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 from ..api import collector
@@ -47,6 +49,10 @@ MAX_KNOWN = 100
 """TCP addresses remembered per analyst as having authenticated (their most recent ones):
 an analyst who logs in from 10,100 addresses cycles their own, never another's (eighth
 review of issue 33: with one list for all, that pushed alice's address out)."""
+STOP_WAIT_S = 10.0
+"""How long a stopping server waits for its statements, once it has cancelled them: a
+cancelled statement ends within a second (docs/deployment.md); one still running after
+this is left behind, and the process exits without it."""
 SWITCH_INTERVAL_S = 0.0005
 """How long a thread computing (a statement being planned) may hold the interpreter lock
 while another waits for it (Python's default: 5 ms). The event loop takes the lock several
@@ -72,6 +78,8 @@ class Server:
         self.owners: dict = {}                       # address -> analysts it authenticated
         self.servers: list = []
         self.addresses: list = []
+        self.running: set = set()                    # the workers' futures not yet done
+        self.stuck = 0                               # statements left running by stop()
 
     # -- lifecycle --------------------------------------------------------------------
     async def start(self) -> None:
@@ -103,10 +111,18 @@ class Server:
         return self.deployment.port
 
     async def stop(self) -> None:
+        """Stop listening, cancel every session's statement (as PostgreSQL's fast shutdown:
+        one planning stops at once, one reading data has its engine interrupted and is
+        charged as any cancelled query), close the connections, and wait at most
+        STOP_WAIT_S for the statements to end. One still running then is left behind
+        (``stuck``; the owner's log has its stack): the process exits without it, rather
+        than an interpreter waiting for its worker forever."""
         for server in self.servers:
             server.close()
             await server.wait_closed()
         connections = list(self.sessions.values()) + list(self.pending)
+        for connection in list(self.sessions.values()):
+            connection.stop_statement()
         tasks = [c.task for c in connections if getattr(c, "task", None)]
         for task in tasks:           # first: a handshake cut by its writer's close would end
             task.cancel()            # its task with an error no one retrieves (a traceback)
@@ -114,7 +130,9 @@ class Server:
         for connection in connections:
             connection.writer.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
-        self.accounts.close()
+        self.stuck = await _ended(list(self.running), STOP_WAIT_S)
+        if not self.stuck:           # (a statement left running may hold its account's lock)
+            self.accounts.close()
         self.runner.guard.stop()
         collector.serving(False)
 
@@ -267,10 +285,16 @@ class Server:
         # (the eleventh review: a `select 1` waited 20.8 s for a worker and was answered,
         # past its own 5 s timeout). loop.time() is time.monotonic().
         deadline = start + timeout
-        future = loop.run_in_executor(self.pool, self.runner.run, state, sql, params, None,
-                                      deadline)
+        future = self._submit(self.runner.run, state, sql, params, None, deadline)
         future.add_done_callback(lambda _: account.turn.release())
         return await asyncio.shield(future)
+
+    def _submit(self, function, *args) -> asyncio.Future:
+        """``function(*args)`` in a worker, counted in ``running`` until it ends."""
+        future = asyncio.get_running_loop().run_in_executor(self.pool, function, *args)
+        self.running.add(future)
+        future.add_done_callback(self.running.discard)
+        return future
 
     def _turn(self, account) -> None:
         """The analyst's statement slots (``statements_per_analyst``), made on first use."""
@@ -291,12 +315,29 @@ class Server:
         left = timeout if connection.arrived is None else connection.arrived + timeout - loop.time()
         await _take_turn(connection, account.turn, max(0.0, left))
         try:
-            return await asyncio.get_running_loop().run_in_executor(self.pool, function, *args)
+            return await self._submit(function, *args)
         finally:
             account.turn.release()
 
     def log_internal(self, err: BaseException) -> None:
         log.error("dpsql serve: internal error %s", type(err).__name__, exc_info=err)
+
+
+async def _ended(futures: list, timeout: float) -> int:
+    """Wait at most ``timeout`` seconds for ``futures`` (statements in workers); how many
+    are still running then, with their threads' stacks in the owner's log."""
+    if futures:
+        await asyncio.wait(futures, timeout=timeout)
+    left = sum(not f.done() for f in futures)
+    if left:
+        frames = sys._current_frames()
+        stacks = "".join(
+            f"\n{t.name}:\n" + "".join(traceback.format_stack(frames[t.ident]))
+            for t in threading.enumerate() if t.name.startswith("dpsql-worker")
+            and t.ident in frames)
+        log.error("dpsql serve: %d statement(s) still running %s s after the stop began; "
+                  "the server stops without them%s", left, timeout, stacks)
+    return left
 
 
 async def _take_turn(connection, turn: asyncio.Semaphore, timeout: float) -> None:
