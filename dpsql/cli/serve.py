@@ -105,8 +105,8 @@ async def _serve(deployment) -> int:
         await done.wait()
     finally:
         await server.stop()
-    left = (f" ({server.stuck} statement(s) still running were left: the log has their "
-            "stacks)" if server.stuck else "")
+    left = (f" (left {server.stuck} statement(s) or connection(s) still running: the log "
+            "has their stacks)" if server.stuck else "")
     sys.stderr.write(f"dpsql serve: stopped{left}\n")
     code = EXIT_OK
     if interrupted:

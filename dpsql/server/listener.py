@@ -126,11 +126,11 @@ class Server:
         tasks = [c.task for c in connections if getattr(c, "task", None)]
         for task in tasks:           # first: a handshake cut by its writer's close would end
             task.cancel()            # its task with an error no one retrieves (a traceback)
-        await asyncio.gather(*tasks, return_exceptions=True)
+        lingering = await _ended(tasks, STOP_WAIT_S, "connection(s)")
         for connection in connections:
             connection.writer.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
-        self.stuck = await _ended(list(self.running), STOP_WAIT_S)
+        self.stuck = lingering + await _ended(list(self.running), STOP_WAIT_S, "statement(s)")
         if not self.stuck:           # (a statement left running may hold its account's lock)
             self.accounts.close()
         self.runner.guard.stop()
@@ -323,21 +323,25 @@ class Server:
         log.error("dpsql serve: internal error %s", type(err).__name__, exc_info=err)
 
 
-async def _ended(futures: list, timeout: float) -> int:
-    """Wait at most ``timeout`` seconds for ``futures`` (statements in workers); how many
-    are still running then, with their threads' stacks in the owner's log."""
+async def _ended(futures: list, timeout: float, what: str) -> int:
+    """Wait at most ``timeout`` seconds for ``futures`` (connections' tasks, or statements
+    in workers); how many are still running then, with their stacks (the tasks' and every
+    worker thread's) in the owner's log."""
     if futures:
         await asyncio.wait(futures, timeout=timeout)
-    left = sum(not f.done() for f in futures)
+    left = [f for f in futures if not f.done()]
     if left:
         frames = sys._current_frames()
         stacks = "".join(
             f"\n{t.name}:\n" + "".join(traceback.format_stack(frames[t.ident]))
             for t in threading.enumerate() if t.name.startswith("dpsql-worker")
             and t.ident in frames)
-        log.error("dpsql serve: %d statement(s) still running %s s after the stop began; "
-                  "the server stops without them%s", left, timeout, stacks)
-    return left
+        stacks += "".join(f"\ntask:\n" + "".join(traceback.format_stack(frame))
+                          for f in left if isinstance(f, asyncio.Task)
+                          for frame in f.get_stack()[-1:])
+        log.error("dpsql serve: %d %s still running %s s after the stop began; the server "
+                  "stops without them%s", len(left), what, timeout, stacks)
+    return len(left)
 
 
 async def _take_turn(connection, turn: asyncio.Semaphore, timeout: float) -> None:
