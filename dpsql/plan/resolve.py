@@ -190,11 +190,12 @@ class Resolver:
         already (a VALUES list's int and text columns): not read from the engine again."""
         if self.public is None:
             return
+        known = known or {}
         stats = self._public_stats(relation, [f for f in relation.visible()
-                                              if known is None or f.name not in known])
+                                              if f.name not in known])
+        listed_values, to_read = {}, []
         for f in relation.visible():
-            col = column(f.name)
-            if known is not None and f.name in known:
+            if f.name in known:
                 listed, rows = known[f.name]
                 distinct, non_null = len(set(listed)), len(listed)
                 lo, hi = (min(listed), max(listed)) if listed else (None, None)
@@ -207,12 +208,38 @@ class Resolver:
                 # the owner's connection), and a plan is cached for the session.
                 f.lower, f.upper = lo, hi
             if distinct <= MAX_DOMAIN:
-                values = [(v,) for v in set(listed)] if known is not None and f.name in known \
-                    else self.public(exp.select(col.copy()).from_(relation.source("_p")).where(
-                        exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null()))).distinct(),
-                        relation.tables)
-                f.domain = tuple(sorted((v[0] for v in values), key=lambda v: (type(v).__name__, v)))
+                if f.name in known:
+                    listed_values[f.name] = set(known[f.name][0])
+                else:
+                    to_read.append(f)
             f.origin = "public data"
+        listed_values.update(self._public_domains(relation, to_read))
+        for f in relation.visible():
+            if f.name in listed_values:
+                f.domain = tuple(sorted(listed_values[f.name],
+                                        key=lambda v: (type(v).__name__, v)))
+
+    def _public_domains(self, relation: Relation, fields: list) -> dict:
+        """{name: its non-NULL values} of ``fields`` of a public relation, read in one
+        query: a GROUPING SETS of one column each, where a row's one non-NULL column is a
+        value of that column (a query per column took about 0.1 s each on Spark: six reads
+        of one lookup table for one plan)."""
+        if not fields:
+            return {}
+        cols = [column(f.name) for f in fields]
+        select = exp.select(*[c.copy() for c in cols]).from_(relation.source("_p"))
+        if len(cols) == 1:
+            select = select.where(exp.Not(this=exp.Is(this=cols[0].copy(),
+                                                      expression=exp.Null()))).distinct()
+        else:
+            select = select.group_by(exp.GroupingSets(expressions=[
+                exp.Tuple(expressions=[c.copy()]) for c in cols]))
+        out: dict = {f.name: set() for f in fields}
+        for row in self.public(select, relation.tables):
+            for f, value in zip(fields, row):
+                if value is not None:
+                    out[f.name].add(value)
+        return out
 
     def _public_stats(self, relation: Relation, fields: list) -> dict:
         """{name: (distinct, min, max, rows, non-NULL)} of ``fields``, read in one query (a
@@ -222,8 +249,11 @@ class Resolver:
         aggs = [exp.Count(this=exp.Star())]
         for f in fields:
             col = column(f.name)
-            aggs += [exp.Count(this=exp.Distinct(expressions=[col])), exp.Min(this=col.copy()),
-                     exp.Max(this=col.copy()), exp.Count(this=col.copy())]
+            # The range of numbers only (the bounds): PostgreSQL has no MIN of a boolean.
+            ends = [exp.Min(this=col.copy()), exp.Max(this=col.copy())] \
+                if f.kind in ("int", "float") else [exp.Null(), exp.Null()]
+            aggs += [exp.Count(this=exp.Distinct(expressions=[col])), *ends,
+                     exp.Count(this=col.copy())]
         row = self.public(exp.select(*aggs).from_(relation.source("_p")), relation.tables)[0]
         return {f.name: (row[1 + 4 * i], row[2 + 4 * i], row[3 + 4 * i], row[0], row[4 + 4 * i])
                 for i, f in enumerate(fields)}
