@@ -21,7 +21,7 @@ CELLS = ["abc", "", "1e400", "9223372036854775808", "9223372036854775807", " 12 
          "13.5", "-12.5", "1e3", "+5", ".5", "5.", "inf", "-Infinity", "nan", "-0", "3.0",
          "1e18", "1e19", "yes", "no", "t", "f", "TRUE", "False", "1", "0", "y", "N", "on",
          " true ", "2", "01", "\u30005", "5\u2003", "\u1680inf", "\t7\n", "\v8\f", None]
-"""Cells stored as text for int, float and boolean columns (DuckDB's answers are the truth).
+r"""Cells stored as text for int, float and boolean columns (DuckDB's answers are the truth).
 Unicode spaces: PostgreSQL's ``\s`` matched them and its casts then raised (tenth review)."""
 
 FLOATS = [1.0, 2.5, 3.5, -2.5, 0.1, 1e-5, 123456.789, 1e15, 1e16, 9.2e18, 1e19, -9.3e18,
