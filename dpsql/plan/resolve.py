@@ -28,6 +28,11 @@ from ..frontend.dialect import ANALYST_DIALECT
 from ..frontend.literal_lists import rows_in
 
 
+GROUPING_CHUNK = 32
+"""Most columns in one GROUPING SETS read of a public table's values: Spark refuses more
+than 64 grouping columns (32 with its legacy integer grouping id)."""
+
+
 class Resolver:
     """Resolves the FROM of a query, with the CTEs in scope, into a relation."""
 
@@ -220,10 +225,16 @@ class Resolver:
                                         key=lambda v: (type(v).__name__, v)))
 
     def _public_domains(self, relation: Relation, fields: list) -> dict:
-        """{name: its non-NULL values} of ``fields`` of a public relation, read in one
-        query: a GROUPING SETS of one column each, where a row's one non-NULL column is a
-        value of that column (a query per column took about 0.1 s each on Spark: six reads
-        of one lookup table for one plan)."""
+        """{name: its non-NULL values} of ``fields`` of a public relation, read in one query
+        per GROUPING_CHUNK of them: a GROUPING SETS of one column each, where a row's one
+        non-NULL column is a value of that column (a query per column took about 0.1 s each
+        on Spark: six reads of one lookup table for one plan)."""
+        out: dict = {}
+        for start in range(0, len(fields), GROUPING_CHUNK):
+            out.update(self._domains_of(relation, fields[start:start + GROUPING_CHUNK]))
+        return out
+
+    def _domains_of(self, relation: Relation, fields: list) -> dict:
         if not fields:
             return {}
         cols = [column(f.name) for f in fields]

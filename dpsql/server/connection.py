@@ -148,10 +148,10 @@ class Connection:
         if self.state is None or not self.busy:
             return                       # idle: a cancel does nothing (as in PostgreSQL)
         self.state.cancel_requested = True
-        if self.waiting is not None:
-            self.waiting()
-        elif self.state.interrupt is not None:
-            self.state.interrupt()
+        waiting, interrupt = self.waiting, self.state.interrupt   # (the worker clears it)
+        stop = waiting if waiting is not None else interrupt
+        if stop is not None:
+            stop()
 
     async def _negotiate(self):
         """The Startup message, after TLS if asked; None for a cancel request."""

@@ -87,15 +87,16 @@ class Watch:
             if self.interruptible:
                 _set_async(self.thread, StatementCancelled)
                 self.injected = True
-            stop = self.stop_engine
             repeat, self.repeating = not self.repeating, True
-        _call(stop)
         if repeat:
-            # An interrupt that lands between two engine calls is lost (the engine
-            # clears it when the next call starts): repeat it until the statement ends.
+            # The engine's stop may block (PostgreSQL's cancel opens a connection; Spark's
+            # is a call into its JVM): never in the caller, which may be the server's event
+            # loop. An interrupt that lands between two engine calls is lost (the engine
+            # clears it when the next call starts): it is repeated until the statement ends.
             threading.Thread(target=self._keep_stopping, daemon=True).start()
 
     def _keep_stopping(self) -> None:
+        _call(self.stop_engine)
         ticks = 0
         while not self.closed.wait(0.02):
             if self.swallowed:

@@ -50,9 +50,10 @@ MAX_KNOWN = 100
 an analyst who logs in from 10,100 addresses cycles their own, never another's (eighth
 review of issue 33: with one list for all, that pushed alice's address out)."""
 STOP_WAIT_S = 10.0
-"""How long a stopping server waits for its statements, once it has cancelled them: a
-cancelled statement ends within a second (docs/deployment.md); one still running after
-this is left behind, and the process exits without it."""
+"""How long a stopping server waits, from the stop's start, for its connections and their
+statements, once it has cancelled them: a cancelled statement ends within a second
+(docs/deployment.md); what still runs after this is left behind, and the process exits
+without it."""
 SWITCH_INTERVAL_S = 0.0005
 """How long a thread computing (a statement being planned) may hold the interpreter lock
 while another waits for it (Python's default: 5 ms). The event loop takes the lock several
@@ -80,6 +81,7 @@ class Server:
         self.addresses: list = []
         self.running: set = set()                    # the workers' futures not yet done
         self.stuck = 0                               # statements left running by stop()
+        self.stopping = False
 
     # -- lifecycle --------------------------------------------------------------------
     async def start(self) -> None:
@@ -113,24 +115,33 @@ class Server:
     async def stop(self) -> None:
         """Stop listening, cancel every session's statement (as PostgreSQL's fast shutdown:
         one planning stops at once, one reading data has its engine interrupted and is
-        charged as any cancelled query), close the connections, and wait at most
-        STOP_WAIT_S for the statements to end. One still running then is left behind
-        (``stuck``; the owner's log has its stack): the process exits without it, rather
-        than an interpreter waiting for its worker forever."""
+        charged as any cancelled query), close the connections, and wait for them and
+        their statements until STOP_WAIT_S after the stop began. What still runs then is
+        left behind (``stuck``; the owner's log has its stack): the process exits without
+        it, rather than an interpreter waiting for its worker forever."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + STOP_WAIT_S
+        self.stopping = True
         for server in self.servers:
             server.close()
-            await server.wait_closed()
         connections = list(self.sessions.values()) + list(self.pending)
         for connection in list(self.sessions.values()):
-            connection.stop_statement()
+            try:
+                connection.stop_statement()     # the engine's own stop runs in a thread
+            except Exception as err:   # noqa: BLE001 - the stop goes on; logged
+                self.log_internal(err)
         tasks = [c.task for c in connections if getattr(c, "task", None)]
         for task in tasks:           # first: a handshake cut by its writer's close would end
             task.cancel()            # its task with an error no one retrieves (a traceback)
-        lingering = await _ended(tasks, STOP_WAIT_S, "connection(s)")
+        lingering = await _ended(tasks, deadline - loop.time(), "connection(s)")
         for connection in connections:
             connection.writer.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
-        self.stuck = lingering + await _ended(list(self.running), STOP_WAIT_S, "statement(s)")
+        self.stuck = lingering + await _ended(list(self.running), deadline - loop.time(),
+                                              "statement(s)")
+        # Python 3.12's wait_closed waits for every connection the server accepted.
+        await _ended([asyncio.ensure_future(s.wait_closed()) for s in self.servers],
+                     max(0.1, deadline - loop.time()), "listener(s)", cancel=True)
         if not self.stuck:           # (a statement left running may hold its account's lock)
             self.accounts.close()
         self.runner.guard.stop()
@@ -145,6 +156,9 @@ class Server:
         analysts out, and one address cannot fill the pool. Of the connections that could
         make room, the least far in authentication goes (TLS done, startup sent, SCRAM
         begun: each step costs a client more), the oldest among equals."""
+        if self.stopping:            # accepted while the server closed: not served
+            writer.close()
+            return
         peer = writer.get_extra_info("peername")
         client = f"{peer[0]}:{peer[1]}" if tcp and peer else "unix socket"
         address = peer[0] if tcp and peer else None
@@ -291,6 +305,8 @@ class Server:
 
     def _submit(self, function, *args) -> asyncio.Future:
         """``function(*args)`` in a worker, counted in ``running`` until it ends."""
+        if self.stopping:
+            raise ServerError("terminating connection due to administrator command", "57P01")
         future = asyncio.get_running_loop().run_in_executor(self.pool, function, *args)
         self.running.add(future)
         future.add_done_callback(self.running.discard)
@@ -323,25 +339,36 @@ class Server:
         log.error("dpsql serve: internal error %s", type(err).__name__, exc_info=err)
 
 
-async def _ended(futures: list, timeout: float, what: str) -> int:
-    """Wait at most ``timeout`` seconds for ``futures`` (connections' tasks, or statements
-    in workers); how many are still running then, with their stacks (the tasks' and every
-    worker thread's) in the owner's log."""
+async def _ended(futures: list, timeout: float, what: str, cancel: bool = False) -> int:
+    """Wait at most ``timeout`` seconds for ``futures`` (connections' tasks, statements in
+    workers); how many are still running then (cancelled, with ``cancel``), with their
+    stacks (the worker threads' and the tasks' innermost awaits) in the owner's log."""
     if futures:
-        await asyncio.wait(futures, timeout=timeout)
+        await asyncio.wait(futures, timeout=max(0.0, timeout))
     left = [f for f in futures if not f.done()]
-    if left:
+    if left and cancel:
+        for future in left:
+            future.cancel()
+    elif left:
         frames = sys._current_frames()
         stacks = "".join(
             f"\n{t.name}:\n" + "".join(traceback.format_stack(frames[t.ident]))
             for t in threading.enumerate() if t.name.startswith("dpsql-worker")
             and t.ident in frames)
-        stacks += "".join(f"\ntask:\n" + "".join(traceback.format_stack(frame))
-                          for f in left if isinstance(f, asyncio.Task)
-                          for frame in f.get_stack()[-1:])
-        log.error("dpsql serve: %d %s still running %s s after the stop began; the server "
-                  "stops without them%s", len(left), what, timeout, stacks)
-    return len(left)
+        stacks += "".join(f"\ntask:\n{_awaiting(f)}" for f in left if isinstance(f, asyncio.Task))
+        log.error("dpsql serve: %d %s still running at the stop's deadline; the server "
+                  "stops without them%s", len(left), what, stacks)
+    return 0 if cancel else len(left)
+
+
+def _awaiting(task: asyncio.Task) -> str:
+    """Where ``task`` waits: its coroutines from the outermost to the innermost await."""
+    lines, coro = [], task.get_coro()
+    while coro is not None and getattr(coro, "cr_frame", None) is not None:
+        code = coro.cr_frame.f_code
+        lines.append(f"  {code.co_filename}:{coro.cr_frame.f_lineno} in {code.co_name}\n")
+        coro = coro.cr_await
+    return "".join(lines)
 
 
 async def _take_turn(connection, turn: asyncio.Semaphore, timeout: float) -> None:

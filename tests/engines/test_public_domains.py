@@ -72,3 +72,31 @@ def test_a_single_column_is_one_distinct_read(engine):
     domains, queries = _domains(dpsql.from_df({"p.t": frame}, meta))
     assert domains == {"k": (1, 2)}
     assert len(queries) == 2 and "DISTINCT" in queries[1] and "GROUPING" not in queries[1]
+
+
+WIDE = 70
+"""Columns of a wide public table: more than Spark's 64 grouping columns (the review of
+the one-query read, F5: every plan reading such a table failed on Spark)."""
+
+
+def _wide_frame() -> tuple:
+    frame = pd.DataFrame({f"c{i}": [i % 3, (i + 1) % 3, None] for i in range(WIDE)}
+                         ).astype("Int64")
+    meta = {"": {"p": {"t": {"public": True,
+                             **{f"c{i}": {"type": "int"} for i in range(WIDE)}}}}}
+    return frame, meta
+
+
+def test_a_wide_public_table_is_read_in_chunks_of_columns():
+    frame, meta = _wide_frame()
+    domains, queries = _domains(dpsql.from_df({"p.t": frame}, meta))
+    assert len(queries) == 1 + 3                # statistics, then 32 + 32 + 6 columns
+    assert domains == {f"c{i}": tuple(sorted({i % 3, (i + 1) % 3})) for i in range(WIDE)}
+
+
+def test_a_wide_public_table_is_read_on_spark(spark):
+    frame, meta = _wide_frame()
+    reader = dpsql.from_connection(spark, meta, tables={"p.t": spark.createDataFrame(
+        frame.astype(object).where(frame.notna(), None))})
+    domains, queries = _domains(reader)
+    assert domains == {f"c{i}": tuple(sorted({i % 3, (i + 1) % 3})) for i in range(WIDE)}

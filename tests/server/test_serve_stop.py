@@ -64,3 +64,29 @@ def test_a_statement_that_never_ends_is_left_behind_and_logged(tmp_path, monkeyp
 
 async def _submit(server, function):
     server._submit(function)
+
+
+def test_an_engine_stop_that_blocks_never_holds_the_caller():
+    """A statement's cancel runs its engine's stop (PostgreSQL's cancel request opens a
+    connection; Spark's is a call into its JVM), and the server's stop and cancel requests
+    call it from the event loop: it ran there, so an engine that did not answer held the
+    loop, and every analyst, and the stop's own deadline (the review of the bounded stop,
+    F3). It runs in a thread of the statement's own now, and is still called."""
+    from dpsql.server.deadline import Watch
+    called, release = threading.Event(), threading.Event()
+
+    def blocking_stop():
+        called.set()
+        release.wait(10)
+
+    watch = Watch(30).start()
+    try:
+        watch.engine(blocking_stop)
+        start = time.monotonic()
+        watch.fire("cancel")
+        assert time.monotonic() - start < 0.5
+        assert called.wait(5)                  # the engine was still told to stop
+        assert watch.reason == "cancel"
+    finally:
+        release.set()
+        watch.close()
