@@ -41,13 +41,18 @@ def _run(served, who, sql, cancel_after=None):
         con.execute("SET dpsql.epsilon = 1000")
         if cancel_after is not None:
             threading.Timer(cancel_after, con.cancel).start()
-        start = time.monotonic()
-        try:
-            con.execute(sql)
-            state = "00000"
-        except psycopg.Error as err:
-            state = err.sqlstate
-        return state, time.monotonic() - start
+        return _timed(con, sql)
+
+
+def _timed(con, sql):
+    """(SQLSTATE, seconds) of one statement on ``con``."""
+    start = time.monotonic()
+    try:
+        con.execute(sql)
+        state = "00000"
+    except psycopg.Error as err:
+        state = err.sqlstate
+    return state, time.monotonic() - start
 
 
 @pytest.fixture
@@ -94,14 +99,8 @@ def test_the_wait_for_a_worker_counts_toward_the_timeout(tmp_path):
             # test checked two analysts of three). Each statement is timed on its own.
             with psycopg.connect(served.dsn(who), autocommit=True) as con:
                 for sql in ("SET dpsql.epsilon = 1000", SLOW_RELEASE):
-                    start = time.monotonic()
-                    try:
-                        con.execute(sql)
-                        state = "00000"
-                    except psycopg.Error as err:
-                        state = err.sqlstate
-                    took[who] = (state, time.monotonic() - start)
-                    if state != "00000":
+                    took[who] = _timed(con, sql)
+                    if took[who][0] != "00000":
                         break
 
         threads = [threading.Thread(target=ask, args=(w,)) for w in ("alice", "bob", "carol")]
