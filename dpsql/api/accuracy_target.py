@@ -39,7 +39,7 @@ def _error(reader, sql: str, params, privacy: Privacy, alpha: float) -> float:
                          "OPTIONS); leave them out to find the epsilon an accuracy needs")
     worst = 0.0
     for part in union_parts(tree):
-        plan = build_plan(validate(part, reader.metadata, reader.public_rows), privacy,
+        plan = build_plan(validate(part, reader.metadata, reader.engine.public_rows), privacy,
                           reader.engine.pre_cut_work)
         for stat in plan.statistics:
             if stat.mechanism.value_bounds() is not None:

@@ -72,7 +72,7 @@ def estimate_bounds(reader, table: str, column: str, epsilon: float) -> Bounds:
     tree = exp.select(exp.alias_(exp.PercentileDisc(
         this=value, expression=exp.Literal.number("0.5")), "bounds")).from_(exp.to_table(table))
     with quantile_plan.bounds_mode():
-        query = validate(tree, reader.metadata, reader.public_rows)
+        query = validate(tree, reader.metadata, reader.engine.public_rows)
         plan = build_plan(query, privacy, reader.engine.pre_cut_work)
     name = f"{query.table.full_name}.{col.name if col is not None else column}"
     # What the ledger and the release table show: not the carrier query's quantile.

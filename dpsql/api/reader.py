@@ -37,7 +37,7 @@ from ..frontend.dialect import ANALYST_DIALECT
 from ..frontend.binding import statement_work
 from .display import HTMLPage, Progress, Text, progress_callback, session_html, session_summary
 from .accuracy_target import budget_line, epsilon_for
-from .caches import Bounded, PublicReads
+from .caches import Bounded
 from .union import UnionPlan, concat
 from .present import frame, frame_rows, python_values, whole
 from .collector import collector_paused
@@ -64,8 +64,8 @@ class Reader(SmartNoiseMethods):
 
     def __init__(self, engine, metadata: Metadata, privacy: Privacy | None = None,
                  budget: Budget | None = None, ledger=None) -> None:
-        self.engine, self.metadata = engine, metadata
-        self.public_rows = PublicReads(engine.public_rows)   # the planner's public reads
+        self.engine = engine
+        self.metadata = metadata
         self.privacy = session_privacy(privacy)
         self.accountant = Accountant(session_budget(budget), ledger)
         self._plans = Bounded(_PLAN_CACHE_SIZE, weigh=self._weight,
@@ -132,7 +132,7 @@ class Reader(SmartNoiseMethods):
                 check_conditions(each)  # before any part is planned (review 41, F2)
             for sets in parts:          # each set: a share of the privacy
                 for each in sets:
-                    query = validate(each, self.metadata, self.public_rows)
+                    query = validate(each, self.metadata, self.engine.public_rows)
                     statistics = check_statistics(statistics, query.aggregates,
                                                   self.engine.max_statistics)
                     plan = build_plan(query, grouping_sets.share(privacy, len(sets)),
