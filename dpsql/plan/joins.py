@@ -273,11 +273,14 @@ class Join:
         reps = self._repetitions(private, public, keys)
         unique = bool(keys) and not self.cross and self.resolver.public is not None \
             and reps == 1
-        if unique:
+        capped = _at_most(public, keys if not self.cross else [], reps) \
+            if self.resolver.public is not None else None
+        if capped is not None:
             # Checked on the public data when planning; enforced in the plan as well, so
-            # that a public table changed later (a plan is cached) cannot repeat a key.
-            once = _keys_once(public, keys)
-            lsql, rsql = (once, rsql) if public is left else (lsql, once)
+            # that a public table changed later (a plan is cached) cannot repeat a key more
+            # (nor hold more rows, for a key-less join): neither uniqueness nor the work
+            # bound (MAX_FANOUT) rests on a read that may be stale.
+            lsql, rsql = (capped, rsql) if public is left else (lsql, capped)
         k, bounded, pid = private.k, private.bounded and unique, private.pid
         fanout = private.fanout * reps
         row_identities = private.unit == "row" and not unique
@@ -438,13 +441,21 @@ def _sided(node, lback, rback):
     return node
 
 
-def _keys_once(public: Relation, keys: list) -> Relation:
-    """``public`` restricted to rows whose ``keys`` occur in no other row."""
+def _at_most(public: Relation, keys: list, most: int) -> Relation | None:
+    """``public`` restricted to rows whose ``keys`` occur in at most ``most`` rows (at most 1:
+    in no other row); without keys, to no row if it holds more than ``most`` rows in all.
+    None where the number of rows was not read (a relation the planner did not read)."""
+    if not keys:
+        if public.rows is None:
+            return None
+        count = exp.select(exp.Count(this=exp.Star())).from_(public.source("_k"))
+        return filtered(public, exp.LTE(this=exp.Subquery(this=count),
+                                        expression=exp.Literal.number(most)))
     cols = [column(c) for c in dict.fromkeys(keys)]
-    single = (exp.select(*cols).from_(public.source("_k")).group_by(*[c.copy() for c in cols])
-              .having(exp.EQ(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1))))
+    few = (exp.select(*cols).from_(public.source("_k")).group_by(*[c.copy() for c in cols])
+           .having(exp.LTE(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(most))))
     target = cols[0].copy() if len(cols) == 1 else exp.Tuple(expressions=[c.copy() for c in cols])
-    return filtered(public, exp.In(this=target, query=exp.Subquery(this=single)))
+    return filtered(public, exp.In(this=target, query=exp.Subquery(this=few)))
 
 
 def _row_numbered(relation: Relation) -> Relation:

@@ -23,6 +23,7 @@ from .paths import join_to_person
 from .setops import semi_join, union_all
 from .per_person import per_person
 from .column_lists import column_names, name_items, renamed
+from .references import filtered
 from .relations import ROW_CLAUSES, Field, Relation, scan, select_rows
 from ..frontend.dialect import ANALYST_DIALECT
 from ..frontend.literal_lists import rows_in
@@ -186,6 +187,7 @@ class Resolver:
         relation = scan(table, self.metadata)
         if table.public:
             self.read_public(relation)
+            relation = _without_nulls(relation)
         return renamed(relation, columns, node.alias or node.name), names
 
     # -- public data -------------------------------------------------------------
@@ -220,7 +222,9 @@ class Resolver:
             f.origin = "public data"
         listed_values.update(self._public_domains(relation, to_read))
         for f in relation.visible():
-            if f.name in listed_values:
+            # The values are read after the statistics: a table changed between the two
+            # reads may hold more than MAX_DOMAIN of them (then it has no public value set).
+            if f.name in listed_values and len(listed_values[f.name]) <= MAX_DOMAIN:
                 f.domain = tuple(sorted(listed_values[f.name],
                                         key=lambda v: (type(v).__name__, v)))
 
@@ -400,6 +404,15 @@ class Resolver:
         if grouped:
             return per_person(tree, child, binder, name)
         return select_rows(tree, child, binder, name)
+
+
+def _without_nulls(relation: Relation) -> Relation:
+    """A public table's rows with no NULL in the columns read as holding none: a plan is
+    cached for the session, and one planned before the owner put a NULL there would count
+    a value it does not hold (the middle of the column's range) for that row."""
+    checks = [exp.Not(this=exp.Is(this=column(f.name), expression=exp.Null()))
+              for f in relation.visible() if f.nullable is False]
+    return filtered(relation, exp.and_(*checks) if checks else None)
 
 
 def _names(relation: Relation, scope: dict) -> tuple:
