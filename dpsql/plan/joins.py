@@ -173,7 +173,10 @@ class Join:
                 a, b = c.this.name, c.expression.name
                 if a in rmap.values() and b in lmap.values():
                     a, b = b, a
-                if a in lmap.values() and b in rmap.values():
+                # A key pair compares like values only: an int and a float compare as
+                # doubles, where distinct int keys past 2^53 meet one private value (their
+                # repetitions, counted as ints, would say unique: review s18, R1).
+                if a in lmap.values() and b in rmap.values() and _same_kind(types, a, b):
                     pairs.append((a, b))
         return cond, pairs
 
@@ -193,7 +196,7 @@ class Join:
         owner, owner_sql, mapping = (left, lsql, lmap) if owner_left else (right, rsql, rmap)
         pid = result["pid"]
         pid_name = mapping.get(pid) if pid is not None else None
-        self._mark_ids(fields, pid_name, rmap)
+        self._mark_ids(fields, pid_name, lmap, rmap)
         projections = [exp.alias_(exp.column(f.name, "_jl", quoted=True), lmap[f.name], quoted=True)
                        for f in left.visible()]
         projections += [exp.alias_(exp.column(f.name, "_jr", quoted=True), rmap[f.name], quoted=True)
@@ -273,7 +276,7 @@ class Join:
         reps = self._repetitions(private, public, keys)
         unique = bool(keys) and not self.cross and self.resolver.public is not None \
             and reps == 1
-        capped = _at_most(public, keys if not self.cross else [], reps) \
+        capped = at_most(public, keys if not self.cross else [], reps) \
             if self.resolver.public is not None else None
         if capped is not None:
             # Checked on the public data when planning; enforced in the plan as well, so
@@ -336,15 +339,19 @@ class Join:
                f"so at most {left.k} x {right.k} = {k} row(s) per person")
         return result, how, lsql, rsql, fanout
 
-    def _mark_ids(self, fields, pid_name, rmap) -> None:
-        """Set which columns are the person's id (and copies of it) after the join."""
+    def _mark_ids(self, fields, pid_name, lmap, rmap) -> None:
+        """Set which columns are the person's id (and copies of it) after the join, and
+        which may be NULL: an outer join's kept side's unmatched rows fill the other's (a
+        FULL join of public tables both: review s18, R3, a SUM counted the middle of the
+        range for them)."""
         for f in fields.values():
             f.is_id = pid_name is not None and f.name == pid_name
             if f.is_id or f.id_copy:
                 f.of_id = True
-        if self.side == "LEFT":
-            for f in self.right.visible():
-                nf = fields[rmap[f.name].lower()]
+        sides = {"LEFT": [(self.right, rmap)], "FULL": [(self.left, lmap), (self.right, rmap)]}
+        for side, names in sides.get(self.side, []):
+            for f in side.visible():
+                nf = fields[names[f.name].lower()]
                 nf.nullable, nf.id_copy, nf.is_id = True, False, False
 
     # -- work bounds -----------------------------------------------------------
@@ -441,7 +448,12 @@ def _sided(node, lback, rback):
     return node
 
 
-def _at_most(public: Relation, keys: list, most: int) -> Relation | None:
+def _same_kind(types: dict, a: str, b: str) -> bool:
+    kind = types.get(a.lower())
+    return kind is not None and kind == types.get(b.lower())
+
+
+def at_most(public: Relation, keys: list, most: int) -> Relation | None:
     """``public`` restricted to rows whose ``keys`` occur in at most ``most`` rows (at most 1:
     in no other row); without keys, to no row if it holds more than ``most`` rows in all.
     None where the number of rows was not read (a relation the planner did not read)."""

@@ -103,3 +103,57 @@ def test_a_null_put_in_a_column_read_without_nulls_drops_its_rows():
     row = reader.execute_df(sql).iloc[0]
     assert round(row["s"]) == 1000 * 10 + 1000 * 20 and round(row["a"], 2) == 15.0
     con.close()
+
+
+def test_an_exists_over_a_lookup_grown_after_planning_meets_nothing(owner):
+    """A correlated EXISTS over a public table charges the work of testing each private row
+    against all the rows read; a table grown since then makes the test false (review s18,
+    R2: a stale plan tested a singled-out row against 3,000,003 rows)."""
+    reader = dpsql.from_connection(owner, META, privacy=EXACT)
+    sql = ("SELECT COUNT(*) AS n FROM s.p WHERE EXISTS "
+           "(SELECT 1 FROM s.lk l WHERE l.k <= p.k AND l.name <> 'x')")
+    reader.get_privacy_cost(sql)                # planned: three rows
+    owner.execute("INSERT INTO s.lk VALUES (3, 'three')")
+    assert _count(reader, sql) == 0
+    assert _count(dpsql.from_connection(owner, META, privacy=EXACT), sql) == 3001
+
+
+def test_a_float_key_meets_int_keys_as_a_key_less_join():
+    """A float private column equal to an int public key compares as doubles, so distinct
+    ints past 2^53 meet one value: the join is no key pair (whose repetitions are counted
+    as ints: unique, no truncation), and one person counts once, not 129 times (review s18,
+    R1: at epsilon 1, a COUNT that one person moved by 769)."""
+    meta = {"": {"s": {
+        "lk": {"public": True, "k": {"type": "int"}},
+        "p": {"max_ids": 1, "pid": {"type": "int", "private_id": True}, "f": {"type": "float"}}}}}
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA s; CREATE TABLE s.lk AS SELECT i AS k FROM range(300) t(i)")
+    con.execute("CREATE TABLE s.p AS SELECT 0 AS pid, 0.0::DOUBLE AS f")
+    reader = dpsql.from_connection(con, meta, privacy=EXACT)
+    sql = ("SELECT COUNT(*) AS n FROM (SELECT pid, f + 1152921504606846976.0 AS g FROM "
+           "(SELECT pid, MAX(f) AS f FROM s.p GROUP BY pid) a) q JOIN "
+           "(SELECT k + 1152921504606846976 AS big FROM s.lk) l ON q.g = l.big")
+    assert con.execute(sql.replace("COUNT(*) AS n", "COUNT(*)")).fetchone()[0] == 129
+    assert _count(reader, sql) == 1
+    con.close()
+
+
+def test_a_full_join_of_public_tables_makes_both_sides_nullable():
+    """Review s18, R3: a public column read without NULLs kept that through a FULL JOIN,
+    whose unmatched rows fill it with NULLs, and a SUM counted the middle of its range for
+    them (45,000 for 35,000)."""
+    meta = {"": {"s": {
+        "lk": {"public": True, "k": {"type": "int"}, "w": {"type": "int"}},
+        "lk2": {"public": True, "k": {"type": "int"}},
+        "p": {"max_ids": 1, "pid": {"type": "int", "private_id": True}, "k": {"type": "int"}}}}}
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA s; CREATE TABLE s.lk AS SELECT * FROM (VALUES (1, 10), (2, 30)) v(k, w)")
+    con.execute("CREATE TABLE s.lk2 AS SELECT * FROM (VALUES (1), (2), (3)) v(k)")
+    con.execute("CREATE TABLE s.p AS SELECT i AS pid, CASE WHEN i < 2000 THEN 1 WHEN i < 2500 "
+                "THEN 2 ELSE 3 END AS k FROM range(3000) t(i)")
+    reader = dpsql.from_connection(con, meta, privacy=EXACT)
+    sql = ("SELECT SUM(x.w) AS s, AVG(x.w) AS a FROM s.p JOIN (SELECT b.k AS k, a.w AS w "
+           "FROM s.lk a FULL JOIN s.lk2 b ON a.k = b.k) x ON p.k = x.k")
+    row = reader.execute_df(sql).iloc[0]
+    assert round(row["s"]) == 35000 and round(row["a"], 2) == 14.0
+    con.close()
