@@ -28,7 +28,8 @@ tests (a table scan is truncated anyway); max_rows_per_group not enforced: the
 max_groups test; a UNION ALL of persons marked bounded: both UNION ALL tests; a
 semi-join marked bounded: the five semi-join tests; the reference join marked
 bounded: both reference tests; a UNION ALL of queries charged its largest part:
-the charge test.
+the charge test; a float column paired as a key with an int key (review s18, R1): the
+float-key test.
 
 The last test records a privacy bug (expected to fail until fixed): a UNION ALL of two
 row-privacy parts that each join a public table on a repeating key.
@@ -513,3 +514,25 @@ def test_union_of_two_row_numbered_joins(pums_two_numberings):
         with pytest.raises(dpsql.QueryError, match="random identities as their own persons"):
             reader.execute_df(sql)
         assert reader.spent == (0.0, 0.0)
+
+
+# -- a float column equal to an int key (review s18, R1) ----------------------------------
+
+def test_a_float_column_equal_to_int_keys_past_2_pow_53():
+    """Distinct int keys past 2^53 compare equal to one double: X's one row (bounded by a
+    per-person subquery) meets 129 of the 300 lookup rows, whose repetitions, counted as
+    ints, say unique. The join is no key pair (columns of one type only), so X's rows are
+    truncated to max_ids 1."""
+    meta = {"": {"s": {
+        "lk": {"public": True, "k": {"type": "int"}},
+        "p": {"max_ids": 1, "pid": {"type": "int", "private_id": True}, "f": {"type": "float"}}}}}
+    people = pd.DataFrame({"pid": range(1, 201), "f": [1e9 + i for i in range(200)]})
+    with_x = {"s.p": pd.concat([people, pd.DataFrame({"pid": [X], "f": [0.0]})],
+                               ignore_index=True),
+              "s.lk": pd.DataFrame({"k": range(300)})}
+    pair = Pair(with_x, {**with_x, "s.p": people}, meta)
+    sql = ("SELECT COUNT(*) AS n FROM (SELECT pid, f + 1152921504606846976.0 AS g FROM "
+           "(SELECT pid, MAX(f) AS f FROM s.p GROUP BY pid) a) q JOIN "
+           "(SELECT k + 1152921504606846976 AS big FROM s.lk) l ON q.g = l.big")
+    assert _l1(pair, sql) == [1]
+    _check(pair, sql, {"n": 1})
