@@ -157,3 +157,17 @@ def test_a_full_join_of_public_tables_makes_both_sides_nullable():
     row = reader.execute_df(sql).iloc[0]
     assert round(row["s"]) == 35000 and round(row["a"], 2) == 14.0
     con.close()
+
+
+def test_null_keys_of_a_lookup_are_no_repeated_key():
+    """A NULL key meets no row: 2,000 of them are not one key repeated 2,000 times (review
+    s18, R5: the join was refused, past MAX_FANOUT)."""
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA s; CREATE TABLE s.lk AS SELECT * FROM (VALUES (1, 'one'), "
+                "(2, 'two')) v(k, name) UNION ALL SELECT NULL, 'none' FROM range(2000)")
+    con.execute("CREATE TABLE s.p AS SELECT i AS pid, 1 + i % 3 AS k FROM range(3000) t(i)")
+    reader = dpsql.from_connection(con, META, privacy=EXACT)
+    sql = "SELECT COUNT(*) AS n FROM s.p JOIN s.lk l ON p.k = l.k"
+    assert _count(reader, sql) == 2000
+    assert "unique in the public rows" in reader.explain(sql)
+    con.close()
