@@ -1,10 +1,12 @@
 """A public table that the owner changes after a plan read it (a plan is cached for the
 session): what the plan took from the public data is enforced on the data it runs on, so
-that a stale read can make an answer miss rows, never let a person's rows meet more public
-rows than the plan's work bound (MAX_FANOUT: the time a query takes, review of the kept
-public reads, F1) nor a key count twice. A plan is run again on changed data when it was
-planned before the change (``get_privacy_cost``, free) and asked after it (a release asked
-again is replayed, not run)."""
+that a stale read can change an answer (rows left out), never let a person's rows meet more
+public rows than the plan's work bound (MAX_FANOUT: the time a query takes, review of the
+kept public reads, F1) nor a key count twice. A plan is run again on changed data when it
+was planned before the change (``get_privacy_cost``, free) and asked after it (a release
+asked again is replayed, not run). Also the faults in the planner's use of public facts
+that the review of the enforcement found (s18: R1 a float = int key pair, R3 a FULL join's
+NULLs, R5 NULL keys)."""
 import duckdb
 import pytest
 
