@@ -456,7 +456,10 @@ def _same_kind(types: dict, a: str, b: str) -> bool:
 def at_most(public: Relation, keys: list, most: int) -> Relation | None:
     """``public`` restricted to rows whose ``keys`` occur in at most ``most`` rows (at most 1:
     in no other row); without keys, to no row if it holds more than ``most`` rows in all.
-    None where the number of rows was not read (a relation the planner did not read)."""
+    None where nothing can change: a relation of the query's own literals (VALUES), whose
+    rows are the plan's text, or whose number of rows was not read."""
+    if not public.tables:
+        return None
     if not keys:
         if public.rows is None:
             return None

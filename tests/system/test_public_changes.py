@@ -23,13 +23,23 @@ EXACT = dpsql.Privacy(epsilon=1e6)     # noise far below 0.5 on these counts
 @pytest.fixture
 def owner():
     """3,000 persons with key 2 and one with key 1, which the lookup holds twice."""
+    with _database("lk AS SELECT * FROM (VALUES (1, 'one'), (1, 'uno'), (2, 'two')) v(k, name)",
+                   "p AS SELECT i AS pid, 2 AS k FROM range(3000) t(i) "
+                   "UNION ALL SELECT 99999, 1") as con:
+        yield con
+
+
+LOOKUP_W = {"public": True, "k": {"type": "int"}, "w": {"type": "int"}}
+PERSON_K = {"max_ids": 1, "pid": {"type": "int", "private_id": True}, "k": {"type": "int"}}
+
+
+def _database(*tables: str):
+    """A DuckDB connection with schema s and ``tables`` (``CREATE TABLE s.`` + each)."""
     con = duckdb.connect()
-    con.execute("CREATE SCHEMA s; CREATE TABLE s.lk AS SELECT * FROM "
-                "(VALUES (1, 'one'), (1, 'uno'), (2, 'two')) v(k, name)")
-    con.execute("CREATE TABLE s.p AS SELECT i AS pid, 2 AS k FROM range(3000) t(i) "
-                "UNION ALL SELECT 99999, 1")
-    yield con
-    con.close()
+    con.execute("CREATE SCHEMA s")
+    for table in tables:
+        con.execute("CREATE TABLE s." + table)
+    return con
 
 
 def _count(reader, sql: str) -> int:
@@ -90,21 +100,16 @@ def test_a_null_put_in_a_column_read_without_nulls_drops_its_rows():
     """A plan takes a public column read without NULLs for one (its sum then counts rows
     rather than values): the owner's NULL put there later drops the row, where it made the
     plan count the middle of the column's range for it (review of the kept public reads,
-    F2: a SUM of 45,000 for 27,000)."""
-    meta = {"": {"s": {
-        "lk": {"public": True, "k": {"type": "int"}, "w": {"type": "int"}},
-        "p": {"max_ids": 1, "pid": {"type": "int", "private_id": True}, "k": {"type": "int"}}}}}
-    con = duckdb.connect()
-    con.execute("CREATE SCHEMA s; CREATE TABLE s.lk AS SELECT * FROM "
-                "(VALUES (1, 10), (2, 20), (3, 30)) v(k, w)")
-    con.execute("CREATE TABLE s.p AS SELECT i AS pid, 1 + i % 3 AS k FROM range(3000) t(i)")
-    reader = dpsql.from_connection(con, meta, privacy=EXACT)
-    sql = "SELECT SUM(l.w) AS s, AVG(l.w) AS a FROM s.p JOIN s.lk l ON p.k = l.k"
-    reader.get_privacy_cost(sql)
-    con.execute("UPDATE s.lk SET w = NULL WHERE k = 3")
-    row = reader.execute_df(sql).iloc[0]
+    F2: a SUM of 50,000 for 30,000 here)."""
+    meta = {"": {"s": {"lk": LOOKUP_W, "p": PERSON_K}}}
+    with _database("lk AS SELECT * FROM (VALUES (1, 10), (2, 20), (3, 30)) v(k, w)",
+                   "p AS SELECT i AS pid, 1 + i % 3 AS k FROM range(3000) t(i)") as con:
+        reader = dpsql.from_connection(con, meta, privacy=EXACT)
+        sql = "SELECT SUM(l.w) AS s, AVG(l.w) AS a FROM s.p JOIN s.lk l ON p.k = l.k"
+        reader.get_privacy_cost(sql)
+        con.execute("UPDATE s.lk SET w = NULL WHERE k = 3")
+        row = reader.execute_df(sql).iloc[0]
     assert round(row["s"]) == 1000 * 10 + 1000 * 20 and round(row["a"], 2) == 15.0
-    con.close()
 
 
 def test_an_exists_over_a_lookup_grown_after_planning_meets_nothing(owner):
@@ -128,48 +133,38 @@ def test_a_float_key_meets_int_keys_as_a_key_less_join():
     meta = {"": {"s": {
         "lk": {"public": True, "k": {"type": "int"}},
         "p": {"max_ids": 1, "pid": {"type": "int", "private_id": True}, "f": {"type": "float"}}}}}
-    con = duckdb.connect()
-    con.execute("CREATE SCHEMA s; CREATE TABLE s.lk AS SELECT i AS k FROM range(300) t(i)")
-    con.execute("CREATE TABLE s.p AS SELECT 0 AS pid, 0.0::DOUBLE AS f")
-    reader = dpsql.from_connection(con, meta, privacy=EXACT)
     sql = ("SELECT COUNT(*) AS n FROM (SELECT pid, f + 1152921504606846976.0 AS g FROM "
            "(SELECT pid, MAX(f) AS f FROM s.p GROUP BY pid) a) q JOIN "
            "(SELECT k + 1152921504606846976 AS big FROM s.lk) l ON q.g = l.big")
-    assert con.execute(sql.replace("COUNT(*) AS n", "COUNT(*)")).fetchone()[0] == 129
-    assert _count(reader, sql) == 1
-    con.close()
+    with _database("lk AS SELECT i AS k FROM range(300) t(i)",
+                   "p AS SELECT 0 AS pid, 0.0::DOUBLE AS f") as con:
+        assert con.execute(sql.replace("COUNT(*) AS n", "COUNT(*)")).fetchone()[0] == 129
+        assert _count(dpsql.from_connection(con, meta, privacy=EXACT), sql) == 1
 
 
 def test_a_full_join_of_public_tables_makes_both_sides_nullable():
     """Review s18, R3: a public column read without NULLs kept that through a FULL JOIN,
     whose unmatched rows fill it with NULLs, and a SUM counted the middle of its range for
     them (45,000 for 35,000)."""
-    meta = {"": {"s": {
-        "lk": {"public": True, "k": {"type": "int"}, "w": {"type": "int"}},
-        "lk2": {"public": True, "k": {"type": "int"}},
-        "p": {"max_ids": 1, "pid": {"type": "int", "private_id": True}, "k": {"type": "int"}}}}}
-    con = duckdb.connect()
-    con.execute("CREATE SCHEMA s; CREATE TABLE s.lk AS SELECT * FROM (VALUES (1, 10), (2, 30)) v(k, w)")
-    con.execute("CREATE TABLE s.lk2 AS SELECT * FROM (VALUES (1), (2), (3)) v(k)")
-    con.execute("CREATE TABLE s.p AS SELECT i AS pid, CASE WHEN i < 2000 THEN 1 WHEN i < 2500 "
-                "THEN 2 ELSE 3 END AS k FROM range(3000) t(i)")
-    reader = dpsql.from_connection(con, meta, privacy=EXACT)
+    meta = {"": {"s": {"lk": LOOKUP_W, "lk2": {"public": True, "k": {"type": "int"}},
+                       "p": PERSON_K}}}
     sql = ("SELECT SUM(x.w) AS s, AVG(x.w) AS a FROM s.p JOIN (SELECT b.k AS k, a.w AS w "
            "FROM s.lk a FULL JOIN s.lk2 b ON a.k = b.k) x ON p.k = x.k")
-    row = reader.execute_df(sql).iloc[0]
+    with _database("lk AS SELECT * FROM (VALUES (1, 10), (2, 30)) v(k, w)",
+                   "lk2 AS SELECT * FROM (VALUES (1), (2), (3)) v(k)",
+                   "p AS SELECT i AS pid, CASE WHEN i < 2000 THEN 1 WHEN i < 2500 THEN 2 "
+                   "ELSE 3 END AS k FROM range(3000) t(i)") as con:
+        row = dpsql.from_connection(con, meta, privacy=EXACT).execute_df(sql).iloc[0]
     assert round(row["s"]) == 35000 and round(row["a"], 2) == 14.0
-    con.close()
 
 
 def test_null_keys_of_a_lookup_are_no_repeated_key():
     """A NULL key meets no row: 2,000 of them are not one key repeated 2,000 times (review
     s18, R5: the join was refused, past MAX_FANOUT)."""
-    con = duckdb.connect()
-    con.execute("CREATE SCHEMA s; CREATE TABLE s.lk AS SELECT * FROM (VALUES (1, 'one'), "
-                "(2, 'two')) v(k, name) UNION ALL SELECT NULL, 'none' FROM range(2000)")
-    con.execute("CREATE TABLE s.p AS SELECT i AS pid, 1 + i % 3 AS k FROM range(3000) t(i)")
-    reader = dpsql.from_connection(con, META, privacy=EXACT)
     sql = "SELECT COUNT(*) AS n FROM s.p JOIN s.lk l ON p.k = l.k"
-    assert _count(reader, sql) == 2000
-    assert "unique in the public rows" in reader.explain(sql)
-    con.close()
+    with _database("lk AS SELECT * FROM (VALUES (1, 'one'), (2, 'two')) v(k, name) "
+                   "UNION ALL SELECT NULL, 'none' FROM range(2000)",
+                   "p AS SELECT i AS pid, 1 + i % 3 AS k FROM range(3000) t(i)") as con:
+        reader = dpsql.from_connection(con, META, privacy=EXACT)
+        assert _count(reader, sql) == 2000
+        assert "unique in the public rows" in reader.explain(sql)
